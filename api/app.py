@@ -1,0 +1,87 @@
+"""The Litestar application: routes by domain, one session per request, problem+json errors."""
+
+from __future__ import annotations
+
+import logging
+
+from litestar import Litestar, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from sqlalchemy import text
+
+from api.auth import provide_caller, provide_settings
+from api.db import provide_db_session
+from api.domain.endpoints.controllers import EndpointController
+from api.domain.hardware.controllers import HardwareController
+from api.domain.jobs.controllers import JobController, RunController
+from api.domain.teams.controllers import TeamController
+from api.errors import EXCEPTION_HANDLERS
+from api.queue import TaskQueue
+from infercost import __version__
+from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.queue import make_celery
+from infercost.security import Vault
+from infercost.settings import Settings
+
+log = logging.getLogger("infercost.api")
+
+
+@get("/health", tags=["health"], summary="Liveness and database check", security=[{}])
+async def health(state: State) -> dict[str, str]:
+    """200 when the API can reach Postgres."""
+    async with state.engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))
+    return {"status": "ok", "version": __version__}
+
+
+def create_app(settings: Settings | None = None) -> Litestar:
+    """Build the app; the engine, broker client and vault are made at startup, not import."""
+    settings = settings or Settings.from_env()
+
+    async def startup(app: Litestar) -> None:
+        engine = make_engine(settings.require_database_url())
+        app.state.settings = settings
+        app.state.engine = engine
+        app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.vault = Vault(settings.secret_keys)
+        celery = make_celery(settings)
+        app.state.celery = celery
+        app.state.task_queue = TaskQueue(celery, app.state.sessionmaker)
+
+    async def shutdown(app: Litestar) -> None:
+        await app.state.engine.dispose()
+        app.state.celery.close()
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    return Litestar(
+        route_handlers=[
+            health, TeamController, HardwareController, EndpointController, JobController,
+            RunController,
+        ],  # fmt: skip
+        dependencies={
+            "settings": Provide(provide_settings, sync_to_thread=False),
+            "db_session": Provide(provide_db_session),
+            "caller": Provide(provide_caller),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,
+        on_startup=[startup],
+        on_shutdown=[shutdown],
+        openapi_config=OpenAPIConfig(
+            title="infercost",
+            version=__version__,
+            description="Benchmark LLM inference endpoints; time to first token, throughput, "
+            "and cost per million tokens.",
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin()],
+            components=Components(
+                security_schemes={
+                    "BearerAuth": SecurityScheme(type="http", scheme="bearer", description="team API key")
+                }
+            ),
+            security=[{"BearerAuth": []}],
+        ),
+        debug=False,
+    )

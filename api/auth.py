@@ -1,0 +1,59 @@
+"""Bearer authentication: team API keys for everything, the admin token for teams and keys."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from litestar import Request
+from litestar.datastructures import State
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.errors import Forbidden, Unauthorized
+from infercost.security import key_prefix, same_token, verify_api_key
+from infercost.settings import Settings
+from infercost.teams.repository import TeamRepository
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The team on whose behalf a request acts; every query is scoped by its id."""
+
+    team_id: uuid.UUID
+
+
+def _bearer(request: Request[object, object, State]) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("send your API key as `Authorization: Bearer <key>`")
+    return token.strip()
+
+
+def provide_settings(state: State) -> Settings:
+    """The process's settings, read once at startup."""
+    settings: Settings = state.settings
+    return settings
+
+
+async def provide_caller(
+    request: Request[object, object, State], db_session: AsyncSession, settings: Settings
+) -> Caller:
+    """Resolve the bearer key to its team, or answer 401."""
+    token = _bearer(request)
+    prefix = key_prefix(token)
+    key = await TeamRepository(db_session).live_key_by_prefix(prefix) if prefix else None
+    if key is None or not verify_api_key(settings.secret_keys, token, key.key_hash):
+        if same_token(token, settings.admin_token):
+            raise Forbidden("the admin token manages teams and keys; use a team's API key here")
+        raise Unauthorized("this API key is unknown or revoked: ask an admin for a new key")
+    return Caller(team_id=key.team_id)
+
+
+async def provide_admin(request: Request[object, object, State], settings: Settings) -> None:
+    """Allow only the admin token (INFERCOST_ADMIN_TOKEN)."""
+    token = _bearer(request)
+    if settings.admin_token is None:
+        raise Forbidden("no admin token is configured: set INFERCOST_ADMIN_TOKEN on the server")
+    if not same_token(token, settings.admin_token):
+        raise Forbidden("this route needs the admin token (INFERCOST_ADMIN_TOKEN)")

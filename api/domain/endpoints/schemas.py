@@ -1,0 +1,84 @@
+"""Request and response shapes for registered endpoints (CONTRACT.md, Endpoint)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+EndpointName = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][\w.\-]*$")
+]
+Url = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
+Api = Literal["openai-chat", "openai-completions"]
+Tags = dict[str, str]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+GpuCount = Annotated[int, msgspec.Meta(ge=1, le=4096)]
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+
+
+class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
+    """POST /v1/endpoints. `api_key` is write-only; `base_url` ends before /chat/completions."""
+
+    name: EndpointName
+    base_url: Url
+    model: Text
+    api: Api = "openai-chat"
+    engine: Text | None = None
+    engine_version: Text | None = None
+    hardware: Text | None = None
+    gpu_count: GpuCount = 1
+    usd_per_hour: NonNegative | None = None
+    provider: Text | None = None
+    params_b: Positive | None = None
+    precision: Text | None = None
+    api_key: Url | None = None
+    metrics_urls: list[Url] = []
+    tags: Tags = {}
+
+
+class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """PATCH /v1/endpoints/{id}: fields left out stay as they are; null clears a field."""
+
+    name: EndpointName | msgspec.UnsetType = msgspec.UNSET
+    base_url: Url | msgspec.UnsetType = msgspec.UNSET
+    model: Text | msgspec.UnsetType = msgspec.UNSET
+    api: Api | msgspec.UnsetType = msgspec.UNSET
+    engine: Text | None | msgspec.UnsetType = msgspec.UNSET
+    engine_version: Text | None | msgspec.UnsetType = msgspec.UNSET
+    hardware: Text | None | msgspec.UnsetType = msgspec.UNSET
+    gpu_count: GpuCount | msgspec.UnsetType = msgspec.UNSET
+    usd_per_hour: NonNegative | None | msgspec.UnsetType = msgspec.UNSET
+    provider: Text | None | msgspec.UnsetType = msgspec.UNSET
+    params_b: Positive | None | msgspec.UnsetType = msgspec.UNSET
+    precision: Text | None | msgspec.UnsetType = msgspec.UNSET
+    api_key: Url | None | msgspec.UnsetType = msgspec.UNSET
+    metrics_urls: list[Url] | msgspec.UnsetType = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
+
+
+class EndpointRead(msgspec.Struct):
+    """An endpoint as stored; `has_api_key` says whether a credential is set (never shown)."""
+
+    id: uuid.UUID
+    name: str
+    base_url: str
+    api: str
+    model: str
+    engine: str | None
+    engine_version: str | None
+    hardware: str | None
+    hardware_id: uuid.UUID | None
+    gpu_count: int
+    usd_per_hour: float | None
+    provider: str | None
+    params_b: float | None
+    precision: str | None
+    has_api_key: bool
+    metrics_urls: list[str]
+    tags: Tags
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,101 @@
+"""Registering, changing and removing endpoints for one team."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.domain.endpoints.schemas import EndpointCreate, EndpointRead, EndpointUpdate
+from infercost.endpoints.models import Endpoint
+from infercost.endpoints.repository import EndpointRepository
+from infercost.errors import Conflict, InvalidInput, NotFound
+from infercost.hardware.repository import HardwareRepository
+from infercost.security import Vault
+
+
+def _http_url(field: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(field, f"'{url}' is not an http(s) URL such as http://10.0.0.5:8000/v1")
+    return url.rstrip("/")
+
+
+class EndpointService:
+    """Endpoint rules: unique live names, known hardware, URLs that parse, secrets encrypted."""
+
+    def __init__(self, session: AsyncSession, team_id: uuid.UUID, vault: Vault) -> None:
+        self.repo = EndpointRepository(session)
+        self.hardware = HardwareRepository(session)
+        self.team_id = team_id
+        self.vault = vault
+
+    async def get(self, endpoint_id: uuid.UUID) -> Endpoint:
+        """One live endpoint of the team, or 404."""
+        endpoint = await self.repo.get(self.team_id, endpoint_id)
+        if endpoint is None:
+            raise NotFound(f"no endpoint {endpoint_id}: GET /v1/endpoints lists yours")
+        return endpoint
+
+    async def page(self, limit: int, offset: int) -> tuple[list[Endpoint], int]:
+        """A page of the team's endpoints."""
+        return await self.repo.page(self.team_id, limit=limit, offset=offset)
+
+    async def _apply(self, endpoint: Endpoint, changes: dict[str, Any]) -> None:
+        if "name" in changes and await self.repo.name_taken(
+            self.team_id, changes["name"], except_id=endpoint.id
+        ):
+            raise Conflict(f"an endpoint named '{changes['name']}' already exists in your team")
+        if "base_url" in changes:
+            changes["base_url"] = _http_url("base_url", changes["base_url"])
+        if "metrics_urls" in changes:
+            changes["metrics_urls"] = [_http_url("metrics_urls", u) for u in changes["metrics_urls"]]
+        if "hardware" in changes:
+            name = changes.pop("hardware")
+            endpoint.hardware_id = None
+            if name is not None:
+                hw = await self.hardware.by_name(self.team_id, name)
+                if hw is None:
+                    raise InvalidInput(
+                        "hardware", f"unknown hardware '{name}': GET /v1/hardware lists the catalog"
+                    )
+                endpoint.hardware_id = hw.id
+        if "api_key" in changes:
+            secret = changes.pop("api_key")
+            endpoint.api_key_encrypted = None if secret is None else self.vault.encrypt(secret)
+        for key, value in changes.items():
+            setattr(endpoint, key, value)
+
+    async def create(self, data: EndpointCreate) -> Endpoint:
+        """Register an endpoint."""
+        endpoint = Endpoint(team_id=self.team_id)
+        await self._apply(endpoint, msgspec.structs.asdict(data))
+        return await self.repo.add(endpoint)
+
+    async def update(self, endpoint_id: uuid.UUID, data: EndpointUpdate) -> Endpoint:
+        """Change the fields given; leave the rest."""
+        endpoint = await self.get(endpoint_id)
+        changes = {k: v for k, v in msgspec.structs.asdict(data).items() if v is not msgspec.UNSET}
+        await self._apply(endpoint, changes)
+        return await self.repo.save(endpoint)
+
+    async def delete(self, endpoint_id: uuid.UUID) -> None:
+        """Remove from listings; past jobs keep pointing at it."""
+        await self.repo.delete(await self.get(endpoint_id))
+
+    async def to_read(self, endpoint: Endpoint) -> EndpointRead:
+        """The response shape, with the hardware's name resolved."""
+        hw = await self.hardware.get(self.team_id, endpoint.hardware_id) if endpoint.hardware_id else None
+        return EndpointRead(
+            id=endpoint.id, name=endpoint.name, base_url=endpoint.base_url, api=endpoint.api,
+            model=endpoint.model, engine=endpoint.engine, engine_version=endpoint.engine_version,
+            hardware=hw.name if hw else None, hardware_id=endpoint.hardware_id,
+            gpu_count=endpoint.gpu_count, usd_per_hour=endpoint.usd_per_hour,
+            provider=endpoint.provider, params_b=endpoint.params_b, precision=endpoint.precision,
+            has_api_key=endpoint.api_key_encrypted is not None,
+            metrics_urls=list(endpoint.metrics_urls), tags=dict(endpoint.tags),
+            created_at=endpoint.created_at, updated_at=endpoint.updated_at,
+        )  # fmt: skip

@@ -1,0 +1,110 @@
+"""Job, run and raw-sample routes."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from litestar import Controller, Request, Response, get, post
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.params import Parameter
+from litestar.response import Stream
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.auth import Caller
+from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, RunSummary, SamplePage
+from api.domain.jobs.services import JobService, job_list_item, run_summary, samples_csv
+from api.schemas import Limit, Offset, Page
+from infercost.settings import Settings
+
+IdempotencyKey = Annotated[
+    str | None,
+    Parameter(header="Idempotency-Key", max_length=200, description="the same key returns the same job"),
+]
+JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+def provide_job_service(
+    db_session: AsyncSession, caller: Caller, state: State, settings: Settings
+) -> JobService:
+    """The service for the caller's team."""
+    return JobService(db_session, caller.team_id, state.task_queue, settings.max_concurrency)
+
+
+class JobController(Controller):
+    """POST /v1/jobs (202); GET /v1/jobs; GET /v1/jobs/{id}; POST /v1/jobs/{id}/cancel; runs."""
+
+    path = "/v1/jobs"
+    tags = ["jobs"]
+    dependencies = {"jobs": Provide(provide_job_service, sync_to_thread=False)}
+
+    @post("/", status_code=202, summary="Submit a benchmark job")
+    async def submit_job(
+        self, jobs: JobService, data: JobCreate, idempotency_key: IdempotencyKey = None
+    ) -> Response[JobRead]:
+        """Queue a job; poll GET /v1/jobs/{id} for progress. A repeated Idempotency-Key
+        returns the job it first created (200) instead of creating another."""
+        job, created = await jobs.submit(data, idempotency_key)
+        return Response(await jobs.read(job), status_code=202 if created else 200)
+
+    @get("/", summary="List jobs")
+    async def list_jobs(
+        self, jobs: JobService, limit: Limit = 50, offset: Offset = 0, status: JobStatus | None = None
+    ) -> Page[JobListItem]:
+        """Your team's jobs, newest first."""
+        rows, total = await jobs.page(limit, offset, status)
+        return Page(items=[job_list_item(j) for j in rows], total=total, limit=limit, offset=offset)
+
+    @get("/{job_id:uuid}", summary="Read a job")
+    async def get_job(self, jobs: JobService, job_id: uuid.UUID) -> JobRead:
+        """Status, progress and a summary per finished level."""
+        return await jobs.read(await jobs.get(job_id))
+
+    @post("/{job_id:uuid}/cancel", status_code=200, summary="Cancel a job")
+    async def cancel_job(self, jobs: JobService, job_id: uuid.UUID) -> JobRead:
+        """Stop a queued or running job; levels already measured are kept."""
+        return await jobs.read(await jobs.cancel(job_id))
+
+    @get("/{job_id:uuid}/runs", summary="List a job's runs")
+    async def list_runs(self, jobs: JobService, job_id: uuid.UUID) -> list[RunSummary]:
+        """One summary per load level, in level order."""
+        return await jobs.runs(job_id)
+
+
+class RunController(Controller):
+    """GET /v1/runs/{id}; GET /v1/runs/{id}/requests (JSON pages or CSV)."""
+
+    path = "/v1/runs"
+    tags = ["runs"]
+    dependencies = {"jobs": Provide(provide_job_service, sync_to_thread=False)}
+
+    @get("/{run_id:uuid}", summary="Read a run summary")
+    async def get_run(self, jobs: JobService, run_id: uuid.UUID) -> RunSummary:
+        """Every figure of one load level."""
+        return run_summary(await jobs.run(run_id))
+
+    @get(
+        "/{run_id:uuid}/requests",
+        summary="Raw per-request samples",
+        media_type="application/json",
+        description="JSON pages by default; send `Accept: text/csv` for the whole run as CSV.",
+    )
+    async def list_samples(
+        self,
+        request: Request[object, object, State],
+        jobs: JobService,
+        run_id: uuid.UUID,
+        after: Annotated[int, Parameter(ge=-1, description="last seq of the previous page")] = -1,
+        limit: Annotated[int, Parameter(ge=1, le=5000)] = 1000,
+        warmup: Annotated[bool | None, Parameter(description="only warm-up (true) or measured (false)")] = None,
+    ) -> SamplePage | Stream:
+        """One row a request, in send order; warm-up requests are marked."""
+        if "text/csv" in request.headers.get("accept", ""):
+            await jobs.run(run_id)
+            return Stream(
+                samples_csv(request.app.state.sessionmaker, run_id, warmup),
+                media_type="text/csv; charset=utf-8",
+                headers={"Content-Disposition": f'attachment; filename="run-{run_id}.csv"'},
+            )
+        return await jobs.samples(run_id, after=after, limit=limit, warmup=warmup)

@@ -1,0 +1,217 @@
+"""Request and response shapes for jobs, runs and raw samples (CONTRACT.md)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+TokenCount = Annotated[float, msgspec.Meta(gt=0, le=1_000_000)]
+SloStat = Literal["mean", "p50", "p90", "p95", "p99", "p999", "max"]
+SloMetric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
+SloLimit = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class Lengths(msgspec.Struct, forbid_unknown_fields=True):
+    """A token-length distribution: normal(mean, std), clipped to [min, max]."""
+
+    mean: TokenCount
+    std: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    min: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    max: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+class Workload(msgspec.Struct, forbid_unknown_fields=True):
+    """What each request asks for: prompt and output lengths, sampling, streaming."""
+
+    input_tokens: Lengths
+    output_tokens: Lengths
+    ignore_eos: bool = True
+    stream: bool = True
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
+    seed: int = 0
+
+
+class Load(msgspec.Struct, forbid_unknown_fields=True):
+    """The load plan: closed-loop concurrency levels, requests and warm-up per level."""
+
+    mode: Literal["concurrency"]
+    levels: Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=1, max_length=64)]
+    requests_per_level: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
+    warmup_requests: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
+    timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300.0
+
+
+class JobCreate(msgspec.Struct, forbid_unknown_fields=True):
+    """POST /v1/jobs."""
+
+    endpoint_id: uuid.UUID
+    workload: Workload
+    load: Load
+    slo: dict[SloMetric, dict[SloStat, SloLimit]] | None = None
+
+
+class Progress(msgspec.Struct):
+    """Requests done out of all requests the job will send (warm-up included)."""
+
+    done: int
+    total: int
+
+
+class Distribution(msgspec.Struct):
+    """count, mean, std, min, percentiles (linear interpolation) and max."""
+
+    count: int
+    mean: float | None
+    std: float | None
+    min: float | None
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    p999: float | None
+    max: float | None
+
+
+class RequestCounts(msgspec.Struct):
+    """Measured requests (warm-up excluded) and failures by error class."""
+
+    total: int
+    succeeded: int
+    failed: int
+    errors: dict[str, int]
+
+
+class Telemetry(msgspec.Struct):
+    """GPU and engine figures over the measured window; null where not scraped."""
+
+    gpu_util_mean: float | None = None
+    gpu_util_p95: float | None = None
+    sm_active_mean: float | None = None
+    power_w_mean: float | None = None
+    energy_j_per_output_token: float | None = None
+    kv_cache_usage_mean: float | None = None
+    kv_cache_usage_max: float | None = None
+    requests_running_mean: float | None = None
+    requests_waiting_max: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    errors: list[str] = []
+
+
+class Cost(msgspec.Struct):
+    """Price and cost per unit; `reason` explains any null."""
+
+    usd_per_hour: float | None
+    per_million_output_tokens_usd: float | None
+    per_million_total_tokens_usd: float | None
+    per_thousand_requests_usd: float | None
+    at_slo_per_million_output_tokens_usd: float | None
+    reason: str | None = None
+
+
+class ClientHealth(msgspec.Struct):
+    """Whether the load generator, not the server, set the pace."""
+
+    queue_delay_p99_ms: float | None
+    cpu_util: float | None
+    inflight_mean: float | None
+    concurrency_held: bool | None
+
+
+class RunSummary(msgspec.Struct):
+    """One load level's figures over its measured window (METRICS.md)."""
+
+    id: uuid.UUID
+    job_id: uuid.UUID
+    level: float
+    mode: str
+    status: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    requests: RequestCounts
+    duration_s: float | None
+    count_source: str | None
+    ttft_ms: Distribution
+    tpot_ms: Distribution
+    itl_ms: Distribution
+    e2e_ms: Distribution
+    queue_delay_ms: Distribution
+    per_user_tokens_per_s: Distribution
+    output_tokens_per_s: float | None
+    input_tokens_per_s: float | None
+    total_tokens_per_s: float | None
+    requests_per_s: float | None
+    mean_concurrency: float | None
+    error_rate: float | None
+    goodput_rps: float | None
+    slo_attainment: float | None
+    slo_passed: bool | None
+    client_bound: bool | None
+    client: ClientHealth | None
+    telemetry: Telemetry
+    cost: Cost
+
+
+class JobRead(msgspec.Struct):
+    """A job, its progress and its runs so far."""
+
+    id: uuid.UUID
+    endpoint_id: uuid.UUID
+    status: str
+    progress: Progress
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    workload: dict[str, Any]
+    load: dict[str, Any]
+    slo: dict[str, Any] | None
+    runs: list[RunSummary]
+
+
+class JobListItem(msgspec.Struct):
+    """A job in a listing (runs left out; read the job for them)."""
+
+    id: uuid.UUID
+    endpoint_id: uuid.UUID
+    status: str
+    progress: Progress
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+
+
+class Sample(msgspec.Struct):
+    """One request's raw timings: t_sched and t_send in seconds from the run's start."""
+
+    seq: int
+    warmup: bool
+    t_sched: float
+    t_send: float
+    ttfb_ms: float | None
+    ttft_ms: float | None
+    e2e_ms: float | None
+    n_in: int | None
+    n_out: int
+    count_source: str
+    status: int | None
+    error_class: str | None
+    error: str | None
+    chunk_times_ms: list[float]
+
+
+class SamplePage(msgspec.Struct):
+    """A page of samples; pass `next_after` as `after` for the next page (null at the end)."""
+
+    items: list[Sample]
+    next_after: int | None
+
+
+#: Columns of the CSV export, in order (CONTRACT.md, Raw samples).
+CSV_COLUMNS = (
+    "seq", "warmup", "t_sched", "t_send", "ttfb_ms", "ttft_ms", "e2e_ms",
+    "n_in", "n_out", "count_source", "status", "error_class",
+)  # fmt: skip

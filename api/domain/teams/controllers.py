@@ -1,0 +1,58 @@
+"""Admin routes: teams and their API keys."""
+
+from __future__ import annotations
+
+import uuid
+
+import msgspec
+from litestar import Controller, delete, get, post
+from litestar.di import Provide
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.auth import provide_admin
+from api.domain.teams.schemas import KeyCreate, KeyCreated, KeyRead, TeamCreate, TeamRead
+from api.domain.teams.services import TeamService
+from infercost.settings import Settings
+
+
+def provide_team_service(db_session: AsyncSession, settings: Settings) -> TeamService:
+    """The service, bound to this request's session."""
+    return TeamService(db_session, settings.secret_keys)
+
+
+class TeamController(Controller):
+    """Admin token only: teams are the unit of ownership."""
+
+    path = "/v1/teams"
+    tags = ["teams"]
+    dependencies = {"admin": Provide(provide_admin), "teams": Provide(provide_team_service, sync_to_thread=False)}
+
+    @post("/", status_code=201, summary="Create a team")
+    async def create_team(self, admin: None, teams: TeamService, data: TeamCreate) -> TeamRead:
+        """Create a team; then create a key for it."""
+        team = await teams.create_team(data.name)
+        return TeamRead(id=team.id, name=team.name, created_at=team.created_at)
+
+    @post("/{team_id:uuid}/keys", status_code=201, summary="Create an API key (shown once)")
+    async def create_key(
+        self, admin: None, teams: TeamService, team_id: uuid.UUID, data: KeyCreate
+    ) -> KeyCreated:
+        """Mint a key; the response is the only place its secret ever appears."""
+        key, token = await teams.create_key(team_id, data.name)
+        return KeyCreated(
+            id=key.id, team_id=key.team_id, name=key.name, prefix=key.prefix, key=token,
+            created_at=key.created_at,
+        )  # fmt: skip
+
+    @get("/{team_id:uuid}/keys", summary="List a team's API keys")
+    async def list_keys(self, admin: None, teams: TeamService, team_id: uuid.UUID) -> list[KeyRead]:
+        """Keys with their prefixes; secrets are never stored, so never shown."""
+        keys = await teams.list_keys(team_id)
+        return [msgspec.convert(k, KeyRead, from_attributes=True) for k in keys]
+
+    @delete("/{team_id:uuid}/keys/{key_id:uuid}", summary="Revoke an API key")
+    async def revoke_key(
+        self, admin: None, teams: TeamService, team_id: uuid.UUID, key_id: uuid.UUID
+    ) -> None:
+        """Revoke a key; requests with it get 401 from now on."""
+        await teams.revoke_key(team_id, key_id)

@@ -1,0 +1,112 @@
+"""Every error leaves the API as RFC 9457 problem+json, mapped here and nowhere else."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any
+
+import msgspec
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.types import ExceptionHandlersMap
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from infercost.errors import InfercostError
+
+log = logging.getLogger("infercost.api")
+PROBLEM_JSON = "application/problem+json"
+_MSGSPEC_PATH = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
+_ENUM = re.compile(r"^Invalid enum value '(?P<value>[^']*)'")
+
+
+def problem(
+    request: Request[Any, Any, Any], status: int, title: str, detail: str, **extra: Any
+) -> Response[dict[str, Any]]:
+    """A problem+json response."""
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+    body["instance"] = request.url.path
+    body.update(extra)
+    headers = {"WWW-Authenticate": 'Bearer realm="infercost"'} if status == 401 else None
+    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _allowed_values(annotation: Any, path: str) -> list[str] | None:
+    """The Literal choices of the field at `path` in a msgspec type, to name them in errors."""
+    info: Any = msgspec.inspect.type_info(annotation)
+    for part in re.split(r"\.|\[\d+\]", path):
+        while isinstance(info, msgspec.inspect.UnionType | msgspec.inspect.ListType):
+            if isinstance(info, msgspec.inspect.ListType):
+                info = info.item_type
+            else:
+                info = next((t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)), info)
+                if isinstance(info, msgspec.inspect.UnionType):
+                    break
+        if not part:
+            continue
+        if isinstance(info, msgspec.inspect.DictType):
+            info = info.value_type if part not in ("",) else info
+            continue
+        if not isinstance(info, msgspec.inspect.StructType):
+            return None
+        field = next((f for f in info.fields if f.encode_name == part), None)
+        if field is None:
+            return None
+        info = field.type
+    if isinstance(info, msgspec.inspect.LiteralType):
+        return [str(v) for v in info.values]
+    return None
+
+
+def _validation_problem(
+    request: Request[Any, Any, Any], exc: ValidationException
+) -> Response[dict[str, Any]]:
+    errors: list[dict[str, Any]] = []
+    for item in exc.extra if isinstance(exc.extra, list) else []:
+        message = str(item.get("message", "")) if isinstance(item, dict) else str(item)
+        field = item.get("key") if isinstance(item, dict) else None
+        match = _MSGSPEC_PATH.search(message)
+        if match:
+            field = match.group("path") or "body"
+            message = message[: match.start()]
+        enum = _ENUM.match(message)
+        data_field = getattr(request.route_handler, "parsed_data_field", None)
+        if enum and field and data_field is not None:
+            allowed = _allowed_values(data_field.annotation, field)
+            if allowed:
+                message = f"'{enum.group('value')}' is not one of: {', '.join(allowed)}"
+        errors.append({"field": field or "body", "message": message})
+    if errors:
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    else:
+        detail = exc.detail
+    return problem(request, 400, "Invalid request", detail, errors=errors)
+
+
+def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    if isinstance(exc, InfercostError):
+        return problem(request, exc.status_code, exc.title, exc.detail, **exc.extra)
+    if isinstance(exc, ValidationException):
+        return _validation_problem(request, exc)
+    if isinstance(exc, HTTPException):
+        title = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, "Request failed")
+        detail = exc.detail
+        if exc.status_code == 404 and detail in ("Not Found", ""):
+            detail = f"no route {request.method} {request.url.path}: see /schema for the API"
+        return problem(request, exc.status_code, title, detail)
+    if isinstance(exc, OperationalError | DBAPIError | ConnectionError | OSError):
+        log.error("dependency unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        return problem(request, 503, "Service unavailable", "the database is not answering; retry shortly")
+    incident = uuid.uuid4().hex[:12]
+    log.exception("unhandled error %s on %s %s", incident, request.method, request.url.path)
+    return problem(
+        request,
+        HTTP_500_INTERNAL_SERVER_ERROR,
+        "Internal error",
+        f"something went wrong on our side (incident {incident}); the server log has the details",
+    )
+
+
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {Exception: _handle}

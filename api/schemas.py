@@ -1,0 +1,21 @@
+"""Shapes shared by every domain: pages of items."""
+
+from __future__ import annotations
+
+from typing import Annotated, Generic, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+Limit = Annotated[int, msgspec.Meta(ge=1, le=500, description="items per page")]
+Offset = Annotated[int, msgspec.Meta(ge=0, description="items to skip")]
+
+
+class Page(msgspec.Struct, Generic[T]):
+    """One page of a list, with the total number of items that match."""
+
+    items: list[T]
+    total: int
+    limit: int
+    offset: int

@@ -1,0 +1,22 @@
+"""The `infercost` command: server parts, the all-in-one launcher, the simulator."""
+
+from __future__ import annotations
+
+import click
+
+from infercost.cli.serve import api, migrate, worker
+from infercost.cli.sim import sim
+from infercost.cli.up import up
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="infercost")
+def main() -> None:
+    """infercost: how fast is this LLM deployment, and what does each token cost."""
+
+
+main.add_command(api)
+main.add_command(worker)
+main.add_command(migrate)
+main.add_command(sim)
+main.add_command(up)

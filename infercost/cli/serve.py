@@ -1,0 +1,56 @@
+"""`infercost api`, `infercost worker`, `infercost migrate`: the production parts."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from infercost.settings import Settings
+
+
+@click.command()
+@click.option("--host", default=None, help="Bind address (default INFERCOST_HOST or 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default INFERCOST_PORT or 8000).")
+def api(host: str | None, port: int | None) -> None:
+    """Serve the HTTP API."""
+    import uvicorn
+
+    settings = Settings.from_env()
+    settings.require_database_url()
+    settings.require_redis_url()
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        log_level="info",
+        access_log=False,
+    )
+
+
+@click.command()
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Worker processes.")
+@click.option("--loglevel", default="info", show_default=True)
+def worker(concurrency: int, loglevel: str) -> None:
+    """Run a Celery worker that executes benchmark jobs."""
+    settings = Settings.from_env()
+    settings.require_database_url()
+    settings.require_redis_url()
+    argv = [
+        sys.executable, "-m", "celery", "-A", "workers.app", "worker",
+        "--pool", "prefork", "--concurrency", str(concurrency),
+        "--queues", settings.queue, "--loglevel", loglevel, "--without-gossip", "--without-mingle",
+    ]
+    os.execv(sys.executable, argv)  # noqa: S606 - replace this process with the worker
+
+
+@click.command()
+def migrate() -> None:
+    """Apply database migrations up to the latest revision."""
+    from infercost.db.migrate import upgrade_head
+
+    settings = Settings.from_env()
+    upgrade_head(settings.require_database_url())
+    click.echo("database is at the latest revision")

@@ -1,0 +1,1 @@
+"""Database plumbing shared by the api and the workers."""

@@ -1,0 +1,9 @@
+"""Every table, imported in one place so Alembic and the tests see the whole metadata."""
+
+from infercost.db.base import Base
+from infercost.endpoints.models import Endpoint
+from infercost.hardware.models import Hardware
+from infercost.jobs.models import Job, RequestSample, Run
+from infercost.teams.models import ApiKey, Team
+
+__all__ = ["ApiKey", "Base", "Endpoint", "Hardware", "Job", "RequestSample", "Run", "Team"]

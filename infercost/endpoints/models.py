@@ -1,0 +1,50 @@
+"""Registered deployments that jobs benchmark."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, LargeBinary, String, func, text
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey, utcnow
+
+
+class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
+    """One deployment: where it listens, what it serves, on what hardware, at what price."""
+
+    __tablename__ = "endpoints"
+    __table_args__ = (
+        Index(
+            "uq_endpoints_team_name_live", "team_id", "name", unique=True,
+            postgresql_where=text("deleted_at IS NULL"),
+        ),
+    )
+
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    base_url: Mapped[str] = mapped_column(String(2048))
+    api: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(String(256))
+    engine: Mapped[str | None] = mapped_column(String(64))
+    engine_version: Mapped[str | None] = mapped_column(String(64))
+    hardware_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("hardware.id"))
+    gpu_count: Mapped[int] = mapped_column(default=1)
+    usd_per_hour: Mapped[float | None]
+    provider: Mapped[str | None] = mapped_column(String(100))
+    params_b: Mapped[float | None]
+    precision: Mapped[str | None] = mapped_column(String(16))
+    api_key_encrypted: Mapped[bytes | None] = mapped_column(LargeBinary)
+    metrics_urls: Mapped[list[str]] = mapped_column(
+        ARRAY(String(2048)), default=list, server_default="{}"
+    )
+    tags: Mapped[dict[str, Any]] = mapped_column(
+        JSONB, default=dict, server_default=text("'{}'::jsonb")
+    )
+    updated_at: Mapped[datetime] = mapped_column(
+        default=utcnow, server_default=func.now(), onupdate=utcnow
+    )
+    deleted_at: Mapped[datetime | None]

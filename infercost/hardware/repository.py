@@ -1,0 +1,48 @@
+"""Queries about the GPU catalog."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.hardware.models import Hardware
+
+
+class HardwareRepository:
+    """The public catalog plus each team's own entries."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    def _visible(self, team_id: uuid.UUID) -> object:
+        return or_(Hardware.team_id.is_(None), Hardware.team_id == team_id)
+
+    async def list(self, team_id: uuid.UUID) -> list[Hardware]:
+        """Every SKU the team can use, by name."""
+        rows = await self.session.scalars(
+            select(Hardware).where(self._visible(team_id)).order_by(Hardware.name)  # type: ignore[arg-type]
+        )
+        return list(rows)
+
+    async def get(self, team_id: uuid.UUID, hardware_id: uuid.UUID) -> Hardware | None:
+        """One SKU the team can see."""
+        return await self.session.scalar(
+            select(Hardware).where(Hardware.id == hardware_id, self._visible(team_id))  # type: ignore[arg-type]
+        )
+
+    async def by_name(self, team_id: uuid.UUID, name: str) -> Hardware | None:
+        """The SKU called `name` (case-insensitive); the team's own entry wins over the public one."""
+        rows = await self.session.scalars(
+            select(Hardware)
+            .where(Hardware.name.ilike(name), self._visible(team_id))  # type: ignore[arg-type]
+            .order_by(Hardware.team_id.is_(None))
+        )
+        return rows.first()
+
+    async def add(self, hardware: Hardware) -> Hardware:
+        """Insert a team's SKU."""
+        self.session.add(hardware)
+        await self.session.flush()
+        return hardware

@@ -1,0 +1,122 @@
+"""Benchmark jobs, their runs (one per load level) and every request's raw timings."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+RUN_STATUSES = ("running", "succeeded", "failed", "cancelled")
+
+
+class Job(UUIDPrimaryKey, CreatedAt, Base):
+    """One endpoint x workload x load plan; its state lives here, Redis only nudges."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(f"status IN {JOB_STATUSES}", name="status"),
+        Index("uq_jobs_team_idempotency_key", "team_id", "idempotency_key", unique=True),
+        Index("ix_jobs_team_created", "team_id", "created_at"),
+    )
+
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    endpoint_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("endpoints.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    # The submitted configuration, as validated: free-form by nature, replayed by the worker.
+    workload: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    load: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    slo: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    progress_done: Mapped[int] = mapped_column(default=0)
+    progress_total: Mapped[int]
+    error: Mapped[str | None] = mapped_column(Text)
+    enqueued_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class Run(UUIDPrimaryKey, CreatedAt, Base):
+    """One load level of a job: configuration, measured window and summary figures."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        CheckConstraint(f"status IN {RUN_STATUSES}", name="status"),
+        Index("uq_runs_job_index", "job_id", "level_index", unique=True),
+    )
+
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    endpoint_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("endpoints.id"), index=True)
+    level_index: Mapped[int] = mapped_column(SmallInteger)
+    level: Mapped[float]
+    mode: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    # Price snapshot at measurement time, so a run can be re-priced later without losing this.
+    usd_per_hour: Mapped[float | None]
+    price_note: Mapped[str | None] = mapped_column(Text)
+    # Scalar figures are columns (they are filtered and sorted); distributions are JSONB.
+    requests_total: Mapped[int] = mapped_column(default=0)
+    requests_succeeded: Mapped[int] = mapped_column(default=0)
+    requests_failed: Mapped[int] = mapped_column(default=0)
+    duration_s: Mapped[float | None]
+    count_source: Mapped[str | None] = mapped_column(String(16))
+    output_tokens_per_s: Mapped[float | None]
+    input_tokens_per_s: Mapped[float | None]
+    total_tokens_per_s: Mapped[float | None]
+    requests_per_s: Mapped[float | None]
+    mean_concurrency: Mapped[float | None]
+    error_rate: Mapped[float | None]
+    goodput_rps: Mapped[float | None]
+    goodput_output_tokens_per_s: Mapped[float | None]
+    slo_attainment: Mapped[float | None]
+    slo_passed: Mapped[bool | None]
+    client_bound: Mapped[bool | None]
+    ttft_p50_ms: Mapped[float | None]
+    ttft_p95_ms: Mapped[float | None]
+    tpot_p50_ms: Mapped[float | None]
+    tpot_p95_ms: Mapped[float | None]
+    stats: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+
+
+class RequestSample(Base):
+    """One request's raw timings, written in bulk with COPY; times are seconds from run start."""
+
+    __tablename__ = "request_samples"
+
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    warmup: Mapped[bool]
+    t_sched: Mapped[float] = mapped_column(Float)
+    t_send: Mapped[float] = mapped_column(Float)
+    ttfb_ms: Mapped[float | None]
+    ttft_ms: Mapped[float | None]
+    tpot_ms: Mapped[float | None]
+    e2e_ms: Mapped[float | None]
+    n_in: Mapped[int | None]
+    n_out: Mapped[int] = mapped_column(default=0)
+    count_source: Mapped[str] = mapped_column(String(16))
+    status: Mapped[int | None] = mapped_column(SmallInteger)
+    error_class: Mapped[str | None] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    chunk_times_ms: Mapped[list[float]] = mapped_column(ARRAY(Float))

@@ -1,0 +1,185 @@
+"""Queries about jobs, runs and request samples, for the API and the workers alike."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.db.base import utcnow
+from infercost.jobs.models import Job, RequestSample, Run
+
+#: Column order of the COPY into request_samples; rows from `sample_row` follow it.
+SAMPLE_COLUMNS = (
+    "run_id", "seq", "warmup", "t_sched", "t_send", "ttfb_ms", "ttft_ms", "tpot_ms", "e2e_ms",
+    "n_in", "n_out", "count_source", "status", "error_class", "error", "chunk_times_ms",
+)  # fmt: skip
+
+
+class JobRepository:
+    """Jobs, runs and samples; every read a user makes is scoped by team_id. Callers commit."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    # --- jobs -----------------------------------------------------------------------------
+
+    async def add_job(self, values: dict[str, Any]) -> tuple[Job, bool]:
+        """Insert a job; with an idempotency key already used by the team, return that job.
+
+        The bool is True when this call created the job.
+        """
+        created = await self.session.scalar(
+            insert(Job)
+            .values(id=uuid.uuid4(), **values)
+            .on_conflict_do_nothing(index_elements=[Job.team_id, Job.idempotency_key])
+            .returning(Job.id)
+        )
+        if created is not None:
+            job = await self.session.get(Job, created)
+            assert job is not None
+            return job, True
+        existing = await self.session.scalar(
+            select(Job).where(
+                Job.team_id == values["team_id"], Job.idempotency_key == values["idempotency_key"]
+            )
+        )
+        assert existing is not None, "conflict without a row: idempotency key index is missing"
+        return existing, False
+
+    async def get_job(self, team_id: uuid.UUID, job_id: uuid.UUID) -> Job | None:
+        """The team's job."""
+        return await self.session.scalar(select(Job).where(Job.id == job_id, Job.team_id == team_id))
+
+    async def page_jobs(
+        self, team_id: uuid.UUID, *, limit: int, offset: int, status: str | None = None
+    ) -> tuple[list[Job], int]:
+        """The team's jobs, newest first, and how many match."""
+        where = [Job.team_id == team_id]
+        if status:
+            where.append(Job.status == status)
+        total = await self.session.scalar(select(func.count()).select_from(Job).where(*where))
+        rows = await self.session.scalars(
+            select(Job).where(*where).order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)
+        )
+        return list(rows), int(total or 0)
+
+    async def cancel(self, team_id: uuid.UUID, job_id: uuid.UUID) -> Job | None:
+        """Move a queued or running job to cancelled; None when it was not in such a state."""
+        job: Job | None = await self.session.scalar(
+            update(Job)
+            .where(Job.id == job_id, Job.team_id == team_id, Job.status.in_(("queued", "running")))
+            .values(status="cancelled", finished_at=utcnow(), error="cancelled by the user")
+            .returning(Job)
+        )
+        return job
+
+    async def mark_enqueued(self, job_id: uuid.UUID) -> None:
+        """Record that the broker accepted the job's task."""
+        await self.session.execute(update(Job).where(Job.id == job_id).values(enqueued_at=utcnow()))
+
+    async def stranded_job_ids(self, older_than: timedelta) -> list[uuid.UUID]:
+        """Queued jobs whose task never reached the broker (the API could not enqueue them)."""
+        cutoff: datetime = utcnow() - older_than
+        rows = await self.session.scalars(
+            select(Job.id).where(
+                Job.status == "queued", Job.enqueued_at.is_(None), Job.created_at < cutoff
+            )
+        )
+        return list(rows)
+
+    # --- worker side ----------------------------------------------------------------------
+
+    async def claim(self, job_id: uuid.UUID) -> Job | None:
+        """queued -> running, guarded, so a duplicate delivery finds nothing to claim."""
+        job: Job | None = await self.session.scalar(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "queued")
+            .values(status="running", started_at=utcnow())
+            .returning(Job)
+        )
+        return job
+
+    async def status(self, job_id: uuid.UUID) -> str | None:
+        """The job's current status (a user may have cancelled it)."""
+        return await self.session.scalar(select(Job.status).where(Job.id == job_id))
+
+    async def set_progress(self, job_id: uuid.UUID, done: int) -> None:
+        """Requests completed so far across the job's levels."""
+        await self.session.execute(
+            update(Job).where(Job.id == job_id, Job.status == "running").values(progress_done=done)
+        )
+
+    async def finish(self, job_id: uuid.UUID, status: str, error: str | None = None) -> bool:
+        """running -> succeeded|failed; False if the job was cancelled meanwhile."""
+        result = await self.session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "running")
+            .values(status=status, error=error, finished_at=utcnow())
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    # --- runs -----------------------------------------------------------------------------
+
+    async def add_run(self, run: Run) -> Run:
+        """Insert a run as it starts."""
+        self.session.add(run)
+        await self.session.flush()
+        return run
+
+    async def runs_of_jobs(self, job_ids: Sequence[uuid.UUID]) -> list[Run]:
+        """The runs of several jobs, by job and level order."""
+        if not job_ids:
+            return []
+        rows = await self.session.scalars(
+            select(Run).where(Run.job_id.in_(job_ids)).order_by(Run.job_id, Run.level_index)
+        )
+        return list(rows)
+
+    async def get_run(self, team_id: uuid.UUID, run_id: uuid.UUID) -> Run | None:
+        """The team's run."""
+        return await self.session.scalar(select(Run).where(Run.id == run_id, Run.team_id == team_id))
+
+    # --- samples --------------------------------------------------------------------------
+
+    async def copy_samples(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Bulk-write request samples with COPY (rows in SAMPLE_COLUMNS order)."""
+        if not rows:
+            return
+        connection = await self.session.connection()
+        raw = await connection.get_raw_connection()
+        driver = raw.driver_connection
+        assert driver is not None
+        await driver.copy_records_to_table(
+            RequestSample.__tablename__, records=rows, columns=SAMPLE_COLUMNS
+        )
+
+    async def samples_page(
+        self, run_id: uuid.UUID, *, after_seq: int, limit: int, warmup: bool | None
+    ) -> list[RequestSample]:
+        """Samples of a run in seq order, after `after_seq` (keyset pagination)."""
+        query = select(RequestSample).where(
+            RequestSample.run_id == run_id, RequestSample.seq > after_seq
+        )
+        if warmup is not None:
+            query = query.where(RequestSample.warmup.is_(warmup))
+        rows = await self.session.scalars(query.order_by(RequestSample.seq).limit(limit))
+        return list(rows)
+
+    async def stream_samples(
+        self, run_id: uuid.UUID, *, warmup: bool | None, batch: int = 2000
+    ) -> AsyncIterator[RequestSample]:
+        """Every sample of a run in seq order, fetched in batches (for CSV export)."""
+        after = -1
+        while True:
+            page = await self.samples_page(run_id, after_seq=after, limit=batch, warmup=warmup)
+            for sample in page:
+                yield sample
+            if len(page) < batch:
+                return
+            after = page[-1].seq

@@ -1,0 +1,259 @@
+"""The canonical definition of every per-request and per-run figure (../shared/METRICS.md).
+
+Pure functions over plain values: the worker calls them on fresh timings, and the API can
+call them again on stored raw samples, so a figure is always recomputable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Statistic names in the order they appear in every distribution block.
+STAT_KEYS = ("count", "mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max")
+_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+
+#: Figures an SLO may limit, and the statistics a limit may apply to.
+SLO_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+SLO_STATS = ("mean", "p50", "p90", "p95", "p99", "p999", "max")
+
+#: Error classes of METRICS.md, in a fixed order.
+ERROR_CLASSES = ("connect", "timeout", "http_4xx", "http_5xx", "stream_broken", "protocol", "empty")
+
+#: A run is client-bound when its queue delay p99 exceeds this (METRICS.md, client health).
+CLIENT_QUEUE_DELAY_P99_LIMIT_MS = 10.0
+#: ... or when the time-weighted in-flight count fell below this share of the target.
+CONCURRENCY_HELD_SHARE = 0.95
+
+
+@dataclass(slots=True)
+class RequestTiming:
+    """One request's raw observations; times in seconds on the worker's monotonic clock."""
+
+    seq: int
+    warmup: bool
+    t_sched: float
+    t_send: float
+    t_first_byte: float | None = None
+    t_end: float | None = None
+    # Arrival of each event that carried content or reasoning text; [0] is t_first, [-1] t_last.
+    chunk_times: list[float] = field(default_factory=list)
+    n_in: int | None = None
+    n_out: int = 0
+    count_source: str = "events"
+    status: int | None = None
+    error_class: str | None = None
+    error: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """2xx, a properly ended stream and at least one token (METRICS.md)."""
+        return self.error_class is None
+
+    @property
+    def ttft(self) -> float | None:
+        """t_first - t_send."""
+        return self.chunk_times[0] - self.t_send if self.chunk_times else None
+
+    @property
+    def ttfb(self) -> float | None:
+        """First byte of the body - t_send."""
+        return None if self.t_first_byte is None else self.t_first_byte - self.t_send
+
+    @property
+    def e2e(self) -> float | None:
+        """t_end - t_send."""
+        return None if self.t_end is None else self.t_end - self.t_send
+
+    @property
+    def tpot(self) -> float | None:
+        """(t_last - t_first) / (n_out - 1), first token excluded; undefined below 2 tokens."""
+        if self.n_out < 2 or not self.chunk_times:
+            return None
+        return (self.chunk_times[-1] - self.chunk_times[0]) / (self.n_out - 1)
+
+    @property
+    def queue_delay(self) -> float:
+        """t_send - t_sched: the client's own lateness."""
+        return self.t_send - self.t_sched
+
+
+def distribution(values: Sequence[float] | np.ndarray) -> dict[str, float | int | None]:
+    """count, mean, std (population), min, percentiles (linear interpolation), max."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return {k: (0 if k == "count" else None) for k in STAT_KEYS}
+    pct = np.percentile(arr, list(_PERCENTILES.values()))
+    out: dict[str, float | int | None] = {
+        "count": int(arr.size),
+        "mean": float(arr.mean()),
+        "std": float(arr.std()),
+        "min": float(arr.min()),
+    }
+    out.update({k: float(v) for k, v in zip(_PERCENTILES, pct, strict=True)})
+    out["max"] = float(arr.max())
+    return out
+
+
+def _ms(values: Iterable[float | None]) -> list[float]:
+    return [v * 1000.0 for v in values if v is not None]
+
+
+def inflight_mean(timings: Sequence[RequestTiming], start: float, stop: float) -> float:
+    """Time-weighted number of requests in flight over [start, stop]."""
+    if stop <= start:
+        return 0.0
+    total = 0.0
+    for t in timings:
+        end = t.t_end if t.t_end is not None else stop
+        overlap = min(end, stop) - max(t.t_send, start)
+        if overlap > 0:
+            total += overlap
+    return total / (stop - start)
+
+
+def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
+    """The per-request limit of each SLO figure: the loosest limit stated for it."""
+    if not slo:
+        return {}
+    return {metric: max(limits.values()) for metric, limits in slo.items() if limits}
+
+
+def meets_slo(t: RequestTiming, limits: Mapping[str, float]) -> bool:
+    """A request meets the SLO when it succeeded and its own TTFT, TPOT and E2E are in limits."""
+    if not t.succeeded:
+        return False
+    for metric, value in (("ttft_ms", t.ttft), ("tpot_ms", t.tpot), ("e2e_ms", t.e2e)):
+        limit = limits.get(metric)
+        if limit is not None and value is not None and value * 1000.0 > limit:
+            return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    """Everything METRICS.md defines for one load level, over its measured window."""
+
+    requests_total: int
+    requests_succeeded: int
+    requests_failed: int
+    errors: dict[str, int]
+    duration_s: float | None
+    count_source: str | None
+    output_tokens_per_s: float | None
+    input_tokens_per_s: float | None
+    total_tokens_per_s: float | None
+    requests_per_s: float | None
+    mean_concurrency: float | None
+    error_rate: float | None
+    goodput_rps: float | None
+    goodput_output_tokens_per_s: float | None
+    slo_attainment: float | None
+    slo_passed: bool | None
+    client_bound: bool
+    client: dict[str, Any]
+    stats: dict[str, dict[str, float | int | None]]
+
+    def stat(self, name: str, key: str) -> float | None:
+        """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
+        value = self.stats[name][key]
+        return None if value is None else float(value)
+
+
+def summarize(
+    timings: Sequence[RequestTiming],
+    *,
+    target_concurrency: int | None = None,
+    slo: Mapping[str, Mapping[str, float]] | None = None,
+    client_cpu_util: float | None = None,
+) -> RunFigures:
+    """The run's figures from its requests; warm-up requests are excluded from every figure."""
+    measured = [t for t in timings if not t.warmup]
+    ok = [t for t in measured if t.succeeded]
+    errors = Counter(t.error_class for t in measured if t.error_class is not None)
+
+    duration: float | None = None
+    ends = [t.t_end for t in measured if t.t_end is not None]
+    if measured and ends:
+        duration = max(ends) - min(t.t_send for t in measured)
+        if duration <= 0:
+            duration = None
+
+    def per_s(amount: float) -> float | None:
+        return None if duration is None else amount / duration
+
+    out_tokens = sum(t.n_out for t in ok)
+    in_tokens = sum(t.n_in or 0 for t in ok)
+    limits = _slo_limits(slo)
+    meeting = [t for t in ok if meets_slo(t, limits)]
+
+    itl: list[float] = []
+    for t in ok:
+        c = t.chunk_times
+        itl.extend(b - a for a, b in zip(c, c[1:], strict=False))
+    tpot = [t.tpot for t in ok]
+    stats = {
+        "ttft_ms": distribution(_ms(t.ttft for t in ok)),
+        "tpot_ms": distribution(_ms(tpot)),
+        "itl_ms": distribution(_ms(itl)),
+        "e2e_ms": distribution(_ms(t.e2e for t in ok)),
+        "queue_delay_ms": distribution(_ms(t.queue_delay for t in measured)),
+        "per_user_tokens_per_s": distribution([1.0 / v for v in tpot if v]),
+    }
+
+    slo_passed: bool | None = None
+    if limits and slo:
+        slo_passed = all(
+            stats[metric][key] is not None and float(stats[metric][key] or 0.0) <= limit
+            for metric, by_stat in slo.items()
+            for key, limit in by_stat.items()
+        )
+
+    sources = Counter(t.count_source for t in (ok or measured))
+    count_source = None if not sources else next(iter(sources)) if len(sources) == 1 else "mixed"
+
+    queue_p99 = stats["queue_delay_ms"]["p99"]
+    held: bool | None = None
+    inflight: float | None = None
+    if target_concurrency and measured:
+        first_send = min(t.t_send for t in measured)
+        last_send = max(t.t_send for t in measured)
+        target = min(target_concurrency, len(timings))
+        if last_send > first_send:
+            inflight = inflight_mean(timings, first_send, last_send)
+            held = inflight >= CONCURRENCY_HELD_SHARE * target
+    client_bound = bool(
+        (queue_p99 is not None and float(queue_p99) > CLIENT_QUEUE_DELAY_P99_LIMIT_MS)
+        or held is False
+    )
+
+    return RunFigures(
+        requests_total=len(measured),
+        requests_succeeded=len(ok),
+        requests_failed=len(measured) - len(ok),
+        errors={cls: errors[cls] for cls in ERROR_CLASSES if errors[cls]},
+        duration_s=duration,
+        count_source=count_source,
+        output_tokens_per_s=per_s(out_tokens),
+        input_tokens_per_s=per_s(in_tokens),
+        total_tokens_per_s=per_s(out_tokens + in_tokens),
+        requests_per_s=per_s(len(ok)),
+        mean_concurrency=per_s(sum(t.e2e or 0.0 for t in measured if t.t_end is not None)),
+        error_rate=(len(measured) - len(ok)) / len(measured) if measured else None,
+        goodput_rps=per_s(len(meeting)),
+        goodput_output_tokens_per_s=per_s(sum(t.n_out for t in meeting)),
+        slo_attainment=len(meeting) / len(measured) if measured else None,
+        slo_passed=slo_passed,
+        client_bound=client_bound,
+        client={
+            "queue_delay_p99_ms": queue_p99,
+            "cpu_util": client_cpu_util,
+            "inflight_mean": inflight,
+            "concurrency_held": held,
+        },
+        stats=stats,
+    )

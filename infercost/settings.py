@@ -1,0 +1,70 @@
+"""One typed settings object, read from the environment once (CONTRACT.md, Environment)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the api, the workers and the CLI need to know about their environment."""
+
+    data_dir: Path = Path(".infercost")
+    database_url: str | None = None
+    redis_url: str | None = None
+    admin_token: str | None = None
+    secret_keys: tuple[str, ...] = ()
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # Upper bound on one level's concurrency, and the size of each worker's HTTP pool.
+    max_concurrency: int = 1024
+    # Celery queue used for benchmark jobs; tests give each run its own.
+    queue: str = "benchmarks"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read CONTRACT.md's variables (and a few INFERCOST_* knobs) from `env`."""
+        env = os.environ if env is None else env
+        keys = tuple(k.strip() for k in env.get("INFERCOST_SECRET_KEYS", "").split(",") if k.strip())
+        return cls(
+            data_dir=Path(env.get("INFERCOST_DATA_DIR") or ".infercost"),
+            database_url=env.get("DATABASE_URL") or None,
+            redis_url=env.get("REDIS_URL") or None,
+            admin_token=env.get("INFERCOST_ADMIN_TOKEN") or None,
+            secret_keys=keys,
+            host=env.get("INFERCOST_HOST") or "127.0.0.1",
+            port=_int(env, "INFERCOST_PORT", 8000),
+            max_concurrency=_int(env, "INFERCOST_MAX_CONCURRENCY", 1024),
+            queue=env.get("INFERCOST_QUEUE") or "benchmarks",
+        )
+
+    def require_database_url(self) -> str:
+        """The database URL, or a message saying how to provide one."""
+        if not self.database_url:
+            raise RuntimeError(
+                "DATABASE_URL is not set: point it at Postgres "
+                "(postgresql+asyncpg://user@host/db) or start everything with `infercost up`"
+            )
+        return self.database_url
+
+    def require_redis_url(self) -> str:
+        """The broker URL, or a message saying how to provide one."""
+        if not self.redis_url:
+            raise RuntimeError(
+                "REDIS_URL is not set: point it at Redis (redis://host:6379/0) "
+                "or start everything with `infercost up`"
+            )
+        return self.redis_url
