@@ -12,6 +12,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from sqlalchemy import text
 
+import infercost.db.models  # noqa: F401 - every mapper registered before the first query
 from api.auth import provide_caller, provide_settings
 from api.db import provide_db_session
 from api.domain.endpoints.controllers import EndpointController
@@ -58,9 +59,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     return Litestar(
         route_handlers=[
-            health, TeamController, HardwareController, EndpointController, JobController,
+            health,
+            TeamController,
+            HardwareController,
+            EndpointController,
+            JobController,
             RunController,
-        ],  # fmt: skip
+        ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),
             "db_session": Provide(provide_db_session),
@@ -78,7 +83,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
             render_plugins=[ScalarRenderPlugin()],
             components=Components(
                 security_schemes={
-                    "BearerAuth": SecurityScheme(type="http", scheme="bearer", description="team API key")
+                    "BearerAuth": SecurityScheme(
+                        type="http", scheme="bearer", description="team API key"
+                    )
                 }
             ),
             security=[{"BearerAuth": []}],

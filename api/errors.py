@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import msgspec
-from litestar import MediaType, Request, Response
+from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
@@ -20,6 +20,8 @@ log = logging.getLogger("infercost.api")
 PROBLEM_JSON = "application/problem+json"
 _MSGSPEC_PATH = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 _ENUM = re.compile(r"^Invalid enum value '(?P<value>[^']*)'")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`")
+_PATH_PART = re.compile(r"[^.\[\]]+|\[[^\]]*\]")
 
 
 def problem(
@@ -33,31 +35,44 @@ def problem(
     return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
-def _allowed_values(annotation: Any, path: str) -> list[str] | None:
-    """The Literal choices of the field at `path` in a msgspec type, to name them in errors."""
-    info: Any = msgspec.inspect.type_info(annotation)
-    for part in re.split(r"\.|\[\d+\]", path):
-        while isinstance(info, msgspec.inspect.UnionType | msgspec.inspect.ListType):
-            if isinstance(info, msgspec.inspect.ListType):
-                info = info.item_type
-            else:
-                info = next((t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)), info)
-                if isinstance(info, msgspec.inspect.UnionType):
-                    break
-        if not part:
-            continue
-        if isinstance(info, msgspec.inspect.DictType):
-            info = info.value_type if part not in ("",) else info
-            continue
-        if not isinstance(info, msgspec.inspect.StructType):
+def _unwrap(info: Any) -> Any:
+    """The one meaningful type inside Optional[...] / Unset unions."""
+    if isinstance(info, msgspec.inspect.UnionType):
+        real = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+        return real[0] if len(real) == 1 else info
+    return info
+
+
+def _type_at(annotation: Any, path: str) -> Any:
+    """The msgspec type found at a validation error's path (`load.levels[0]`, `slo[...]`)."""
+    info = _unwrap(msgspec.inspect.type_info(annotation))
+    for part in _PATH_PART.findall(path):
+        if isinstance(info, msgspec.inspect.StructType) and not part.startswith("["):
+            field = next((f for f in info.fields if f.encode_name == part), None)
+            info = None if field is None else field.type
+        elif isinstance(info, msgspec.inspect.DictType):
+            info = info.value_type
+        elif isinstance(info, msgspec.inspect.ListType):
+            info = info.item_type
+        else:
             return None
-        field = next((f for f in info.fields if f.encode_name == part), None)
-        if field is None:
-            return None
-        info = field.type
-    if isinstance(info, msgspec.inspect.LiteralType):
-        return [str(v) for v in info.values]
-    return None
+        info = _unwrap(info)
+    return info
+
+
+def _explain(annotation: Any, field: str, message: str) -> str:
+    """Add the allowed values (enums) or field names (unknown fields) to a message."""
+    enum = _ENUM.match(message)
+    unknown = _UNKNOWN.match(message)
+    if not (enum or unknown):
+        return message
+    info = _type_at(annotation, "" if field == "body" else field)
+    if enum and isinstance(info, msgspec.inspect.LiteralType):
+        return f"'{enum.group('value')}' is not one of: {', '.join(map(str, info.values))}"
+    if unknown and isinstance(info, msgspec.inspect.StructType):
+        names = ", ".join(f.encode_name for f in info.fields)
+        return f"unknown field '{unknown.group('name')}'; expected one of: {names}"
+    return message
 
 
 def _validation_problem(
@@ -71,17 +86,12 @@ def _validation_problem(
         if match:
             field = match.group("path") or "body"
             message = message[: match.start()]
-        enum = _ENUM.match(message)
+        field = field or "body"
         data_field = getattr(request.route_handler, "parsed_data_field", None)
-        if enum and field and data_field is not None:
-            allowed = _allowed_values(data_field.annotation, field)
-            if allowed:
-                message = f"'{enum.group('value')}' is not one of: {', '.join(allowed)}"
-        errors.append({"field": field or "body", "message": message})
-    if errors:
-        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    else:
-        detail = exc.detail
+        if data_field is not None:
+            message = _explain(data_field.annotation, field, message)
+        errors.append({"field": field, "message": message})
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) if errors else exc.detail
     return problem(request, 400, "Invalid request", detail, errors=errors)
 
 
@@ -97,8 +107,15 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
             detail = f"no route {request.method} {request.url.path}: see /schema for the API"
         return problem(request, exc.status_code, title, detail)
     if isinstance(exc, OperationalError | DBAPIError | ConnectionError | OSError):
-        log.error("dependency unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__)
-        return problem(request, 503, "Service unavailable", "the database is not answering; retry shortly")
+        log.error(
+            "dependency unavailable on %s %s: %s",
+            request.method,
+            request.url.path,
+            type(exc).__name__,
+        )
+        return problem(
+            request, 503, "Service unavailable", "the database is not answering; retry shortly"
+        )
     incident = uuid.uuid4().hex[:12]
     log.exception("unhandled error %s on %s %s", incident, request.method, request.url.path)
     return problem(

@@ -29,7 +29,9 @@ class TaskQueue:
         try:
             await anyio.to_thread.run_sync(send)
         except Exception as exc:  # noqa: BLE001 - any broker failure leaves the job for the sweep
-            log.warning("broker did not take job %s (%s); the sweep will retry", job_id, type(exc).__name__)
+            log.warning(
+                "broker did not take job %s (%s); the sweep will retry", job_id, type(exc).__name__
+            )
             return
         async with self.sessionmaker() as session:
             await JobRepository(session).mark_enqueued(job_id)

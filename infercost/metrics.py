@@ -6,6 +6,7 @@ call them again on stored raw samples, so a figure is always recomputable.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,8 +72,11 @@ class RequestTiming:
 
     @property
     def tpot(self) -> float | None:
-        """(t_last - t_first) / (n_out - 1), first token excluded; undefined below 2 tokens."""
-        if self.n_out < 2 or not self.chunk_times:
+        """(t_last - t_first) / (n_out - 1), first token excluded.
+
+        Undefined below 2 tokens, and when all text came in one event (nothing to time).
+        """
+        if self.n_out < 2 or len(self.chunk_times) < 2:
             return None
         return (self.chunk_times[-1] - self.chunk_times[0]) / (self.n_out - 1)
 
@@ -194,7 +198,7 @@ def summarize(
     itl: list[float] = []
     for t in ok:
         c = t.chunk_times
-        itl.extend(b - a for a, b in zip(c, c[1:], strict=False))
+        itl.extend(b - a for a, b in itertools.pairwise(c))
     tpot = [t.tpot for t in ok]
     stats = {
         "ttft_ms": distribution(_ms(t.ttft for t in ok)),

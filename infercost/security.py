@@ -54,8 +54,8 @@ def same_token(given: str, expected: str | None) -> bool:
 def _first(secret_keys: Sequence[str]) -> str:
     if not secret_keys:
         raise RuntimeError(
-            "INFERCOST_SECRET_KEYS is not set: generate one with "
-            "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`"
+            "INFERCOST_SECRET_KEYS is not set: generate a key with `python -c "
+            "'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`"
         )
     return secret_keys[0]
 

@@ -38,7 +38,9 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Read CONTRACT.md's variables (and a few INFERCOST_* knobs) from `env`."""
         env = os.environ if env is None else env
-        keys = tuple(k.strip() for k in env.get("INFERCOST_SECRET_KEYS", "").split(",") if k.strip())
+        keys = tuple(
+            k.strip() for k in env.get("INFERCOST_SECRET_KEYS", "").split(",") if k.strip()
+        )
         return cls(
             data_dir=Path(env.get("INFERCOST_DATA_DIR") or ".infercost"),
             database_url=env.get("DATABASE_URL") or None,

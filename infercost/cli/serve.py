@@ -39,9 +39,22 @@ def worker(concurrency: int, loglevel: str) -> None:
     settings.require_database_url()
     settings.require_redis_url()
     argv = [
-        sys.executable, "-m", "celery", "-A", "workers.app", "worker",
-        "--pool", "prefork", "--concurrency", str(concurrency),
-        "--queues", settings.queue, "--loglevel", loglevel, "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.app",
+        "worker",
+        "--pool",
+        "prefork",
+        "--concurrency",
+        str(concurrency),
+        "--queues",
+        settings.queue,
+        "--loglevel",
+        loglevel,
+        "--without-gossip",
+        "--without-mingle",
     ]
     os.execv(sys.executable, argv)  # noqa: S606 - replace this process with the worker
 

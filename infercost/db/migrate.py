@@ -8,7 +8,6 @@ from alembic import command
 from alembic.config import Config
 
 
-
 def _project_root() -> Path:
     """The folder holding alembic.ini: the source checkout, else the working directory."""
     source = Path(__file__).resolve().parents[2]

@@ -19,12 +19,17 @@ class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
     __tablename__ = "endpoints"
     __table_args__ = (
         Index(
-            "uq_endpoints_team_name_live", "team_id", "name", unique=True,
+            "uq_endpoints_team_name_live",
+            "team_id",
+            "name",
+            unique=True,
             postgresql_where=text("deleted_at IS NULL"),
         ),
     )
 
-    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    team_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), index=True
+    )
     name: Mapped[str] = mapped_column(String(100))
     base_url: Mapped[str] = mapped_column(String(2048))
     api: Mapped[str] = mapped_column(String(32))

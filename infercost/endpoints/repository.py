@@ -21,7 +21,9 @@ class EndpointRepository:
         """A live endpoint of the team."""
         return await self.session.scalar(
             select(Endpoint).where(
-                Endpoint.id == endpoint_id, Endpoint.team_id == team_id, Endpoint.deleted_at.is_(None)
+                Endpoint.id == endpoint_id,
+                Endpoint.team_id == team_id,
+                Endpoint.deleted_at.is_(None),
             )
         )
 
@@ -29,7 +31,9 @@ class EndpointRepository:
         """An endpoint by id whatever its team or state (workers load what a job names)."""
         return await self.session.get(Endpoint, endpoint_id)
 
-    async def name_taken(self, team_id: uuid.UUID, name: str, *, except_id: uuid.UUID | None = None) -> bool:
+    async def name_taken(
+        self, team_id: uuid.UUID, name: str, *, except_id: uuid.UUID | None = None
+    ) -> bool:
         """True when another live endpoint of the team has this name."""
         query = select(Endpoint.id).where(
             Endpoint.team_id == team_id, Endpoint.name == name, Endpoint.deleted_at.is_(None)
@@ -38,7 +42,9 @@ class EndpointRepository:
             query = query.where(Endpoint.id != except_id)
         return (await self.session.scalar(query)) is not None
 
-    async def page(self, team_id: uuid.UUID, *, limit: int, offset: int) -> tuple[list[Endpoint], int]:
+    async def page(
+        self, team_id: uuid.UUID, *, limit: int, offset: int
+    ) -> tuple[list[Endpoint], int]:
         """One page of the team's live endpoints by name, and how many there are."""
         where = (Endpoint.team_id == team_id, Endpoint.deleted_at.is_(None))
         total = await self.session.scalar(select(func.count()).select_from(Endpoint).where(*where))

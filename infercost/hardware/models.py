@@ -16,7 +16,9 @@ class Hardware(UUIDPrimaryKey, CreatedAt, Base):
     __tablename__ = "hardware"
     __table_args__ = (
         # Public names are unique; a team may add its own SKUs under names not taken publicly.
-        Index("uq_hardware_public_name", "name", unique=True, postgresql_where=text("team_id IS NULL")),
+        Index(
+            "uq_hardware_public_name", "name", unique=True, postgresql_where=text("team_id IS NULL")
+        ),
         Index("uq_hardware_team_name", "team_id", "name", unique=True),
     )
 

@@ -33,7 +33,7 @@ class HardwareRepository:
         )
 
     async def by_name(self, team_id: uuid.UUID, name: str) -> Hardware | None:
-        """The SKU called `name` (case-insensitive); the team's own entry wins over the public one."""
+        """The SKU called `name` (any case); the team's own entry wins over the public one."""
         rows = await self.session.scalars(
             select(Hardware)
             .where(Hardware.name.ilike(name), self._visible(team_id))  # type: ignore[arg-type]

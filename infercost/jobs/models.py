@@ -15,7 +15,6 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Text,
-    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
@@ -61,7 +60,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
         Index("uq_runs_job_index", "job_id", "level_index", unique=True),
     )
 
-    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    team_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), index=True
+    )
     job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     endpoint_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("endpoints.id"), index=True)
     level_index: Mapped[int] = mapped_column(SmallInteger)

@@ -16,9 +16,23 @@ from infercost.jobs.models import Job, RequestSample, Run
 
 #: Column order of the COPY into request_samples; rows from `sample_row` follow it.
 SAMPLE_COLUMNS = (
-    "run_id", "seq", "warmup", "t_sched", "t_send", "ttfb_ms", "ttft_ms", "tpot_ms", "e2e_ms",
-    "n_in", "n_out", "count_source", "status", "error_class", "error", "chunk_times_ms",
-)  # fmt: skip
+    "run_id",
+    "seq",
+    "warmup",
+    "t_sched",
+    "t_send",
+    "ttfb_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "n_in",
+    "n_out",
+    "count_source",
+    "status",
+    "error_class",
+    "error",
+    "chunk_times_ms",
+)
 
 
 class JobRepository:
@@ -54,7 +68,9 @@ class JobRepository:
 
     async def get_job(self, team_id: uuid.UUID, job_id: uuid.UUID) -> Job | None:
         """The team's job."""
-        return await self.session.scalar(select(Job).where(Job.id == job_id, Job.team_id == team_id))
+        return await self.session.scalar(
+            select(Job).where(Job.id == job_id, Job.team_id == team_id)
+        )
 
     async def page_jobs(
         self, team_id: uuid.UUID, *, limit: int, offset: int, status: str | None = None
@@ -65,7 +81,11 @@ class JobRepository:
             where.append(Job.status == status)
         total = await self.session.scalar(select(func.count()).select_from(Job).where(*where))
         rows = await self.session.scalars(
-            select(Job).where(*where).order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)
+            select(Job)
+            .where(*where)
+            .order_by(Job.created_at.desc(), Job.id)
+            .limit(limit)
+            .offset(offset)
         )
         return list(rows), int(total or 0)
 
@@ -132,6 +152,10 @@ class JobRepository:
         await self.session.flush()
         return run
 
+    async def update_run(self, run_id: uuid.UUID, **values: Any) -> None:
+        """Record a run's outcome and figures."""
+        await self.session.execute(update(Run).where(Run.id == run_id).values(**values))
+
     async def runs_of_jobs(self, job_ids: Sequence[uuid.UUID]) -> list[Run]:
         """The runs of several jobs, by job and level order."""
         if not job_ids:
@@ -143,7 +167,9 @@ class JobRepository:
 
     async def get_run(self, team_id: uuid.UUID, run_id: uuid.UUID) -> Run | None:
         """The team's run."""
-        return await self.session.scalar(select(Run).where(Run.id == run_id, Run.team_id == team_id))
+        return await self.session.scalar(
+            select(Run).where(Run.id == run_id, Run.team_id == team_id)
+        )
 
     # --- samples --------------------------------------------------------------------------
 

@@ -24,7 +24,9 @@ class ApiKey(UUIDPrimaryKey, CreatedAt, Base):
 
     __tablename__ = "api_keys"
 
-    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    team_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), index=True
+    )
     name: Mapped[str] = mapped_column(String(100))
     prefix: Mapped[str] = mapped_column(String(32), unique=True)
     key_hash: Mapped[bytes] = mapped_column(LargeBinary(32))

@@ -15,7 +15,9 @@ from api.domain.endpoints.services import EndpointService
 from api.schemas import Limit, Offset, Page
 
 
-def provide_endpoint_service(db_session: AsyncSession, caller: Caller, state: State) -> EndpointService:
+def provide_endpoint_service(
+    db_session: AsyncSession, caller: Caller, state: State
+) -> EndpointService:
     """The service for the caller's team."""
     return EndpointService(db_session, caller.team_id, state.vault)
 
@@ -28,7 +30,9 @@ class EndpointController(Controller):
     dependencies = {"endpoints": Provide(provide_endpoint_service, sync_to_thread=False)}
 
     @post("/", status_code=201, summary="Register an endpoint")
-    async def create_endpoint(self, endpoints: EndpointService, data: EndpointCreate) -> EndpointRead:
+    async def create_endpoint(
+        self, endpoints: EndpointService, data: EndpointCreate
+    ) -> EndpointRead:
         """Register a deployment to benchmark; `api_key` is stored encrypted and never returned."""
         return await endpoints.to_read(await endpoints.create(data))
 
@@ -42,7 +46,9 @@ class EndpointController(Controller):
         return Page(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{endpoint_id:uuid}", summary="Read an endpoint")
-    async def get_endpoint(self, endpoints: EndpointService, endpoint_id: uuid.UUID) -> EndpointRead:
+    async def get_endpoint(
+        self, endpoints: EndpointService, endpoint_id: uuid.UUID
+    ) -> EndpointRead:
         """One endpoint."""
         return await endpoints.to_read(await endpoints.get(endpoint_id))
 

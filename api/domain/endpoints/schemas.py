@@ -47,15 +47,15 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     base_url: Url | msgspec.UnsetType = msgspec.UNSET
     model: Text | msgspec.UnsetType = msgspec.UNSET
     api: Api | msgspec.UnsetType = msgspec.UNSET
-    engine: Text | None | msgspec.UnsetType = msgspec.UNSET
-    engine_version: Text | None | msgspec.UnsetType = msgspec.UNSET
-    hardware: Text | None | msgspec.UnsetType = msgspec.UNSET
+    engine: Text | msgspec.UnsetType | None = msgspec.UNSET
+    engine_version: Text | msgspec.UnsetType | None = msgspec.UNSET
+    hardware: Text | msgspec.UnsetType | None = msgspec.UNSET
     gpu_count: GpuCount | msgspec.UnsetType = msgspec.UNSET
-    usd_per_hour: NonNegative | None | msgspec.UnsetType = msgspec.UNSET
-    provider: Text | None | msgspec.UnsetType = msgspec.UNSET
-    params_b: Positive | None | msgspec.UnsetType = msgspec.UNSET
-    precision: Text | None | msgspec.UnsetType = msgspec.UNSET
-    api_key: Url | None | msgspec.UnsetType = msgspec.UNSET
+    usd_per_hour: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
+    provider: Text | msgspec.UnsetType | None = msgspec.UNSET
+    params_b: Positive | msgspec.UnsetType | None = msgspec.UNSET
+    precision: Text | msgspec.UnsetType | None = msgspec.UNSET
+    api_key: Url | msgspec.UnsetType | None = msgspec.UNSET
     metrics_urls: list[Url] | msgspec.UnsetType = msgspec.UNSET
     tags: Tags | msgspec.UnsetType = msgspec.UNSET
 

@@ -52,7 +52,9 @@ class EndpointService:
         if "base_url" in changes:
             changes["base_url"] = _http_url("base_url", changes["base_url"])
         if "metrics_urls" in changes:
-            changes["metrics_urls"] = [_http_url("metrics_urls", u) for u in changes["metrics_urls"]]
+            changes["metrics_urls"] = [
+                _http_url("metrics_urls", u) for u in changes["metrics_urls"]
+            ]
         if "hardware" in changes:
             name = changes.pop("hardware")
             endpoint.hardware_id = None
@@ -88,14 +90,29 @@ class EndpointService:
 
     async def to_read(self, endpoint: Endpoint) -> EndpointRead:
         """The response shape, with the hardware's name resolved."""
-        hw = await self.hardware.get(self.team_id, endpoint.hardware_id) if endpoint.hardware_id else None
+        hw = (
+            await self.hardware.get(self.team_id, endpoint.hardware_id)
+            if endpoint.hardware_id
+            else None
+        )
         return EndpointRead(
-            id=endpoint.id, name=endpoint.name, base_url=endpoint.base_url, api=endpoint.api,
-            model=endpoint.model, engine=endpoint.engine, engine_version=endpoint.engine_version,
-            hardware=hw.name if hw else None, hardware_id=endpoint.hardware_id,
-            gpu_count=endpoint.gpu_count, usd_per_hour=endpoint.usd_per_hour,
-            provider=endpoint.provider, params_b=endpoint.params_b, precision=endpoint.precision,
+            id=endpoint.id,
+            name=endpoint.name,
+            base_url=endpoint.base_url,
+            api=endpoint.api,
+            model=endpoint.model,
+            engine=endpoint.engine,
+            engine_version=endpoint.engine_version,
+            hardware=hw.name if hw else None,
+            hardware_id=endpoint.hardware_id,
+            gpu_count=endpoint.gpu_count,
+            usd_per_hour=endpoint.usd_per_hour,
+            provider=endpoint.provider,
+            params_b=endpoint.params_b,
+            precision=endpoint.precision,
             has_api_key=endpoint.api_key_encrypted is not None,
-            metrics_urls=list(endpoint.metrics_urls), tags=dict(endpoint.tags),
-            created_at=endpoint.created_at, updated_at=endpoint.updated_at,
-        )  # fmt: skip
+            metrics_urls=list(endpoint.metrics_urls),
+            tags=dict(endpoint.tags),
+            created_at=endpoint.created_at,
+            updated_at=endpoint.updated_at,
+        )

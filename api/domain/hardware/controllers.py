@@ -36,6 +36,8 @@ class HardwareController(Controller):
         return to_read(await hardware.get(hardware_id))
 
     @post("/", status_code=201, summary="Add a GPU SKU")
-    async def create_hardware(self, hardware: HardwareService, data: HardwareCreate) -> HardwareRead:
+    async def create_hardware(
+        self, hardware: HardwareService, data: HardwareCreate
+    ) -> HardwareRead:
         """Add hardware the public catalog lacks; only your team sees it."""
         return to_read(await hardware.create(data))

@@ -13,7 +13,9 @@ Positive = Annotated[float, msgspec.Meta(gt=0)]
 class HardwareCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/hardware: a SKU the public catalog lacks, visible to your team."""
 
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][\w.\-]*$")]
+    name: Annotated[
+        str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][\w.\-]*$")
+    ]
     vendor: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
     memory_gb: Positive
     memory_bandwidth_gbps: Positive

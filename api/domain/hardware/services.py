@@ -15,10 +15,16 @@ from infercost.hardware.repository import HardwareRepository
 def to_read(hw: Hardware) -> HardwareRead:
     """The response shape of a catalog row."""
     return HardwareRead(
-        id=hw.id, name=hw.name, vendor=hw.vendor, memory_gb=hw.memory_gb,
-        memory_bandwidth_gbps=hw.memory_bandwidth_gbps, bf16_tflops=hw.bf16_tflops,
-        fp8_tflops=hw.fp8_tflops, power_w=hw.power_w, public=hw.team_id is None,
-    )  # fmt: skip
+        id=hw.id,
+        name=hw.name,
+        vendor=hw.vendor,
+        memory_gb=hw.memory_gb,
+        memory_bandwidth_gbps=hw.memory_bandwidth_gbps,
+        bf16_tflops=hw.bf16_tflops,
+        fp8_tflops=hw.fp8_tflops,
+        power_w=hw.power_w,
+        public=hw.team_id is None,
+    )
 
 
 class HardwareService:

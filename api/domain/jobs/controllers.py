@@ -5,11 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Literal
 
-from litestar import Controller, Request, Response, get, post
+import msgspec
+from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Parameter
-from litestar.response import Stream
+from litestar.response.base import ASGIResponse
+from litestar.response.streaming import ASGIStreamingResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.auth import Caller
@@ -20,7 +23,9 @@ from infercost.settings import Settings
 
 IdempotencyKey = Annotated[
     str | None,
-    Parameter(header="Idempotency-Key", max_length=200, description="the same key returns the same job"),
+    Parameter(
+        header="Idempotency-Key", max_length=200, description="the same key returns the same job"
+    ),
 ]
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
@@ -50,7 +55,11 @@ class JobController(Controller):
 
     @get("/", summary="List jobs")
     async def list_jobs(
-        self, jobs: JobService, limit: Limit = 50, offset: Offset = 0, status: JobStatus | None = None
+        self,
+        jobs: JobService,
+        limit: Limit = 50,
+        offset: Offset = 0,
+        status: JobStatus | None = None,
     ) -> Page[JobListItem]:
         """Your team's jobs, newest first."""
         rows, total = await jobs.page(limit, offset, status)
@@ -87,24 +96,34 @@ class RunController(Controller):
     @get(
         "/{run_id:uuid}/requests",
         summary="Raw per-request samples",
-        media_type="application/json",
         description="JSON pages by default; send `Accept: text/csv` for the whole run as CSV.",
+        responses={
+            200: ResponseSpec(
+                data_container=SamplePage,
+                description="A page of samples (JSON), or all of them as CSV (Accept: text/csv)",
+            )
+        },
     )
     async def list_samples(
         self,
+        *,
         request: Request[object, object, State],
         jobs: JobService,
         run_id: uuid.UUID,
         after: Annotated[int, Parameter(ge=-1, description="last seq of the previous page")] = -1,
         limit: Annotated[int, Parameter(ge=1, le=5000)] = 1000,
-        warmup: Annotated[bool | None, Parameter(description="only warm-up (true) or measured (false)")] = None,
-    ) -> SamplePage | Stream:
+        warmup: Annotated[
+            bool | None, Parameter(description="only warm-up (true) or measured (false)")
+        ] = None,
+    ) -> ASGIResponse:
         """One row a request, in send order; warm-up requests are marked."""
+        # Two media types from one route: Litestar sends a returned ASGI response as built.
         if "text/csv" in request.headers.get("accept", ""):
             await jobs.run(run_id)
-            return Stream(
-                samples_csv(request.app.state.sessionmaker, run_id, warmup),
+            return ASGIStreamingResponse(
+                iterator=samples_csv(request.app.state.sessionmaker, run_id, warmup),
                 media_type="text/csv; charset=utf-8",
                 headers={"Content-Disposition": f'attachment; filename="run-{run_id}.csv"'},
             )
-        return await jobs.samples(run_id, after=after, limit=limit, warmup=warmup)
+        page = await jobs.samples(run_id, after=after, limit=limit, warmup=warmup)
+        return ASGIResponse(body=msgspec.json.encode(page), media_type=MediaType.JSON)

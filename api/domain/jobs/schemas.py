@@ -9,8 +9,6 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 TokenCount = Annotated[float, msgspec.Meta(gt=0, le=1_000_000)]
-SloStat = Literal["mean", "p50", "p90", "p95", "p99", "p999", "max"]
-SloMetric = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
 SloLimit = Annotated[float, msgspec.Meta(gt=0)]
 
 
@@ -38,10 +36,34 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     """The load plan: closed-loop concurrency levels, requests and warm-up per level."""
 
     mode: Literal["concurrency"]
-    levels: Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=1, max_length=64)]
+    levels: Annotated[
+        list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=1, max_length=64)
+    ]
     requests_per_level: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
     warmup_requests: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300.0
+
+
+class SloLimits(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Limits on one figure at chosen statistics (ms), e.g. {"p95": 500}."""
+
+    mean: SloLimit | None = None
+    p50: SloLimit | None = None
+    p90: SloLimit | None = None
+    p95: SloLimit | None = None
+    p99: SloLimit | None = None
+    p999: SloLimit | None = None
+    max: SloLimit | None = None
+
+
+class Slo(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Service-level objective: a request meets it when its own TTFT, TPOT and E2E are within
+    the loosest limit given for each; a run passes when every stated statistic holds."""
+
+    ttft_ms: SloLimits | None = None
+    tpot_ms: SloLimits | None = None
+    itl_ms: SloLimits | None = None
+    e2e_ms: SloLimits | None = None
 
 
 class JobCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -50,7 +72,7 @@ class JobCreate(msgspec.Struct, forbid_unknown_fields=True):
     endpoint_id: uuid.UUID
     workload: Workload
     load: Load
-    slo: dict[SloMetric, dict[SloStat, SloLimit]] | None = None
+    slo: Slo | None = None
 
 
 class Progress(msgspec.Struct):
@@ -212,6 +234,16 @@ class SamplePage(msgspec.Struct):
 
 #: Columns of the CSV export, in order (CONTRACT.md, Raw samples).
 CSV_COLUMNS = (
-    "seq", "warmup", "t_sched", "t_send", "ttfb_ms", "ttft_ms", "e2e_ms",
-    "n_in", "n_out", "count_source", "status", "error_class",
-)  # fmt: skip
+    "seq",
+    "warmup",
+    "t_sched",
+    "t_send",
+    "ttfb_ms",
+    "ttft_ms",
+    "e2e_ms",
+    "n_in",
+    "n_out",
+    "count_source",
+    "status",
+    "error_class",
+)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
 import csv
 import io
+import uuid
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
@@ -55,25 +55,41 @@ def run_summary(run: Run) -> RunSummary:
     )
     client = stats.get("client")
     return RunSummary(
-        id=run.id, job_id=run.job_id, level=run.level, mode=run.mode, status=run.status,
-        started_at=run.started_at, finished_at=run.finished_at,
+        id=run.id,
+        job_id=run.job_id,
+        level=run.level,
+        mode=run.mode,
+        status=run.status,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
         requests=RequestCounts(
-            total=run.requests_total, succeeded=run.requests_succeeded,
-            failed=run.requests_failed, errors=dict(stats.get("errors") or {}),
+            total=run.requests_total,
+            succeeded=run.requests_succeeded,
+            failed=run.requests_failed,
+            errors=dict(stats.get("errors") or {}),
         ),
-        duration_s=run.duration_s, count_source=run.count_source,
-        ttft_ms=dist("ttft_ms"), tpot_ms=dist("tpot_ms"), itl_ms=dist("itl_ms"),
-        e2e_ms=dist("e2e_ms"), queue_delay_ms=dist("queue_delay_ms"),
+        duration_s=run.duration_s,
+        count_source=run.count_source,
+        ttft_ms=dist("ttft_ms"),
+        tpot_ms=dist("tpot_ms"),
+        itl_ms=dist("itl_ms"),
+        e2e_ms=dist("e2e_ms"),
+        queue_delay_ms=dist("queue_delay_ms"),
         per_user_tokens_per_s=dist("per_user_tokens_per_s"),
-        output_tokens_per_s=run.output_tokens_per_s, input_tokens_per_s=run.input_tokens_per_s,
-        total_tokens_per_s=run.total_tokens_per_s, requests_per_s=run.requests_per_s,
-        mean_concurrency=run.mean_concurrency, error_rate=run.error_rate,
-        goodput_rps=run.goodput_rps, slo_attainment=run.slo_attainment,
-        slo_passed=run.slo_passed, client_bound=run.client_bound,
+        output_tokens_per_s=run.output_tokens_per_s,
+        input_tokens_per_s=run.input_tokens_per_s,
+        total_tokens_per_s=run.total_tokens_per_s,
+        requests_per_s=run.requests_per_s,
+        mean_concurrency=run.mean_concurrency,
+        error_rate=run.error_rate,
+        goodput_rps=run.goodput_rps,
+        slo_attainment=run.slo_attainment,
+        slo_passed=run.slo_passed,
+        client_bound=run.client_bound,
         client=msgspec.convert(client, ClientHealth) if client else None,
         telemetry=Telemetry(),
-        cost=msgspec.convert(msgspec.structs.asdict(cost), Cost),
-    )  # fmt: skip
+        cost=msgspec.convert(cost, Cost, from_attributes=True),
+    )
 
 
 def _progress(job: Job) -> Progress:
@@ -83,21 +99,35 @@ def _progress(job: Job) -> Progress:
 def job_list_item(job: Job) -> JobListItem:
     """A job without its runs."""
     return JobListItem(
-        id=job.id, endpoint_id=job.endpoint_id, status=job.status, progress=_progress(job),
-        created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
+        id=job.id,
+        endpoint_id=job.endpoint_id,
+        status=job.status,
+        progress=_progress(job),
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
         error=job.error,
-    )  # fmt: skip
+    )
 
 
 def sample_read(sample: RequestSample) -> Sample:
     """The response shape of one stored request."""
     return Sample(
-        seq=sample.seq, warmup=sample.warmup, t_sched=sample.t_sched, t_send=sample.t_send,
-        ttfb_ms=sample.ttfb_ms, ttft_ms=sample.ttft_ms, e2e_ms=sample.e2e_ms, n_in=sample.n_in,
-        n_out=sample.n_out, count_source=sample.count_source, status=sample.status,
-        error_class=sample.error_class, error=sample.error,
+        seq=sample.seq,
+        warmup=sample.warmup,
+        t_sched=sample.t_sched,
+        t_send=sample.t_send,
+        ttfb_ms=sample.ttfb_ms,
+        ttft_ms=sample.ttft_ms,
+        e2e_ms=sample.e2e_ms,
+        n_in=sample.n_in,
+        n_out=sample.n_out,
+        count_source=sample.count_source,
+        status=sample.status,
+        error_class=sample.error_class,
+        error=sample.error,
         chunk_times_ms=list(sample.chunk_times_ms),
-    )  # fmt: skip
+    )
 
 
 class JobService:
@@ -143,7 +173,8 @@ class JobService:
                 "load": msgspec.to_builtins(load),
                 "slo": msgspec.to_builtins(data.slo) if data.slo else None,
                 "idempotency_key": idempotency_key,
-                "progress_total": len(load.levels) * (load.requests_per_level + load.warmup_requests),
+                "progress_total": len(load.levels)
+                * (load.requests_per_level + load.warmup_requests),
             }
         )
         if created:
@@ -161,15 +192,21 @@ class JobService:
         """The job with its runs."""
         runs = await self.jobs.runs_of_jobs([job.id])
         return JobRead(
-            id=job.id, endpoint_id=job.endpoint_id, status=job.status, progress=_progress(job),
-            created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
-            error=job.error, workload=job.workload, load=job.load, slo=job.slo,
+            id=job.id,
+            endpoint_id=job.endpoint_id,
+            status=job.status,
+            progress=_progress(job),
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            error=job.error,
+            workload=job.workload,
+            load=job.load,
+            slo=job.slo,
             runs=[run_summary(r) for r in runs],
-        )  # fmt: skip
+        )
 
-    async def page(
-        self, limit: int, offset: int, status: str | None
-    ) -> tuple[list[Job], int]:
+    async def page(self, limit: int, offset: int, status: str | None) -> tuple[list[Job], int]:
         """A page of the team's jobs."""
         return await self.jobs.page_jobs(self.team_id, limit=limit, offset=offset, status=status)
 
@@ -220,7 +257,14 @@ async def samples_csv(
         count = 0
         async for sample in JobRepository(session).stream_samples(run_id, warmup=warmup):
             writer.writerow(
-                ["" if (v := getattr(sample, c)) is None else str(v).lower() if isinstance(v, bool) else v for c in CSV_COLUMNS]
+                [
+                    ""
+                    if (v := getattr(sample, c)) is None
+                    else str(v).lower()
+                    if isinstance(v, bool)
+                    else v
+                    for c in CSV_COLUMNS
+                ]
             )
             count += 1
             if count % 1000 == 0:

@@ -25,7 +25,10 @@ class TeamController(Controller):
 
     path = "/v1/teams"
     tags = ["teams"]
-    dependencies = {"admin": Provide(provide_admin), "teams": Provide(provide_team_service, sync_to_thread=False)}
+    dependencies = {
+        "admin": Provide(provide_admin),
+        "teams": Provide(provide_team_service, sync_to_thread=False),
+    }
 
     @post("/", status_code=201, summary="Create a team")
     async def create_team(self, admin: None, teams: TeamService, data: TeamCreate) -> TeamRead:
@@ -40,9 +43,13 @@ class TeamController(Controller):
         """Mint a key; the response is the only place its secret ever appears."""
         key, token = await teams.create_key(team_id, data.name)
         return KeyCreated(
-            id=key.id, team_id=key.team_id, name=key.name, prefix=key.prefix, key=token,
+            id=key.id,
+            team_id=key.team_id,
+            name=key.name,
+            prefix=key.prefix,
+            key=token,
             created_at=key.created_at,
-        )  # fmt: skip
+        )
 
     @get("/{team_id:uuid}/keys", summary="List a team's API keys")
     async def list_keys(self, admin: None, teams: TeamService, team_id: uuid.UUID) -> list[KeyRead]:

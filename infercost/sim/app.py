@@ -1,0 +1,468 @@
+"""The simulated OpenAI-compatible endpoint as an ASGI app (fixed mode: timings from config).
+
+Plain ASGI under uvicorn rather than Litestar: with hundreds of concurrent streams the event
+path must cost one bytes concatenation and one `send` per token, with no router, response
+class or middleware in between; six routes dispatch on a dict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+from infercost.sim import wire
+from infercost.sim.config import MAX_MODEL_LEN, SimConfig
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Handler = Callable[[Receive, Send, float], Awaitable[None]]
+
+MAX_BODY_BYTES: Final = 32 * 1024 * 1024
+
+_JSON_HEADERS: Final = ((b"content-type", b"application/json"),)
+_SSE_HEADERS: Final = (
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+)
+_METRICS_HEADERS: Final = ((b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),)
+
+
+class _ClientGoneError(Exception):
+    """The client disconnected before its request body arrived."""
+
+
+class _BodyTooLargeError(Exception):
+    """The request body exceeds MAX_BODY_BYTES."""
+
+
+class SimMetrics:
+    """Live counters behind GET /metrics (vLLM names, so telemetry code can read either)."""
+
+    __slots__ = ("generation_tokens", "prompt_tokens", "request_success", "running", "waiting")
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0  # fixed mode never queues
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.request_success = 0
+
+    def render(self, model: str) -> bytes:
+        """Prometheus text exposition (format 0.0.4) of the current values."""
+        label = f'{{model_name="{_escape_label(model)}"}}'
+        rows = (
+            (
+                "vllm:num_requests_running",
+                "gauge",
+                "Number of requests in model execution batches.",
+                self.running,
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "gauge",
+                "Number of requests waiting to be processed.",
+                self.waiting,
+            ),
+            (
+                "vllm:prompt_tokens_total",
+                "counter",
+                "Number of prefill tokens processed.",
+                self.prompt_tokens,
+            ),
+            (
+                "vllm:generation_tokens_total",
+                "counter",
+                "Number of generation tokens processed.",
+                self.generation_tokens,
+            ),
+            (
+                "vllm:request_success_total",
+                "counter",
+                "Count of successfully processed requests.",
+                self.request_success,
+            ),
+        )
+        lines: list[str] = []
+        for name, kind, help_text, value in rows:
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            lines.append(f"{name}{label} {float(value)!r}")
+        return ("\n".join(lines) + "\n").encode()
+
+
+def _escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class _Disconnect:
+    """Set once the client goes away, so a stream stops early and the gauges stay true."""
+
+    __slots__ = ("gone",)
+
+    def __init__(self) -> None:
+        self.gone = False
+
+    async def watch(self, receive: Receive) -> None:
+        # After the body, uvicorn's receive() returns only when the client disconnects (or
+        # the response completes, when nobody looks at the flag any more).
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.gone = True
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def _sleep_until(loop: asyncio.AbstractEventLoop, when: float) -> None:
+    """Sleep to an absolute loop time, so per-event overshoot never accumulates into drift."""
+    fut = loop.create_future()
+    handle = loop.call_at(when, _wake, fut)
+    try:
+        await fut
+    except asyncio.CancelledError:
+        handle.cancel()
+        raise
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGoneError
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _BodyTooLargeError
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _send_bytes(
+    send: Send, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...]
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _send_error(send: Send, status: int, message: str, error_type: str) -> None:
+    await _send_bytes(send, status, wire.error_body(status, message, error_type), _JSON_HEADERS)
+
+
+class SimApp:
+    """ASGI app of the simulated endpoint; `metrics` exposes its live state in-process too."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.metrics = SimMetrics()
+        # Reproducible fault injection (--error-rate, --seed), not a security decision.
+        self._rng = random.Random(config.seed)  # noqa: S311
+        self._model_json = wire.encode(config.model)
+        self._ttft_s = config.ttft_ms / 1000.0
+        self._itl_s = config.itl_ms / 1000.0
+        created = int(time.time())
+        self._models_body = wire.encode(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": config.model,
+                        "object": "model",
+                        "created": created,
+                        "owned_by": "infercost-sim",
+                        "root": config.model,
+                        "max_model_len": MAX_MODEL_LEN,
+                    }
+                ],
+            }
+        )
+        self._routes: dict[str, dict[str, Handler]] = {
+            "/v1/chat/completions": {"POST": self._chat},
+            "/v1/completions": {"POST": self._completions},
+            "/v1/models": {"GET": self._models},
+            "/tokenize": {"POST": self._tokenize},
+            "/metrics": {"GET": self._metrics},
+            "/health": {"GET": self._health},
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI entry: the arrival time is taken first, before the body is read."""
+        if scope["type"] == "http":
+            arrival = asyncio.get_running_loop().time()
+            methods = self._routes.get(scope["path"])
+            if methods is None:
+                await _send_error(send, 404, f"no route for {scope['path']}", "not_found_error")
+                return
+            handler = methods.get(scope["method"])
+            if handler is None:
+                await _send_error(
+                    send,
+                    405,
+                    f"{scope['method']} is not allowed on {scope['path']}",
+                    "invalid_request_error",
+                )
+                return
+            try:
+                await handler(receive, send, arrival)
+            except _ClientGoneError:
+                return
+            except _BodyTooLargeError:
+                await _send_error(
+                    send,
+                    413,
+                    f"request body is larger than {MAX_BODY_BYTES} bytes",
+                    "invalid_request_error",
+                )
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _health(self, receive: Receive, send: Send, arrival: float) -> None:
+        await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
+
+    async def _models(self, receive: Receive, send: Send, arrival: float) -> None:
+        await _send_bytes(send, 200, self._models_body, _JSON_HEADERS)
+
+    async def _metrics(self, receive: Receive, send: Send, arrival: float) -> None:
+        await _send_bytes(send, 200, self.metrics.render(self.config.model), _METRICS_HEADERS)
+
+    def _unknown_model(self, model: str | None) -> str | None:
+        if model is None or model == self.config.model:
+            return None
+        return f"The model `{model}` does not exist."
+
+    async def _tokenize(self, receive: Receive, send: Send, arrival: float) -> None:
+        body = await _read_body(receive)
+        try:
+            req = wire.decode_tokenize(body)
+        except wire.RequestError as exc:
+            await _send_error(send, 400, str(exc), "invalid_request_error")
+            return
+        if (problem := self._unknown_model(req.model)) is not None:
+            await _send_error(send, 404, problem, "not_found_error")
+            return
+        if req.prompt is not None:
+            words = req.prompt.split()
+        else:
+            words = wire.message_words(req.messages or [])
+        ids = wire.token_ids(words)
+        payload = {"tokens": ids, "count": len(ids), "max_model_len": MAX_MODEL_LEN}
+        await _send_bytes(send, 200, wire.encode(payload), _JSON_HEADERS)
+
+    async def _chat(self, receive: Receive, send: Send, arrival: float) -> None:
+        body = await _read_body(receive)
+        try:
+            req = wire.decode_chat(body)
+        except wire.RequestError as exc:
+            await _send_error(send, 400, str(exc), "invalid_request_error")
+            return
+        options = req.stream_options
+        await self._generate(
+            receive,
+            send,
+            arrival,
+            chat=True,
+            model=req.model,
+            prompt_tokens=max(1, len(wire.message_words(req.messages))),
+            n=req.max_completion_tokens or req.max_tokens or self.config.max_tokens_default,
+            stream=bool(req.stream),
+            include_usage=bool(options is not None and options.include_usage),
+        )
+
+    async def _completions(self, receive: Receive, send: Send, arrival: float) -> None:
+        body = await _read_body(receive)
+        try:
+            req = wire.decode_completion(body)
+        except wire.RequestError as exc:
+            await _send_error(send, 400, str(exc), "invalid_request_error")
+            return
+        options = req.stream_options
+        await self._generate(
+            receive,
+            send,
+            arrival,
+            chat=False,
+            model=req.model,
+            prompt_tokens=max(1, len(wire.prompt_words(req.prompt))),
+            n=req.max_tokens or self.config.max_tokens_default,
+            stream=bool(req.stream),
+            include_usage=bool(options is not None and options.include_usage),
+        )
+
+    async def _generate(
+        self,
+        receive: Receive,
+        send: Send,
+        arrival: float,
+        *,
+        chat: bool,
+        model: str | None,
+        prompt_tokens: int,
+        n: int,
+        stream: bool,
+        include_usage: bool,
+    ) -> None:
+        if (problem := self._unknown_model(model)) is not None:
+            await _send_error(send, 404, problem, "not_found_error")
+            return
+        rate = self.config.error_rate
+        if rate > 0.0 and self._rng.random() < rate:
+            await _send_error(send, 500, "simulated server failure (--error-rate)", "server_error")
+            return
+        metrics = self.metrics
+        metrics.running += 1
+        metrics.prompt_tokens += prompt_tokens
+        disconnect = _Disconnect()
+        watcher = asyncio.create_task(disconnect.watch(receive))
+        try:
+            if stream:
+                done = await self._stream(
+                    send=send,
+                    disconnect=disconnect,
+                    arrival=arrival,
+                    chat=chat,
+                    prompt_tokens=prompt_tokens,
+                    n=n,
+                    include_usage=include_usage,
+                )
+            else:
+                done = await self._respond(
+                    send=send,
+                    disconnect=disconnect,
+                    arrival=arrival,
+                    chat=chat,
+                    prompt_tokens=prompt_tokens,
+                    n=n,
+                )
+            if done:
+                metrics.request_success += 1
+        finally:
+            metrics.running -= 1
+            watcher.cancel()
+
+    async def _stream(
+        self,
+        *,
+        send: Send,
+        disconnect: _Disconnect,
+        arrival: float,
+        chat: bool,
+        prompt_tokens: int,
+        n: int,
+        include_usage: bool,
+    ) -> bool:
+        """Send one event per token at arrival + ttft + k*itl; False if the client left."""
+        loop = asyncio.get_running_loop()
+        created = int(time.time())
+        if chat:
+            prefix = wire.event_prefix(
+                "chat.completion.chunk", f"chatcmpl-{uuid.uuid4().hex}", created, self._model_json
+            )
+            choices = wire.CHAT_TOKEN_CHOICES
+            finish = wire.CHAT_FINISH_CHOICE
+        else:
+            prefix = wire.event_prefix(
+                "text_completion", f"cmpl-{uuid.uuid4().hex}", created, self._model_json
+            )
+            choices = wire.COMPLETION_TOKEN_CHOICES
+            finish = wire.COMPLETION_FINISH_CHOICE
+        suffix = wire.EVENT_SUFFIX
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        if chat:
+            # The role event goes out on arrival and carries no text (not the first token).
+            role = prefix + wire.CHAT_ROLE_CHOICE + suffix
+            await send({"type": "http.response.body", "body": role, "more_body": True})
+        metrics = self.metrics
+        first = arrival + self._ttft_s
+        itl = self._itl_s
+        cycle = len(choices)
+        for k in range(n):
+            await _sleep_until(loop, first + k * itl)
+            if disconnect.gone:
+                return False
+            body = prefix + choices[k % cycle] + suffix
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+            metrics.generation_tokens += 1
+        tail = prefix + finish + suffix
+        if include_usage:
+            tail += wire.usage_event(prefix, prompt_tokens, n)
+        await send({"type": "http.response.body", "body": tail + wire.DONE_EVENT})
+        return True
+
+    async def _respond(
+        self,
+        *,
+        send: Send,
+        disconnect: _Disconnect,
+        arrival: float,
+        chat: bool,
+        prompt_tokens: int,
+        n: int,
+    ) -> bool:
+        """Answer once at arrival + ttft + (n-1)*itl, when a stream would have ended."""
+        loop = asyncio.get_running_loop()
+        await _sleep_until(loop, arrival + self._ttft_s + (n - 1) * self._itl_s)
+        if disconnect.gone:
+            return False
+        text = wire.response_text(n)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": n,
+            "total_tokens": prompt_tokens + n,
+        }
+        created = int(time.time())
+        payload: dict[str, Any]
+        if chat:
+            payload = {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": created,
+                "model": self.config.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "logprobs": None,
+                        "finish_reason": "length",
+                    }
+                ],
+                "usage": usage,
+            }
+        else:
+            payload = {
+                "id": f"cmpl-{uuid.uuid4().hex}",
+                "object": "text_completion",
+                "created": created,
+                "model": self.config.model,
+                "choices": [
+                    {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
+                ],
+                "usage": usage,
+            }
+        await _send_bytes(send, 200, wire.encode(payload), _JSON_HEADERS)
+        self.metrics.generation_tokens += n
+        return True

@@ -1,0 +1,119 @@
+"""Serve the simulator with uvicorn: blocking for the CLI, or inside a running loop for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from types import TracebackType
+
+import uvicorn
+
+from infercost.sim.app import SimApp
+from infercost.sim.config import SimConfig
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; port 0 picks a free one (read it back from getsockname)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto must be IPPROTO_TCP (socket.create_server leaves 0): asyncio only sets
+    # TCP_NODELAY on accepted sockets of that proto, and without it Nagle holds each small
+    # event until the client's delayed ACK, about 40 ms later.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        # A large backlog so hundreds of clients connecting at once are not refused.
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def base_url(host: str, port: int) -> str:
+    """`http://host:port`, with brackets around an IPv6 literal."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _uvicorn_server(app: SimApp) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        loop="asyncio",
+        http="h11",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        backlog=2048,
+        timeout_graceful_shutdown=2,
+    )
+    return uvicorn.Server(config)
+
+
+def serve(config: SimConfig) -> None:
+    """Run the simulator until SIGINT/SIGTERM, after printing the one startup line."""
+    sock = bind_socket(config.host, config.port)
+    port = sock.getsockname()[1]
+    server = _uvicorn_server(SimApp(config))
+    # The socket already listens, so a client that reads this line can connect at once;
+    # infercost.sim.process parses the port from it.
+    print(f"sim listening on {base_url(config.host, port)} ({config.describe()})", flush=True)
+    server.run(sockets=[sock])
+
+
+class SimServer:
+    """The simulator inside the current event loop: `async with SimServer(cfg) as sim: ...`.
+
+    For unit tests that want the app's live state (`sim.app.metrics`); client and server
+    share one loop, so use infercost.sim.process for load or timing-sensitive tests.
+    """
+
+    def __init__(self, config: SimConfig | None = None) -> None:
+        self.config = config if config is not None else SimConfig(port=0)
+        self.app = SimApp(self.config)
+        self.port = 0
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:PORT`; append `/v1` for an OpenAI client."""
+        return base_url(self.config.host, self.port)
+
+    async def start(self, timeout_s: float = 10.0) -> None:
+        """Bind, start serving in a background task and return once uvicorn is up."""
+        sock = bind_socket(self.config.host, self.config.port)
+        self.port = sock.getsockname()[1]
+        self._server = server = _uvicorn_server(self.app)
+        self._task = task = asyncio.create_task(server.serve(sockets=[sock]))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not server.started:
+            if task.done():
+                task.result()  # re-raise why it stopped
+                raise RuntimeError("simulator stopped during startup")
+            if loop.time() > deadline:
+                await self.stop()
+                raise TimeoutError(f"simulator did not start within {timeout_s} s")
+            await asyncio.sleep(0.005)
+
+    async def stop(self) -> None:
+        """Ask uvicorn to shut down and wait for it."""
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+        self._server = None
+        self._task = None
+
+    async def __aenter__(self) -> SimServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

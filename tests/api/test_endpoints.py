@@ -1,0 +1,89 @@
+"""Registering, changing and removing endpoints; credentials are write-only."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import TeamClient
+
+pytestmark = pytest.mark.integration
+
+
+async def test_endpoint_lifecycle(team: TeamClient, db: object) -> None:
+    created = await team.create_endpoint(
+        name="vllm-llama8b-h200",
+        base_url="http://10.0.0.5:8000/v1/",
+        api_key="sk-secret",
+        metrics_urls=["http://10.0.0.5:8000/metrics"],
+        tags={"env": "staging"},
+        gpu_count=2,
+    )
+    assert created["base_url"] == "http://10.0.0.5:8000/v1"
+    assert created["hardware"] == "H200-SXM"
+    assert created["has_api_key"] is True
+    assert "api_key" not in created and "sk-secret" not in str(created)
+    stored = await db.fetchval(  # type: ignore[attr-defined]
+        "SELECT api_key_encrypted FROM endpoints WHERE name = 'vllm-llama8b-h200'"
+    )
+    assert stored and b"sk-secret" not in stored
+
+    again = await team.http.post(
+        "/v1/endpoints", json={"name": "vllm-llama8b-h200", "base_url": "http://h/v1", "model": "m"}
+    )
+    assert again.status_code == 409
+
+    patched = await team.http.patch(
+        f"/v1/endpoints/{created['id']}",
+        json={"usd_per_hour": 7.0, "api_key": None, "hardware": "H100-SXM"},
+    )
+    assert patched.status_code == 200, patched.text
+    body = patched.json()
+    assert body["usd_per_hour"] == 7.0 and body["has_api_key"] is False
+    assert (
+        body["hardware"] == "H100-SXM"
+        and body["gpu_count"] == 2
+        and body["tags"] == {"env": "staging"}
+    )
+
+    listing = (await team.http.get("/v1/endpoints")).json()
+    assert [e["name"] for e in listing["items"]] == ["vllm-llama8b-h200"]
+    assert (await team.http.delete(f"/v1/endpoints/{created['id']}")).status_code == 204
+    assert (await team.http.get(f"/v1/endpoints/{created['id']}")).status_code == 404
+    assert (await team.http.get("/v1/endpoints")).json()["total"] == 0
+    # The name is free again once the old endpoint is gone.
+    await team.create_endpoint(name="vllm-llama8b-h200")
+
+
+async def test_hardware_catalog(team: TeamClient) -> None:
+    catalog = (await team.http.get("/v1/hardware")).json()
+    names = {hw["name"] for hw in catalog}
+    assert {"A100-SXM-80GB", "H100-SXM", "H200-SXM", "B200", "L40S", "L4", "MI300X"} <= names
+    h200 = next(hw for hw in catalog if hw["name"] == "H200-SXM")
+    assert h200["memory_bandwidth_gbps"] == 4800 and h200["public"] is True
+    added = await team.http.post(
+        "/v1/hardware",
+        json={
+            "name": "RTX-6000-Ada",
+            "vendor": "nvidia",
+            "memory_gb": 48,
+            "memory_bandwidth_gbps": 960,
+            "bf16_tflops": 364,
+            "power_w": 300,
+        },
+    )
+    assert added.status_code == 201, added.text
+    assert added.json()["public"] is False
+    one = await team.http.get(f"/v1/hardware/{added.json()['id']}")
+    assert one.json()["name"] == "RTX-6000-Ada"
+    clash = await team.http.post(
+        "/v1/hardware",
+        json={
+            "name": "h200-sxm",
+            "vendor": "x",
+            "memory_gb": 1,
+            "memory_bandwidth_gbps": 1,
+            "bf16_tflops": 1,
+            "power_w": 1,
+        },
+    )
+    assert clash.status_code == 409

@@ -1,0 +1,292 @@
+"""Real services for the suite: a fresh database built by the migrations, a Celery queue of
+its own on the loopback Redis, an API server, a worker process and a simulated endpoint.
+
+Defaults: Postgres at 127.0.0.1:5432 as user postgres, Redis at 127.0.0.1:6379. Override
+with INFERCOST_TEST_PG (a postgresql:// URL of a server, any database) and
+INFERCOST_TEST_REDIS (a redis:// URL).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from cryptography.fernet import Fernet
+
+from infercost.db.migrate import upgrade_head
+from infercost.sim.config import SimConfig
+from infercost.sim.process import SimProcess, start_sim_process
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_SERVER = os.environ.get("INFERCOST_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+REDIS = os.environ.get("INFERCOST_TEST_REDIS", "redis://127.0.0.1:6379/0")
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _pg_url(database: str, driver: str = "postgresql") -> str:
+    base, _, _ = PG_SERVER.rpartition("/")
+    return f"{base.replace('postgresql', driver, 1)}/{database}"
+
+
+def _run_sql(sql: str) -> None:
+    import asyncio
+
+    async def go() -> None:
+        conn = await asyncpg.connect(PG_SERVER)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(go())
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A database of its own for this test session, built by running the migrations."""
+    name = f"infercost_test_{uuid.uuid4().hex[:10]}"
+    try:
+        _run_sql(f'CREATE DATABASE "{name}"')
+    except OSError as exc:
+        pytest.exit(
+            f"Postgres is not answering at {PG_SERVER} ({exc}); start it or set INFERCOST_TEST_PG",
+            returncode=3,
+        )
+    url = _pg_url(name, "postgresql+asyncpg")
+    try:
+        upgrade_head(url)
+        yield url
+    finally:
+        _run_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def service_env(database_url: str) -> dict[str, str]:
+    """Environment of every process the tests start: their own queue, keys and admin token."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INFERCOST_")}
+    env.update(
+        DATABASE_URL=database_url,
+        REDIS_URL=REDIS,
+        INFERCOST_QUEUE=f"test-{uuid.uuid4().hex[:8]}",
+        INFERCOST_ADMIN_TOKEN=secrets.token_urlsafe(24),
+        INFERCOST_SECRET_KEYS=Fernet.generate_key().decode(),
+        INFERCOST_DATA_DIR=str(ROOT / ".infercost-test"),
+    )
+    return env
+
+
+def _log_file(name: str) -> Any:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return (ARTIFACTS / f"{name}.log").open("wb")
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], name: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"{name} did not answer {url} within {timeout} s")
+
+
+@dataclass(frozen=True)
+class Api:
+    """The running API server."""
+
+    url: str
+    admin_token: str
+
+
+@pytest.fixture(scope="session")
+def api_server(service_env: dict[str, str]) -> Iterator[Api]:
+    """`infercost api` on a free port."""
+    port = free_port()
+    with _log_file("api") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from infercost.cli import main; main()",
+                "api",
+                "--port",
+                str(port),
+            ],
+            env=service_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        try:
+            _wait_http(f"http://127.0.0.1:{port}/health", proc, "api")
+            yield Api(f"http://127.0.0.1:{port}", service_env["INFERCOST_ADMIN_TOKEN"])
+        finally:
+            _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """A real Celery worker process consuming this session's queue."""
+    with _log_file("worker") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.app",
+                "worker",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                "1",
+                "--queues",
+                service_env["INFERCOST_QUEUE"],
+                "--loglevel",
+                "info",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            env=service_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        try:
+            time.sleep(1.0)
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"the worker exited with {proc.returncode}; see test-artifacts/worker.log"
+                )
+            yield proc
+        finally:
+            _stop(proc, 20.0)
+
+
+@pytest.fixture(scope="session")
+def sim() -> Iterator[SimProcess]:
+    """`infercost sim --mode fixed --ttft-ms 50 --itl-ms 10` on a free loopback port."""
+    proc = start_sim_process(SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model"))
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@dataclass
+class TeamClient:
+    """An HTTP client authenticated as a fresh team, plus that team's id."""
+
+    http: httpx.AsyncClient
+    team_id: str
+    key: str
+
+    async def create_endpoint(self, **overrides: Any) -> dict[str, Any]:
+        """Register an endpoint (a simulator by default) and return it."""
+        body: dict[str, Any] = {
+            "name": f"ep-{uuid.uuid4().hex[:6]}",
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "sim-model",
+            "hardware": "H200-SXM",
+            "usd_per_hour": 3.5,
+        }
+        body.update(overrides)
+        response = await self.http.post("/v1/endpoints", json=body)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
+    async def submit(self, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
+        """POST /v1/jobs."""
+        return await self.http.post("/v1/jobs", json=body, **kwargs)
+
+    async def wait_job(self, job_id: str, timeout: float = 120.0) -> dict[str, Any]:
+        """Poll a job until it leaves queued/running; return its last state."""
+        deadline = time.monotonic() + timeout
+        import asyncio
+
+        while time.monotonic() < deadline:
+            job = (await self.http.get(f"/v1/jobs/{job_id}")).json()
+            if job["status"] not in ("queued", "running"):
+                return dict(job)
+            await asyncio.sleep(0.3)
+        pytest.fail(f"job {job_id} still {job['status']} after {timeout} s")
+
+
+@pytest.fixture
+async def admin(api_server: Api) -> AsyncIterator[httpx.AsyncClient]:
+    """A client holding the admin token."""
+    headers = {"Authorization": f"Bearer {api_server.admin_token}"}
+    async with httpx.AsyncClient(base_url=api_server.url, headers=headers, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+async def new_team(api_server: Api, admin: httpx.AsyncClient) -> AsyncIterator[Callable[..., Any]]:
+    """A factory of fresh teams, each with its own key and client."""
+    clients: list[httpx.AsyncClient] = []
+
+    async def make() -> TeamClient:
+        team = (await admin.post("/v1/teams", json={"name": f"team-{uuid.uuid4().hex[:8]}"})).json()
+        key = (await admin.post(f"/v1/teams/{team['id']}/keys", json={"name": "test"})).json()
+        http = httpx.AsyncClient(
+            base_url=api_server.url,
+            headers={"Authorization": f"Bearer {key['key']}"},
+            timeout=30,
+        )
+        clients.append(http)
+        return TeamClient(http=http, team_id=team["id"], key=key["key"])
+
+    yield make
+    for client in clients:
+        await client.aclose()
+
+
+@pytest.fixture
+async def team(new_team: Callable[..., Any]) -> TeamClient:
+    """One fresh team."""
+    client: TeamClient = await new_team()
+    return client
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A direct connection to the test database, to check what was stored."""
+    conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        yield conn
+    finally:
+        await conn.close()

@@ -1,0 +1,231 @@
+"""A user's whole path: register the simulator, submit a job, watch it, read the figures."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import time
+from typing import Any
+
+import asyncpg
+import pytest
+
+from infercost.sim.process import SimProcess
+from tests.conftest import TeamClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
+
+
+def job_body(endpoint_id: str, **load: Any) -> dict[str, Any]:
+    plan = {"mode": "concurrency", "levels": [1], "requests_per_level": 5, "warmup_requests": 0}
+    plan.update(load)
+    return {
+        "endpoint_id": endpoint_id,
+        "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 8}},
+        "load": plan,
+    }
+
+
+async def test_fixed_sim_figures_match_ground_truth(
+    team: TeamClient, sim: SimProcess, db: asyncpg.Connection
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url, usd_per_hour=3.5)
+    body = {
+        "endpoint_id": endpoint["id"],
+        "workload": {"input_tokens": {"mean": 128, "std": 16}, "output_tokens": {"mean": 64}},
+        "load": {
+            "mode": "concurrency",
+            "levels": [1, 16],
+            "requests_per_level": 50,
+            "warmup_requests": 4,
+        },
+        "slo": {"ttft_ms": {"p95": 500}, "tpot_ms": {"p95": 50}},
+    }
+    response = await team.submit(body)
+    assert response.status_code == 202, response.text
+    job = response.json()
+    assert job["status"] == "queued"
+    assert job["progress"] == {"done": 0, "total": 108}
+
+    # Watch it move: running with progress advancing, then succeeded.
+    seen: list[tuple[str, int]] = []
+    deadline = time.monotonic() + 150
+    while time.monotonic() < deadline:
+        state = (await team.http.get(f"/v1/jobs/{job['id']}")).json()
+        seen.append((state["status"], state["progress"]["done"]))
+        if state["status"] not in ("queued", "running"):
+            break
+        await asyncio.sleep(0.5)
+    assert state["status"] == "succeeded", state["error"]
+    running = [done for status, done in seen if status == "running"]
+    assert len(set(running)) >= 3, f"progress did not advance while running: {seen}"
+    assert running == sorted(running)
+    assert state["progress"] == {"done": 108, "total": 108}
+
+    runs = state["runs"]
+    assert [r["level"] for r in runs] == [1, 16]
+    for run in runs:
+        assert run["status"] == "succeeded"
+        assert run["requests"] == {"total": 50, "succeeded": 50, "failed": 0, "errors": {}}
+        assert 50.0 <= run["ttft_ms"]["p50"] <= 56.0, run["ttft_ms"]
+        assert 9.5 <= run["tpot_ms"]["p50"] <= 11.5, run["tpot_ms"]
+        assert run["count_source"] == "usage"
+        assert run["error_rate"] == 0
+        assert run["slo_passed"] is True
+        assert run["slo_attainment"] == 1.0
+        # Cost follows METRICS.md from the stored throughput.
+        cost = run["cost"]
+        expected = 3.5 / (run["output_tokens_per_s"] * 3600) * 1e6
+        assert cost["usd_per_hour"] == 3.5
+        assert cost["per_million_output_tokens_usd"] == pytest.approx(expected, rel=1e-9)
+        assert cost["at_slo_per_million_output_tokens_usd"] == pytest.approx(expected, rel=1e-9)
+        # Every figure of the contract is there.
+        for field in ("itl_ms", "e2e_ms", "queue_delay_ms", "per_user_tokens_per_s"):
+            assert run[field]["count"] > 0
+        for field in (
+            "duration_s",
+            "output_tokens_per_s",
+            "input_tokens_per_s",
+            "total_tokens_per_s",
+            "requests_per_s",
+            "mean_concurrency",
+            "goodput_rps",
+        ):
+            assert run[field] > 0, field
+        assert set(run["telemetry"]) >= {"gpu_util_mean", "energy_j_per_output_token", "errors"}
+
+    # Higher concurrency yields more throughput at about the same per-token speed.
+    assert runs[1]["output_tokens_per_s"] > 8 * runs[0]["output_tokens_per_s"]
+    assert runs[1]["mean_concurrency"] > 8
+
+    for run in runs:
+        rows = await db.fetch(
+            "SELECT warmup, n_out, count_source, error_class FROM request_samples WHERE run_id = $1",
+            __import__("uuid").UUID(run["id"]),
+        )
+        measured = [r for r in rows if not r["warmup"]]
+        assert len(measured) == 50
+        assert len(rows) - len(measured) == 4
+        assert {r["n_out"] for r in rows} == {64}
+        assert {r["count_source"] for r in rows} == {"usage"}
+        assert {r["error_class"] for r in rows} == {None}
+
+    # Raw samples as JSON pages and as CSV.
+    run_id = runs[0]["id"]
+    page = (await team.http.get(f"/v1/runs/{run_id}/requests", params={"limit": 30})).json()
+    assert len(page["items"]) == 30 and page["next_after"] == 29
+    rest = (await team.http.get(f"/v1/runs/{run_id}/requests", params={"after": 29})).json()
+    assert len(rest["items"]) == 24 and rest["next_after"] is None
+    first = page["items"][0]
+    assert first["warmup"] is True and first["seq"] == 0
+    assert len(first["chunk_times_ms"]) == 64
+    assert first["chunk_times_ms"][0] == pytest.approx(first["ttft_ms"])
+
+    response = await team.http.get(f"/v1/runs/{run_id}/requests", headers={"Accept": "text/csv"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    table = list(csv.DictReader(io.StringIO(response.text)))
+    assert list(table[0]) == [
+        "seq",
+        "warmup",
+        "t_sched",
+        "t_send",
+        "ttfb_ms",
+        "ttft_ms",
+        "e2e_ms",
+        "n_in",
+        "n_out",
+        "count_source",
+        "status",
+        "error_class",
+    ]
+    assert len(table) == 54
+    assert sum(row["warmup"] == "true" for row in table) == 4
+    assert {row["n_out"] for row in table} == {"64"}
+
+    single = (await team.http.get(f"/v1/runs/{run_id}")).json()
+    assert single == runs[0]
+
+
+async def test_closed_port_job_fails_with_the_reason(team: TeamClient) -> None:
+    endpoint = await team.create_endpoint(base_url="http://127.0.0.1:1/v1")
+    job = (await team.submit(job_body(endpoint["id"], levels=[1, 4]))).json()
+    final = await team.wait_job(job["id"], timeout=60)
+    assert final["status"] == "failed"
+    assert (
+        final["error"]
+        == "level 1: all 5 requests failed: connection refused at http://127.0.0.1:1/v1"
+    )
+    assert len(final["runs"]) == 1, "a level where every request failed stops the job"
+    run = final["runs"][0]
+    assert run["requests"] == {"total": 5, "succeeded": 0, "failed": 5, "errors": {"connect": 5}}
+    assert run["error_rate"] == 1.0
+    assert run["cost"]["per_million_output_tokens_usd"] is None
+    assert run["cost"]["reason"]
+    samples = (await team.http.get(f"/v1/runs/{run['id']}/requests")).json()["items"]
+    assert {s["error_class"] for s in samples} == {"connect"}
+
+
+async def test_server_errors_are_counted_per_class(team: TeamClient) -> None:
+    from infercost.sim.config import SimConfig
+    from infercost.sim.process import start_sim_process
+
+    flaky = start_sim_process(SimConfig(port=0, ttft_ms=5, itl_ms=1, error_rate=0.5, seed=7))
+    try:
+        endpoint = await team.create_endpoint(base_url=flaky.openai_base_url)
+        job = (
+            await team.submit(job_body(endpoint["id"], requests_per_level=40, levels=[4]))
+        ).json()
+        final = await team.wait_job(job["id"], timeout=60)
+    finally:
+        flaky.stop()
+    assert final["status"] == "succeeded"
+    run = final["runs"][0]
+    failed = run["requests"]["failed"]
+    assert 5 <= failed <= 35
+    assert run["requests"]["errors"] == {"http_5xx": failed}
+    assert run["error_rate"] == pytest.approx(failed / 40)
+    assert run["ttft_ms"]["count"] == 40 - failed
+
+
+async def test_cancel_stops_a_running_job(team: TeamClient, sim: SimProcess) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    body = job_body(endpoint["id"], requests_per_level=1000)
+    body["workload"]["output_tokens"] = {"mean": 20}
+    job = (await team.submit(body)).json()
+    deadline = time.monotonic() + 30
+    while (await team.http.get(f"/v1/jobs/{job['id']}")).json()["progress"]["done"] < 3:
+        assert time.monotonic() < deadline, "the job never started"
+        await asyncio.sleep(0.2)
+    response = await team.http.post(f"/v1/jobs/{job['id']}/cancel")
+    assert response.status_code == 200
+    assert response.json()["status"] == "cancelled"
+
+    # The worker notices within a second or so and keeps what it measured.
+    deadline = time.monotonic() + 15
+    while True:
+        state = (await team.http.get(f"/v1/jobs/{job['id']}")).json()
+        if state["runs"] and state["runs"][0]["status"] == "cancelled":
+            break
+        assert time.monotonic() < deadline, f"run not closed after cancel: {state}"
+        await asyncio.sleep(0.3)
+    assert state["status"] == "cancelled"
+    assert 3 <= state["runs"][0]["requests"]["total"] < 1000
+
+    again = await team.http.post(f"/v1/jobs/{job['id']}/cancel")
+    assert again.status_code == 409
+    assert "already cancelled" in again.json()["detail"]
+
+
+async def test_idempotency_key_returns_the_same_job(team: TeamClient) -> None:
+    endpoint = await team.create_endpoint(base_url="http://127.0.0.1:1/v1")
+    body = job_body(endpoint["id"])
+    headers = {"Idempotency-Key": "nightly-2026-12-02"}
+    first = await team.submit(body, headers=headers)
+    second = await team.submit(body, headers=headers)
+    assert first.status_code == 202
+    assert second.status_code == 200
+    assert first.json()["id"] == second.json()["id"]
+    listing = (await team.http.get("/v1/jobs")).json()
+    assert listing["total"] == 1

@@ -1,0 +1,316 @@
+"""One request to an OpenAI-compatible endpoint, timed per METRICS.md.
+
+This is the hot path: timestamps come from `time.perf_counter_ns` as bytes arrive, events are
+decoded into small typed structs (unknown fields skipped), and nothing is logged per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Any
+
+import httpx
+import msgspec
+
+from infercost.metrics import RequestTiming
+
+_NS = 1e-9
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    delta: _Delta | None = None
+    message: _Delta | None = None
+    text: str | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class _Event(msgspec.Struct):
+    choices: list[_Choice] = []
+    usage: _Usage | None = None
+    error: Any = None
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+
+
+class RawRequest:
+    """One request's observations in perf_counter_ns, filled in place on the hot path."""
+
+    __slots__ = (
+        "chunk_ns",
+        "count_source",
+        "error",
+        "error_class",
+        "n_in",
+        "n_out",
+        "seq",
+        "status",
+        "t_end",
+        "t_first_byte",
+        "t_sched",
+        "t_send",
+        "warmup",
+    )
+
+    def __init__(self, seq: int, warmup: bool, t_sched: int, n_in_local: int) -> None:
+        self.seq = seq
+        self.warmup = warmup
+        self.t_sched = t_sched
+        self.t_send = t_sched
+        self.t_first_byte: int | None = None
+        self.t_end: int | None = None
+        self.chunk_ns: list[int] = []
+        self.n_in: int | None = n_in_local
+        self.n_out = 0
+        self.count_source = "events"
+        self.status: int | None = None
+        self.error_class: str | None = None
+        self.error: str | None = None
+
+    def timing(self, origin_ns: int) -> RequestTiming:
+        """The request in seconds from `origin_ns`, as the metric definitions take it."""
+        return RequestTiming(
+            seq=self.seq,
+            warmup=self.warmup,
+            t_sched=(self.t_sched - origin_ns) * _NS,
+            t_send=(self.t_send - origin_ns) * _NS,
+            t_first_byte=None
+            if self.t_first_byte is None
+            else (self.t_first_byte - origin_ns) * _NS,
+            t_end=None if self.t_end is None else (self.t_end - origin_ns) * _NS,
+            chunk_times=[(t - origin_ns) * _NS for t in self.chunk_ns],
+            n_in=self.n_in,
+            n_out=self.n_out,
+            count_source=self.count_source,
+            status=self.status,
+            error_class=self.error_class,
+            error=self.error,
+        )
+
+
+_DONE = b"[DONE]"
+
+
+def _has_text(event: _Event) -> bool:
+    """True when an event carries content or reasoning text (chat) or text (completions)."""
+    for choice in event.choices:
+        if choice.text:
+            return True
+        part = choice.delta or choice.message
+        if part is not None and (part.content or part.reasoning_content or part.reasoning):
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where and how to send: the full URL of the generation route, headers, limits."""
+
+    url: str
+    base_url: str
+    api: str
+    model: str
+    headers: dict[str, str]
+    timeout_s: float
+
+    @classmethod
+    def for_endpoint(
+        cls, base_url: str, api: str, model: str, api_key: str | None, timeout_s: float
+    ) -> Target:
+        """The target for a registered endpoint (base_url ends before /chat/completions)."""
+        route = "/chat/completions" if api == "openai-chat" else "/completions"
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        return cls(base_url.rstrip("/") + route, base_url, api, model, headers, timeout_s)
+
+
+def request_body(
+    target: Target,
+    prompt: str,
+    max_tokens: int,
+    *,
+    stream: bool,
+    ignore_eos: bool,
+    temperature: float | None,
+) -> bytes:
+    """The JSON body for one request, asking for usage in the stream."""
+    body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": stream}
+    if target.api == "openai-chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    if ignore_eos:
+        body["ignore_eos"] = True
+    if temperature is not None:
+        body["temperature"] = temperature
+    return msgspec.json.encode(body)
+
+
+class _Failure(Exception):
+    """A request that failed in a known way: an error class of METRICS.md and a reason."""
+
+    def __init__(self, error_class: str, reason: str) -> None:
+        super().__init__(reason)
+        self.error_class = error_class
+        self.reason = reason
+
+
+def _connect_reason(exc: BaseException, base_url: str) -> str:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if (
+            isinstance(cause, ConnectionRefusedError)
+            or getattr(cause, "errno", None) == errno.ECONNREFUSED
+        ):
+            return f"connection refused at {base_url}"
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc) or type(exc).__name__
+    if "refused" in text.lower() or "all connection attempts failed" in text.lower():
+        return f"connection refused at {base_url}"
+    return f"cannot connect to {base_url}: {text}"
+
+
+def _http_reason(status: int, body: bytes) -> str:
+    message = body[:300].decode("utf-8", "replace").strip()
+    try:
+        parsed = msgspec.json.decode(body)
+        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+            message = str(parsed["error"].get("message") or message)
+        elif isinstance(parsed, dict) and "detail" in parsed:
+            message = str(parsed["detail"])
+    except msgspec.DecodeError:
+        pass
+    return f"HTTP {status}: {message[:300]}" if message else f"HTTP {status}"
+
+
+async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
+    """Consume an SSE body; `ns` collects content-event arrival times (perf_counter_ns)."""
+    pending = b""
+    first_byte = 0
+    async for chunk in response.aiter_bytes():
+        now = perf_counter_ns()
+        if not first_byte:
+            first_byte = now
+            rec.t_first_byte = now
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == _DONE:
+                rec.t_end = now
+                return
+            try:
+                event = _decode_event(payload)
+            except msgspec.DecodeError as exc:
+                raise _Failure("protocol", f"malformed event: {str(exc)[:200]}") from None
+            if event.error is not None:
+                raise _Failure(
+                    "stream_broken", f"server sent an error event: {str(event.error)[:300]}"
+                )
+            if _has_text(event):
+                ns.append(now)
+            if event.usage is not None:
+                if event.usage.completion_tokens is not None:
+                    rec.n_out = event.usage.completion_tokens
+                    rec.count_source = "usage"
+                if event.usage.prompt_tokens is not None:
+                    rec.n_in = event.usage.prompt_tokens
+    rec.t_end = perf_counter_ns()
+
+
+async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
+    """Consume a non-streamed JSON body: the whole text arrives at once."""
+    body = await response.aread()
+    now = perf_counter_ns()
+    rec.t_first_byte = now
+    rec.t_end = now
+    try:
+        event = _decode_event(body)
+    except msgspec.DecodeError as exc:
+        raise _Failure("protocol", f"malformed response body: {str(exc)[:200]}") from None
+    if _has_text(event):
+        ns.append(now)
+    if event.usage is not None and event.usage.completion_tokens is not None:
+        rec.n_out = event.usage.completion_tokens
+        rec.n_in = event.usage.prompt_tokens
+        rec.count_source = "usage"
+
+
+async def send(
+    client: httpx.AsyncClient, target: Target, body: bytes, rec: RawRequest, *, stream: bool
+) -> None:
+    """Send one request and fill `rec` in place; never raises for the request's own failures."""
+    ns = rec.chunk_ns
+    fallback_in = rec.n_in
+    rec.n_in = None
+    try:
+        async with asyncio.timeout(target.timeout_s):
+            # Provisional: replaced by the moment the headers are written, see _trace below.
+            rec.t_send = perf_counter_ns()
+
+            async def trace(event: str, _info: object) -> None:
+                # httpcore announces each step; t_send is "just before the request is written
+                # to the connection" (METRICS.md), so time spent waiting for the pool or for
+                # this process's own event loop counts as queue delay, not as server latency.
+                if event == "http11.send_request_headers.started":
+                    rec.t_send = perf_counter_ns()
+
+            async with client.stream(
+                "POST",
+                target.url,
+                content=body,
+                headers=target.headers,
+                extensions={"trace": trace},
+            ) as response:
+                rec.status = response.status_code
+                if response.status_code >= 300:
+                    detail = await response.aread()
+                    rec.t_end = perf_counter_ns()
+                    klass = "http_4xx" if response.status_code < 500 else "http_5xx"
+                    raise _Failure(klass, _http_reason(response.status_code, detail))
+                if stream:
+                    await _read_stream(response, rec, ns)
+                else:
+                    await _read_whole(response, rec, ns)
+        if not ns:
+            raise _Failure("empty", "the response carried no tokens")
+    except _Failure as failure:
+        rec.error_class = failure.error_class
+        rec.error = failure.reason
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        rec.error_class = "connect"
+        rec.error = _connect_reason(exc, target.base_url)
+    except (TimeoutError, httpx.TimeoutException):
+        rec.error_class = "timeout"
+        rec.error = f"no complete response within {target.timeout_s:g} s"
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        rec.error_class = "stream_broken"
+        rec.error = f"the connection broke mid-response: {str(exc)[:200] or type(exc).__name__}"
+    except httpx.HTTPError as exc:
+        rec.error_class = "stream_broken"
+        rec.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    if rec.t_end is None and rec.error_class is not None:
+        rec.t_end = perf_counter_ns()
+    if rec.count_source != "usage":
+        rec.n_out = len(ns)
+        rec.count_source = "events"
+    if rec.n_in is None:
+        rec.n_in = fallback_in

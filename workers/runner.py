@@ -1,0 +1,302 @@
+"""Runs one benchmark job: claim it, drive each load level, store samples and summaries.
+
+The task boundary commits; each level is committed as soon as it is measured, so a crash
+later in the job never loses a level already measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Any
+
+import numpy as np
+import psutil
+
+from infercost.db.base import utcnow
+from infercost.endpoints.models import Endpoint
+from infercost.endpoints.repository import EndpointRepository
+from infercost.jobs.models import Job, Run
+from infercost.jobs.repository import JobRepository
+from infercost.metrics import RequestTiming, RunFigures, summarize
+from infercost.workload import PromptMaker, draw_lengths
+from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
+from workers.loadgen.stream import RawRequest, Target, request_body
+from workers.runtime import Runtime
+
+log = logging.getLogger("infercost.worker")
+
+#: How often progress is written and a user's cancel is noticed (the issue asks for <= 1 s).
+PROGRESS_INTERVAL_S = 0.5
+
+
+@dataclass(slots=True)
+class _Progress:
+    done_before: int = 0
+    in_level: int = 0
+    cancelled: bool = False
+
+    @property
+    def done(self) -> int:
+        return self.done_before + self.in_level
+
+
+def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tuple[Any, ...]]:
+    """Rows for COPY into request_samples, in SAMPLE_COLUMNS order; times in ms from t_send."""
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else value * 1000.0
+
+    return [
+        (
+            run_id,
+            t.seq,
+            t.warmup,
+            t.t_sched,
+            t.t_send,
+            ms(t.ttfb),
+            ms(t.ttft),
+            ms(t.tpot),
+            ms(t.e2e),
+            t.n_in,
+            t.n_out,
+            t.count_source,
+            t.status,
+            t.error_class,
+            t.error,
+            [(c - t.t_send) * 1000.0 for c in t.chunk_times],
+        )
+        for t in timings
+    ]
+
+
+def _figures_to_columns(figures: RunFigures) -> dict[str, Any]:
+    return {
+        "requests_total": figures.requests_total,
+        "requests_succeeded": figures.requests_succeeded,
+        "requests_failed": figures.requests_failed,
+        "duration_s": figures.duration_s,
+        "count_source": figures.count_source,
+        "output_tokens_per_s": figures.output_tokens_per_s,
+        "input_tokens_per_s": figures.input_tokens_per_s,
+        "total_tokens_per_s": figures.total_tokens_per_s,
+        "requests_per_s": figures.requests_per_s,
+        "mean_concurrency": figures.mean_concurrency,
+        "error_rate": figures.error_rate,
+        "goodput_rps": figures.goodput_rps,
+        "goodput_output_tokens_per_s": figures.goodput_output_tokens_per_s,
+        "slo_attainment": figures.slo_attainment,
+        "slo_passed": figures.slo_passed,
+        "client_bound": figures.client_bound,
+        "ttft_p50_ms": figures.stat("ttft_ms", "p50"),
+        "ttft_p95_ms": figures.stat("ttft_ms", "p95"),
+        "tpot_p50_ms": figures.stat("tpot_ms", "p50"),
+        "tpot_p95_ms": figures.stat("tpot_ms", "p95"),
+        "stats": {**figures.stats, "errors": figures.errors, "client": figures.client},
+    }
+
+
+def failure_message(timings: Sequence[RequestTiming]) -> str | None:
+    """'all N requests failed: <most common reason>' when nothing succeeded, else None."""
+    if not timings or any(t.succeeded for t in timings):
+        return None
+    reasons = Counter(t.error or t.error_class or "unknown error" for t in timings)
+    reason, _ = reasons.most_common(1)[0]
+    return f"all {len(timings)} requests failed: {reason}"
+
+
+class JobRunner:
+    """One job's execution on a worker's runtime (its loop, engine and HTTP client)."""
+
+    def __init__(self, rt: Runtime, job: Job, endpoint: Endpoint) -> None:
+        self.rt = rt
+        self.job = job
+        self.endpoint = endpoint
+        self.progress = _Progress()
+        api_key = (
+            rt.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
+        )
+        self.target = Target.for_endpoint(
+            endpoint.base_url, endpoint.api, endpoint.model, api_key, float(job.load["timeout_s"])
+        )
+
+    def _plan(self, level_index: int, concurrency: int) -> LevelPlan:
+        workload = self.job.workload
+        load = self.job.load
+        total = int(load["requests_per_level"]) + int(load["warmup_requests"])
+        rng = np.random.default_rng([int(workload.get("seed", 0)), level_index])
+        inputs = draw_lengths(workload["input_tokens"], total, rng)
+        outputs = draw_lengths(workload["output_tokens"], total, rng)
+        prompts = PromptMaker(rng)
+        sent_words: dict[int, int] = {}
+        progress = self.progress
+        stream = bool(workload.get("stream", True))
+        ignore_eos = bool(workload.get("ignore_eos", True))
+        temperature = workload.get("temperature")
+
+        def make_request(seq: int) -> tuple[bytes, int]:
+            words = prompts.words_for(int(inputs[seq]))
+            sent_words[seq] = words
+            body = request_body(
+                self.target,
+                prompts.make(seq, words),
+                int(outputs[seq]),
+                stream=stream,
+                ignore_eos=ignore_eos,
+                temperature=temperature,
+            )
+            return body, int(inputs[seq])
+
+        def on_done(rec: RawRequest) -> None:
+            progress.in_level += 1
+            if rec.count_source == "usage" and rec.n_in:
+                prompts.observe(sent_words.pop(rec.seq, 0), rec.n_in)
+
+        return LevelPlan(
+            concurrency=concurrency,
+            warmup=int(load["warmup_requests"]),
+            measured=int(load["requests_per_level"]),
+            stream=stream,
+            make_request=make_request,
+            on_done=on_done,
+        )
+
+    async def _watch(self, level_task: asyncio.Task[None]) -> None:
+        """Write progress and notice a cancel, about twice a second."""
+        written = -1
+        while not level_task.done():
+            await asyncio.sleep(PROGRESS_INTERVAL_S)
+            async with self.rt.sessionmaker() as session:
+                repo = JobRepository(session)
+                if await repo.status(self.job.id) == "cancelled":
+                    self.progress.cancelled = True
+                    level_task.cancel()
+                    return
+                if self.progress.done != written:
+                    written = self.progress.done
+                    await repo.set_progress(self.job.id, written)
+                    await session.commit()
+
+    async def _run_level(self, level_index: int, level: int) -> tuple[list[RequestTiming], float]:
+        """Drive one level; return its requests in seconds from the level's start, and CPU use."""
+        plan = self._plan(level_index, level)
+        done: list[RawRequest] = []
+        self.progress.in_level = 0
+        proc = psutil.Process()
+        cpu_before = sum(proc.cpu_times()[:2])
+        wall_before = time.perf_counter()
+        origin = perf_counter_ns()
+        level_task = asyncio.ensure_future(run_closed_loop(self.rt.http, self.target, plan, done))
+        watcher = asyncio.ensure_future(self._watch(level_task))
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await level_task
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        wall = time.perf_counter() - wall_before
+        cpu_util = (sum(proc.cpu_times()[:2]) - cpu_before) / wall if wall > 0 else 0.0
+        done.sort(key=lambda r: r.seq)
+        return [r.timing(origin) for r in done], cpu_util
+
+    async def _start_run(self, level_index: int, level: int) -> uuid.UUID:
+        price_note = None
+        if self.endpoint.usd_per_hour is None:
+            price_note = f"endpoint '{self.endpoint.name}' has no price: set usd_per_hour on it"
+        run = Run(
+            team_id=self.job.team_id,
+            job_id=self.job.id,
+            endpoint_id=self.endpoint.id,
+            level_index=level_index,
+            level=float(level),
+            mode=self.job.load["mode"],
+            status="running",
+            started_at=utcnow(),
+            usd_per_hour=self.endpoint.usd_per_hour,
+            price_note=price_note,
+        )
+        async with self.rt.sessionmaker() as session:
+            await JobRepository(session).add_run(run)
+            await session.commit()
+        return run.id
+
+    async def _store_run(
+        self, run_id: uuid.UUID, status: str, timings: list[RequestTiming], figures: RunFigures
+    ) -> None:
+        async with self.rt.sessionmaker() as session:
+            repo = JobRepository(session)
+            await repo.copy_samples(sample_rows(run_id, timings))
+            await repo.update_run(
+                run_id, status=status, finished_at=utcnow(), **_figures_to_columns(figures)
+            )
+            await repo.set_progress(self.job.id, self.progress.done)
+            await session.commit()
+
+    async def run(self) -> tuple[str, str | None]:
+        """Run every level; return the job's final status and error message."""
+        levels: list[int] = [int(x) for x in self.job.load["levels"]]
+        for index, level in enumerate(levels):
+            run_id = await self._start_run(index, level)
+            timings, cpu_util = await self._run_level(index, level)
+            figures = summarize(
+                timings, target_concurrency=level, slo=self.job.slo, client_cpu_util=cpu_util
+            )
+            status = "cancelled" if self.progress.cancelled else "succeeded"
+            failed = failure_message(timings)
+            if failed and not self.progress.cancelled:
+                status = "failed"
+            await self._store_run(run_id, status, timings, figures)
+            self.progress.done_before += self.progress.in_level
+            self.progress.in_level = 0
+            log.info(
+                "job %s level %s (%s): %d requests, %d failed",
+                self.job.id,
+                level,
+                status,
+                len(timings),
+                figures.requests_failed,
+            )
+            if self.progress.cancelled:
+                return "cancelled", None
+            if failed:
+                return "failed", f"level {level}: {failed}"
+        return "succeeded", None
+
+
+async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
+    """The body of `benchmark.run_job`: a duplicate delivery or a cancelled job does nothing."""
+    async with rt.sessionmaker() as session:
+        repo = JobRepository(session)
+        job = await repo.claim(job_id)
+        await session.commit()
+        if job is None:
+            log.info("job %s is not queued (duplicate delivery or cancelled); skipping", job_id)
+            return
+        endpoint = await EndpointRepository(session).get_any(job.endpoint_id)
+    status: str
+    error: str | None
+    if endpoint is None:
+        status, error = "failed", "the job's endpoint no longer exists"
+    else:
+        try:
+            status, error = await JobRunner(rt, job, endpoint).run()
+        except Exception as exc:
+            log.exception("job %s failed inside the worker", job_id)
+            status, error = (
+                "failed",
+                f"the worker failed while running this job ({type(exc).__name__}); "
+                "see the worker log",
+            )
+    if status == "cancelled":
+        return
+    async with rt.sessionmaker() as session:
+        await JobRepository(session).finish(job_id, status, error)
+        await session.commit()
