@@ -56,44 +56,26 @@ class SimMetrics:
     def render(self, model: str) -> bytes:
         """Prometheus text exposition (format 0.0.4) of the current values."""
         label = f'{{model_name="{_escape_label(model)}"}}'
-        rows = (
-            (
-                "vllm:num_requests_running",
-                "gauge",
-                "Number of requests in model execution batches.",
-                self.running,
-            ),
-            (
-                "vllm:num_requests_waiting",
-                "gauge",
-                "Number of requests waiting to be processed.",
-                self.waiting,
-            ),
-            (
-                "vllm:prompt_tokens_total",
-                "counter",
-                "Number of prefill tokens processed.",
-                self.prompt_tokens,
-            ),
-            (
-                "vllm:generation_tokens_total",
-                "counter",
-                "Number of generation tokens processed.",
-                self.generation_tokens,
-            ),
-            (
-                "vllm:request_success_total",
-                "counter",
-                "Count of successfully processed requests.",
-                self.request_success,
-            ),
-        )
         lines: list[str] = []
-        for name, kind, help_text, value in rows:
+        for name, kind, help_text, attr in _METRIC_FAMILIES:
             lines.append(f"# HELP {name} {help_text}")
             lines.append(f"# TYPE {name} {kind}")
-            lines.append(f"{name}{label} {float(value)!r}")
+            lines.append(f"{name}{label} {float(getattr(self, attr))!r}")
         return ("\n".join(lines) + "\n").encode()
+
+
+# (name, type, help, SimMetrics attribute), in the order vLLM lists them.
+_METRIC_FAMILIES: Final = (
+    ("vllm:num_requests_running", "gauge",
+     "Number of requests in model execution batches.", "running"),
+    ("vllm:num_requests_waiting", "gauge",
+     "Number of requests waiting to be processed.", "waiting"),
+    ("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", "prompt_tokens"),
+    ("vllm:generation_tokens_total", "counter",
+     "Number of generation tokens processed.", "generation_tokens"),
+    ("vllm:request_success_total", "counter",
+     "Count of successfully processed requests.", "request_success"),
+)  # fmt: skip
 
 
 def _escape_label(value: str) -> str:
@@ -205,6 +187,9 @@ class SimApp:
         """ASGI entry: the arrival time is taken first, before the body is read."""
         if scope["type"] == "http":
             arrival = asyncio.get_running_loop().time()
+            # Yield once, so that when a burst of requests is parsed in one loop iteration
+            # every one of them takes its arrival time before any does its setup work.
+            await asyncio.sleep(0)
             methods = self._routes.get(scope["path"])
             if methods is None:
                 await _send_error(send, 404, f"no route for {scope['path']}", "not_found_error")

@@ -69,7 +69,7 @@ def start_sim_process(
         stdout=subprocess.PIPE,
     )
     try:
-        url = _await_startup_line(process, startup_timeout_s)
+        url = wait_for_startup_line(process, startup_timeout_s)
     except BaseException:
         process.kill()
         process.wait()
@@ -79,8 +79,13 @@ def start_sim_process(
     return SimProcess(config=config, base_url=url, process=process)
 
 
-def _await_startup_line(process: subprocess.Popen[bytes], timeout_s: float) -> str:
-    assert process.stdout is not None
+def wait_for_startup_line(process: subprocess.Popen[bytes], timeout_s: float = 20.0) -> str:
+    """Read the child's stdout up to `sim listening on URL (...)` and return URL.
+
+    Works for any child started with stdout=PIPE, `infercost sim` included.
+    """
+    if process.stdout is None:
+        raise ValueError("start the simulator with stdout=subprocess.PIPE")
     deadline = time.monotonic() + timeout_s
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)

@@ -140,27 +140,10 @@ def token_ids(words: list[str]) -> list[int]:
 
 
 # The words responses are made of, cycled; each one token.
-TOKEN_TEXTS: Final = tuple(
-    " " + w
-    for w in (
-        "the",
-        "sim",
-        "says",
-        "each",
-        "token",
-        "arrives",
-        "right",
-        "on",
-        "time",
-        "so",
-        "every",
-        "figure",
-        "can",
-        "be",
-        "checked",
-        "exactly",
-    )
-)
+TOKEN_TEXTS: Final = (
+    " the", " sim", " says", " each", " token", " arrives", " right", " on",
+    " time", " so", " every", " figure", " can", " be", " checked", " exactly",
+)  # fmt: skip
 
 
 def response_text(n: int) -> str:

@@ -7,10 +7,12 @@ decoded into small typed structs (unknown fields skipped), and nothing is logged
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import msgspec
@@ -200,40 +202,54 @@ def _http_reason(status: int, body: bytes) -> str:
 
 
 async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
-    """Consume an SSE body; `ns` collects content-event arrival times (perf_counter_ns)."""
+    """Consume an SSE body; `ns` collects content-event arrival times (perf_counter_ns).
+
+    After [DONE] the rest of the body is drained unparsed: a body left unread makes httpx
+    close the connection, and a new connection per request would cost the client dearly.
+    """
     pending = b""
-    first_byte = 0
-    async for chunk in response.aiter_bytes():
-        now = perf_counter_ns()
-        if not first_byte:
-            first_byte = now
-            rec.t_first_byte = now
-        lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if not line.startswith(b"data:"):
+    body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+    async with contextlib.aclosing(body) as chunks:
+        async for chunk in chunks:
+            now = perf_counter_ns()
+            if rec.t_end is not None:
                 continue
-            payload = line[5:].strip()
-            if payload == _DONE:
-                rec.t_end = now
-                return
-            try:
-                event = _decode_event(payload)
-            except msgspec.DecodeError as exc:
-                raise _Failure("protocol", f"malformed event: {str(exc)[:200]}") from None
-            if event.error is not None:
-                raise _Failure(
-                    "stream_broken", f"server sent an error event: {str(event.error)[:300]}"
-                )
-            if _has_text(event):
-                ns.append(now)
-            if event.usage is not None:
-                if event.usage.completion_tokens is not None:
-                    rec.n_out = event.usage.completion_tokens
-                    rec.count_source = "usage"
-                if event.usage.prompt_tokens is not None:
-                    rec.n_in = event.usage.prompt_tokens
-    rec.t_end = perf_counter_ns()
+            if rec.t_first_byte is None:
+                rec.t_first_byte = now
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if not line.startswith(b"data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == _DONE:
+                    rec.t_end = now
+                    break
+                _on_event(_parse(payload), rec, ns, now)
+    if rec.t_end is None:
+        rec.t_end = perf_counter_ns()
+
+
+def _parse(payload: bytes) -> _Event:
+    try:
+        event = _decode_event(payload)
+    except msgspec.DecodeError as exc:
+        raise _Failure("protocol", f"malformed event: {str(exc)[:200]}") from None
+    if event.error is not None:
+        raise _Failure("stream_broken", f"server sent an error event: {str(event.error)[:300]}")
+    return event
+
+
+def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
+    if _has_text(event):
+        ns.append(now)
+    usage = event.usage
+    if usage is not None:
+        if usage.completion_tokens is not None:
+            rec.n_out = usage.completion_tokens
+            rec.count_source = "usage"
+        if usage.prompt_tokens is not None:
+            rec.n_in = usage.prompt_tokens
 
 
 async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
@@ -246,52 +262,58 @@ async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) 
         event = _decode_event(body)
     except msgspec.DecodeError as exc:
         raise _Failure("protocol", f"malformed response body: {str(exc)[:200]}") from None
-    if _has_text(event):
-        ns.append(now)
-    if event.usage is not None and event.usage.completion_tokens is not None:
-        rec.n_out = event.usage.completion_tokens
-        rec.n_in = event.usage.prompt_tokens
-        rec.count_source = "usage"
+    _on_event(event, rec, ns, now)
+
+
+async def _status_failure(response: httpx.Response, rec: RawRequest) -> _Failure:
+    """The failure for a non-2xx answer, with the server's own message."""
+    detail = await response.aread()
+    rec.t_end = perf_counter_ns()
+    status = response.status_code
+    if status < 400:
+        # Redirects are not followed: a benchmark must time the server that answers.
+        where = response.headers.get("location", "elsewhere")
+        return _Failure("http_4xx", f"HTTP {status}: redirected to {where}; register that URL")
+    return _Failure("http_4xx" if status < 500 else "http_5xx", _http_reason(status, detail))
+
+
+async def _exchange(
+    client: httpx.AsyncClient, target: Target, body: bytes, rec: RawRequest, *, stream: bool
+) -> None:
+    """Send, check the status, read the body; failures raise."""
+
+    async def trace(event: str, _info: object) -> None:
+        # httpcore announces each step; t_send is "just before the request is written to the
+        # connection" (METRICS.md), so time spent waiting for the pool or for this process's
+        # own event loop counts as queue delay, not as server latency.
+        if event == "http11.send_request_headers.started":
+            rec.t_send = perf_counter_ns()
+
+    # Provisional, until the trace above fires.
+    rec.t_send = perf_counter_ns()
+    async with client.stream(
+        "POST", target.url, content=body, headers=target.headers, extensions={"trace": trace}
+    ) as response:
+        rec.status = response.status_code
+        if response.status_code >= 300:
+            raise await _status_failure(response, rec)
+        if stream:
+            await _read_stream(response, rec, rec.chunk_ns)
+        else:
+            await _read_whole(response, rec, rec.chunk_ns)
+    if not rec.chunk_ns:
+        raise _Failure("empty", "the response carried no tokens")
 
 
 async def send(
     client: httpx.AsyncClient, target: Target, body: bytes, rec: RawRequest, *, stream: bool
 ) -> None:
     """Send one request and fill `rec` in place; never raises for the request's own failures."""
-    ns = rec.chunk_ns
     fallback_in = rec.n_in
     rec.n_in = None
     try:
         async with asyncio.timeout(target.timeout_s):
-            # Provisional: replaced by the moment the headers are written, see _trace below.
-            rec.t_send = perf_counter_ns()
-
-            async def trace(event: str, _info: object) -> None:
-                # httpcore announces each step; t_send is "just before the request is written
-                # to the connection" (METRICS.md), so time spent waiting for the pool or for
-                # this process's own event loop counts as queue delay, not as server latency.
-                if event == "http11.send_request_headers.started":
-                    rec.t_send = perf_counter_ns()
-
-            async with client.stream(
-                "POST",
-                target.url,
-                content=body,
-                headers=target.headers,
-                extensions={"trace": trace},
-            ) as response:
-                rec.status = response.status_code
-                if response.status_code >= 300:
-                    detail = await response.aread()
-                    rec.t_end = perf_counter_ns()
-                    klass = "http_4xx" if response.status_code < 500 else "http_5xx"
-                    raise _Failure(klass, _http_reason(response.status_code, detail))
-                if stream:
-                    await _read_stream(response, rec, ns)
-                else:
-                    await _read_whole(response, rec, ns)
-        if not ns:
-            raise _Failure("empty", "the response carried no tokens")
+            await _exchange(client, target, body, rec, stream=stream)
     except _Failure as failure:
         rec.error_class = failure.error_class
         rec.error = failure.reason
@@ -310,7 +332,7 @@ async def send(
     if rec.t_end is None and rec.error_class is not None:
         rec.t_end = perf_counter_ns()
     if rec.count_source != "usage":
-        rec.n_out = len(ns)
+        rec.n_out = len(rec.chunk_ns)
         rec.count_source = "events"
     if rec.n_in is None:
         rec.n_in = fallback_in

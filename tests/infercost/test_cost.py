@@ -1,0 +1,115 @@
+"""Cost figures of METRICS.md: price per hour over measured throughput."""
+
+from __future__ import annotations
+
+import pytest
+
+from infercost.cost import per_million, run_cost
+
+
+def test_worked_example_h200() -> None:
+    # METRICS.md: H200 at USD 3.50/GPU-hour, 1,200,000 output tokens in 300 s
+    # -> 4,000 tokens/s -> 3.50 / (4,000 x 3,600) x 1e6 = USD 0.2431 per million output tokens
+    output_tokens_per_s = 1_200_000 / 300
+    assert output_tokens_per_s == 4000
+    cost = run_cost(
+        3.50,
+        output_tokens_per_s=output_tokens_per_s,
+        total_tokens_per_s=None,
+        requests_per_s=None,
+        goodput_output_tokens_per_s=None,
+    )
+    assert cost.per_million_output_tokens_usd is not None
+    assert round(cost.per_million_output_tokens_usd, 3) == 0.243
+    assert cost.usd_per_hour == 3.50
+    assert cost.reason is None
+
+
+def test_per_million_total_tokens_per_thousand_requests_and_at_slo() -> None:
+    cost = run_cost(
+        3.60,
+        output_tokens_per_s=1000.0,
+        total_tokens_per_s=5000.0,
+        requests_per_s=2.0,
+        goodput_output_tokens_per_s=500.0,
+    )
+    # output: 3.60 / (1,000 x 3,600) x 1e6 = 1.00 USD per million
+    assert cost.per_million_output_tokens_usd == pytest.approx(1.00)
+    # total: 3.60 / (5,000 x 3,600) x 1e6 = 0.20
+    assert cost.per_million_total_tokens_usd == pytest.approx(0.20)
+    # requests: 3.60 / (2 x 3,600) x 1e3 = 0.50 USD per thousand requests
+    assert cost.per_thousand_requests_usd == pytest.approx(0.50)
+    # at SLO only the goodput counts: 3.60 / (500 x 3,600) x 1e6 = 2.00, twice the plain figure
+    assert cost.at_slo_per_million_output_tokens_usd == pytest.approx(2.00)
+
+
+def test_no_price_gives_no_figures_and_a_reason() -> None:
+    cost = run_cost(
+        None,
+        output_tokens_per_s=4000.0,
+        total_tokens_per_s=8000.0,
+        requests_per_s=10.0,
+        goodput_output_tokens_per_s=4000.0,
+    )
+    assert cost.per_million_output_tokens_usd is None
+    assert cost.per_million_total_tokens_usd is None
+    assert cost.per_thousand_requests_usd is None
+    assert cost.at_slo_per_million_output_tokens_usd is None
+    assert cost.reason is not None
+    assert "price" in cost.reason
+
+
+def test_no_price_keeps_the_callers_reason() -> None:
+    note = "endpoint 'x' has no price: set usd_per_hour on it"
+    cost = run_cost(
+        None,
+        output_tokens_per_s=4000.0,
+        total_tokens_per_s=None,
+        requests_per_s=None,
+        goodput_output_tokens_per_s=None,
+        reason=note,
+    )
+    assert cost.reason == note
+
+
+@pytest.mark.parametrize("throughput", [0.0, None])
+def test_no_tokens_gives_none_never_zero_or_infinity(throughput: float | None) -> None:
+    cost = run_cost(
+        3.50,
+        output_tokens_per_s=throughput,
+        total_tokens_per_s=throughput,
+        requests_per_s=throughput,
+        goodput_output_tokens_per_s=throughput,
+    )
+    assert cost.per_million_output_tokens_usd is None
+    assert cost.per_million_total_tokens_usd is None
+    assert cost.per_thousand_requests_usd is None
+    assert cost.at_slo_per_million_output_tokens_usd is None
+    assert cost.reason is not None
+    assert "output tokens" in cost.reason
+
+
+def test_no_request_met_the_slo() -> None:
+    # Tokens were produced but none within the SLO: the plain figure exists, the at-SLO one
+    # has nothing to divide by.
+    cost = run_cost(
+        3.50,
+        output_tokens_per_s=4000.0,
+        total_tokens_per_s=None,
+        requests_per_s=None,
+        goodput_output_tokens_per_s=0.0,
+    )
+    assert cost.per_million_output_tokens_usd == pytest.approx(0.2430555)
+    assert cost.at_slo_per_million_output_tokens_usd is None
+
+
+@pytest.mark.parametrize(("per_s", "expected"), [(0.0, None), (-5.0, None), (None, None)])
+def test_per_million_without_throughput(per_s: float | None, expected: None) -> None:
+    assert per_million(3.5, per_s) is expected
+
+
+def test_per_million_scales_inversely_with_throughput() -> None:
+    # 7.20 / (2,000 x 3,600) x 1e6 = 1.00; twice the throughput halves the cost
+    assert per_million(7.20, 2000.0) == pytest.approx(1.00)
+    assert per_million(7.20, 4000.0) == pytest.approx(0.50)
+    assert per_million(None, 4000.0) is None
