@@ -82,36 +82,45 @@ def _escape_label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-class _Disconnect:
-    """Set once the client goes away, so a stream stops early and the gauges stay true."""
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
-    __slots__ = ("gone",)
+
+class _Inflight:
+    """One generating request: its current sleep, and whether to stop (client left or the
+    server is shutting down), so streams end at once and the gauges stay true."""
+
+    __slots__ = ("client_gone", "stopped", "waiter")
 
     def __init__(self) -> None:
-        self.gone = False
+        self.client_gone = False
+        self.stopped = False
+        self.waiter: asyncio.Future[None] | None = None
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.waiter is not None:
+            _wake(self.waiter)
 
     async def watch(self, receive: Receive) -> None:
         # After the body, uvicorn's receive() returns only when the client disconnects (or
         # the response completes, when nobody looks at the flag any more).
         while (await receive())["type"] != "http.disconnect":
             pass
-        self.gone = True
+        self.client_gone = True
+        self.stop()
 
-
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-async def _sleep_until(loop: asyncio.AbstractEventLoop, when: float) -> None:
-    """Sleep to an absolute loop time, so per-event overshoot never accumulates into drift."""
-    fut = loop.create_future()
-    handle = loop.call_at(when, _wake, fut)
-    try:
-        await fut
-    except asyncio.CancelledError:
-        handle.cancel()
-        raise
+    async def sleep_until(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        """Sleep to an absolute loop time (overshoot never accumulates into drift), or
+        until stop()."""
+        self.waiter = fut = loop.create_future()
+        handle = loop.call_at(when, _wake, fut)
+        try:
+            await fut
+        finally:
+            handle.cancel()
+            self.waiter = None
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -155,6 +164,8 @@ class SimApp:
         self.metrics = SimMetrics()
         # Reproducible fault injection (--error-rate, --seed), not a security decision.
         self._rng = random.Random(config.seed)  # noqa: S311
+        self._inflight: set[_Inflight] = set()
+        self._closing = False
         self._model_json = wire.encode(config.model)
         self._ttft_s = config.ttft_ms / 1000.0
         self._itl_s = config.itl_ms / 1000.0
@@ -182,6 +193,13 @@ class SimApp:
             "/metrics": {"GET": self._metrics},
             "/health": {"GET": self._health},
         }
+
+    def close(self) -> None:
+        """End every in-flight generation now (streams stop, waiting ones get 503): called
+        when the server shuts down, so it need not wait out long streams."""
+        self._closing = True
+        for inflight in self._inflight:
+            inflight.stop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI entry: the arrival time is taken first, before the body is read."""
@@ -318,16 +336,20 @@ class SimApp:
         if rate > 0.0 and self._rng.random() < rate:
             await _send_error(send, 500, "simulated server failure (--error-rate)", "server_error")
             return
+        if self._closing:
+            await _send_error(send, 503, "the simulator is shutting down", "server_error")
+            return
         metrics = self.metrics
         metrics.running += 1
         metrics.prompt_tokens += prompt_tokens
-        disconnect = _Disconnect()
-        watcher = asyncio.create_task(disconnect.watch(receive))
+        inflight = _Inflight()
+        self._inflight.add(inflight)
+        watcher = asyncio.create_task(inflight.watch(receive))
         try:
             if stream:
                 done = await self._stream(
                     send=send,
-                    disconnect=disconnect,
+                    inflight=inflight,
                     arrival=arrival,
                     chat=chat,
                     prompt_tokens=prompt_tokens,
@@ -337,7 +359,7 @@ class SimApp:
             else:
                 done = await self._respond(
                     send=send,
-                    disconnect=disconnect,
+                    inflight=inflight,
                     arrival=arrival,
                     chat=chat,
                     prompt_tokens=prompt_tokens,
@@ -347,20 +369,21 @@ class SimApp:
                 metrics.request_success += 1
         finally:
             metrics.running -= 1
+            self._inflight.discard(inflight)
             watcher.cancel()
 
     async def _stream(
         self,
         *,
         send: Send,
-        disconnect: _Disconnect,
+        inflight: _Inflight,
         arrival: float,
         chat: bool,
         prompt_tokens: int,
         n: int,
         include_usage: bool,
     ) -> bool:
-        """Send one event per token at arrival + ttft + k*itl; False if the client left."""
+        """Send one event per token at arrival + ttft + k*itl; False if stopped early."""
         loop = asyncio.get_running_loop()
         created = int(time.time())
         if chat:
@@ -386,8 +409,10 @@ class SimApp:
         itl = self._itl_s
         cycle = len(choices)
         for k in range(n):
-            await _sleep_until(loop, first + k * itl)
-            if disconnect.gone:
+            await inflight.sleep_until(loop, first + k * itl)
+            if inflight.stopped:
+                if not inflight.client_gone:  # shutting down: end the body, no [DONE]
+                    await send({"type": "http.response.body", "body": b""})
                 return False
             body = prefix + choices[k % cycle] + suffix
             await send({"type": "http.response.body", "body": body, "more_body": True})
@@ -402,7 +427,7 @@ class SimApp:
         self,
         *,
         send: Send,
-        disconnect: _Disconnect,
+        inflight: _Inflight,
         arrival: float,
         chat: bool,
         prompt_tokens: int,
@@ -410,8 +435,10 @@ class SimApp:
     ) -> bool:
         """Answer once at arrival + ttft + (n-1)*itl, when a stream would have ended."""
         loop = asyncio.get_running_loop()
-        await _sleep_until(loop, arrival + self._ttft_s + (n - 1) * self._itl_s)
-        if disconnect.gone:
+        await inflight.sleep_until(loop, arrival + self._ttft_s + (n - 1) * self._itl_s)
+        if inflight.stopped:
+            if not inflight.client_gone:
+                await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return False
         text = wire.response_text(n)
         usage = {

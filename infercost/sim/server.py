@@ -36,9 +36,24 @@ def base_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+class _Server(uvicorn.Server):
+    """uvicorn that first ends the app's in-flight streams, so a stop never waits them out."""
+
+    def __init__(self, config: uvicorn.Config, app: SimApp) -> None:
+        super().__init__(config)
+        self._sim_app = app
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop generating, then let uvicorn drain the (now finishing) connections."""
+        self._sim_app.close()
+        await super().shutdown(sockets=sockets)
+
+
 def _uvicorn_server(app: SimApp) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
+        # The asyncio loop, not uvloop: uvloop's clock and timers have 1 ms resolution, which
+        # would quantize the very timings this server exists to reproduce.
         loop="asyncio",
         # h11 today; httptools (uvicorn[standard]) when installed, which costs less per event.
         http="auto",
@@ -49,7 +64,7 @@ def _uvicorn_server(app: SimApp) -> uvicorn.Server:
         backlog=2048,
         timeout_graceful_shutdown=2,
     )
-    return uvicorn.Server(config)
+    return _Server(config, app)
 
 
 def serve(config: SimConfig) -> None:

@@ -32,14 +32,16 @@ COMPLETIONS = "/v1/completions"
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimProcess]:
+def fixed_sim() -> Iterator[SimProcess]:
+    """A simulator of this module's own (not conftest's shared `sim`): the metrics test
+    checks exact counter deltas, which only hold when no other test uses the server."""
     with sim_process(SimConfig(port=0, ttft_ms=TTFT_MS, itl_ms=ITL_MS, model=MODEL)) as proc:
         yield proc
 
 
 @pytest.fixture
-async def client(sim: SimProcess) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=sim.base_url, timeout=10.0) as c:
+async def client(fixed_sim: SimProcess) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=fixed_sim.base_url, timeout=10.0) as c:
         # Open the connection first so timings below exclude the TCP handshake.
         (await c.get("/health")).raise_for_status()
         yield c
@@ -206,8 +208,7 @@ async def test_completions_stream_with_usage(client: httpx.AsyncClient) -> None:
     assert events[n + 1]["choices"] == []
     assert events[n + 1]["usage"] == {"prompt_tokens": 3, "completion_tokens": n, "total_tokens": 8}
     assert events[n + 2 :] == ["DONE"]
-    times = stream.token_times_ms("text")
-    assert TTFT_MS <= times[0] <= TTFT_MS + TTFT_SLACK_MS, times[0]
+    assert stream.token_times_ms("text")[0] >= TTFT_MS  # never early
 
 
 async def test_non_streaming_chat_waits_for_the_whole_response(
@@ -389,6 +390,31 @@ async def test_error_rate_is_seeded_and_shaped_like_openai() -> None:
     assert patterns[0] == patterns[1], "same seed, same failures"
 
 
+async def test_shutdown_ends_inflight_requests_cleanly() -> None:
+    long = {"messages": [{"role": "user", "content": "a"}], "max_tokens": 100_000}
+    server = SimServer(SimConfig(port=0, ttft_ms=5, itl_ms=5))
+    await server.start()
+    try:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=10.0) as client:
+            waiting = asyncio.create_task(client.post(CHAT, json=long))
+            stream_task = asyncio.create_task(_stream(client, CHAT, {**long, "stream": True}))
+            await asyncio.sleep(0.2)  # same loop: both requests are in by now
+            assert server.app.metrics.running == 2
+            await server.stop()  # would otherwise wait out a 500 s stream
+            stream = await stream_task
+            response = await waiting
+    finally:
+        await server.stop()
+    events = stream.data()
+    assert stream.status == 200
+    assert events, "the stream started"
+    assert "DONE" not in events  # cut short: a client must count it as incomplete
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == 503
+    assert server.app.metrics.running == 0
+    assert server.app.metrics.request_success == 0
+
+
 async def test_16_concurrent_streams_keep_their_schedule(client: httpx.AsyncClient) -> None:
     # Client-side TTFT under concurrency depends on this machine's load (a claim for bench/,
     # not a test); what must hold is: never early, every token, the cadence on average.
@@ -451,10 +477,10 @@ def test_cli_command_prints_its_address_and_serves() -> None:
         process.stdout.close()
 
 
-def test_startup_line_is_parsed_by_the_process_helper(sim: SimProcess) -> None:
-    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", sim.base_url)
-    assert sim.openai_base_url == sim.base_url + "/v1"
-    assert httpx.get(sim.metrics_url, timeout=5.0).status_code == 200
+def test_startup_line_is_parsed_by_the_process_helper(fixed_sim: SimProcess) -> None:
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", fixed_sim.base_url)
+    assert fixed_sim.openai_base_url == fixed_sim.base_url + "/v1"
+    assert httpx.get(fixed_sim.metrics_url, timeout=5.0).status_code == 200
 
 
 def test_config_rejects_nonsense() -> None:
