@@ -10,7 +10,7 @@ from celery import Celery
 from infercost.settings import Settings
 
 RUN_JOB_TASK = "benchmark.run_job"
-SWEEP_TASK = "benchmark.sweep_stranded"
+SWEEP_TASK = "benchmark.sweep"
 
 
 def make_celery(settings: Settings) -> Celery:

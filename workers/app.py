@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -27,6 +29,9 @@ _runtime: Runtime | None = None
 
 #: A queued job whose task never reached the broker is re-sent after this long.
 STRANDED_AFTER = timedelta(seconds=30)
+#: A running job whose worker sent no heartbeat for this long is failed (its worker died).
+ABANDONED_AFTER = timedelta(seconds=120)
+SWEEP_EVERY_S = 60.0
 
 
 def runtime() -> Runtime:
@@ -51,8 +56,18 @@ def _close_runtime(**_: Any) -> None:
 
 
 @signals.worker_ready.connect
-def _sweep_on_start(sender: Any = None, **_: Any) -> None:
-    app.send_task(SWEEP_TASK)
+def _sweep_periodically(sender: Any = None, **_: Any) -> None:
+    """Nudge a sweep now and every SWEEP_EVERY_S; stale nudges expire instead of piling up."""
+
+    def nudge() -> None:
+        while True:
+            try:
+                app.send_task(SWEEP_TASK, expires=SWEEP_EVERY_S)
+            except Exception:  # noqa: BLE001 - the broker may be down; try again next round
+                log.warning("could not queue the sweep; retrying in %s s", SWEEP_EVERY_S)
+            time.sleep(SWEEP_EVERY_S)
+
+    threading.Thread(target=nudge, name="infercost-sweep", daemon=True).start()
 
 
 @app.task(name=RUN_JOB_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)
@@ -63,16 +78,22 @@ def run_job_task(job_id: str) -> None:
 
 
 @app.task(name=SWEEP_TASK, time_limit=60)
-def sweep_stranded() -> int:
-    """Re-send jobs the API stored but could not hand to the broker."""
+def sweep() -> None:
+    """Re-send jobs the API stored but could not hand to the broker, and fail running jobs
+    whose worker died, so no job waits forever."""
     rt = runtime()
 
-    async def sweep() -> list[uuid.UUID]:
+    async def find() -> tuple[list[uuid.UUID], list[uuid.UUID]]:
         async with rt.sessionmaker() as session:
-            return await JobRepository(session).stranded_job_ids(STRANDED_AFTER)
+            repo = JobRepository(session)
+            stranded = await repo.stranded_job_ids(STRANDED_AFTER)
+            abandoned = await repo.fail_abandoned(ABANDONED_AFTER)
+            await session.commit()
+            return stranded, abandoned
 
-    stranded = rt.loop.run_until_complete(sweep())
+    stranded, abandoned = rt.loop.run_until_complete(find())
+    for job_id in abandoned:
+        log.warning("job %s lost its worker (no heartbeat); marked failed", job_id)
     for job_id in stranded:
         log.info("re-sending stranded job %s", job_id)
         app.send_task(RUN_JOB_TASK, args=[str(job_id)])
-    return len(stranded)

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from time import perf_counter_ns
 from typing import Any
 
@@ -78,29 +78,14 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
 
 
 def _figures_to_columns(figures: RunFigures) -> dict[str, Any]:
-    return {
-        "requests_total": figures.requests_total,
-        "requests_succeeded": figures.requests_succeeded,
-        "requests_failed": figures.requests_failed,
-        "duration_s": figures.duration_s,
-        "count_source": figures.count_source,
-        "output_tokens_per_s": figures.output_tokens_per_s,
-        "input_tokens_per_s": figures.input_tokens_per_s,
-        "total_tokens_per_s": figures.total_tokens_per_s,
-        "requests_per_s": figures.requests_per_s,
-        "mean_concurrency": figures.mean_concurrency,
-        "error_rate": figures.error_rate,
-        "goodput_rps": figures.goodput_rps,
-        "goodput_output_tokens_per_s": figures.goodput_output_tokens_per_s,
-        "slo_attainment": figures.slo_attainment,
-        "slo_passed": figures.slo_passed,
-        "client_bound": figures.client_bound,
-        "ttft_p50_ms": figures.stat("ttft_ms", "p50"),
-        "ttft_p95_ms": figures.stat("ttft_ms", "p95"),
-        "tpot_p50_ms": figures.stat("tpot_ms", "p50"),
-        "tpot_p95_ms": figures.stat("tpot_ms", "p95"),
-        "stats": {**figures.stats, "errors": figures.errors, "client": figures.client},
-    }
+    """The runs-table columns of a run's figures: scalars as columns, distributions as JSONB."""
+    nested = {"errors", "client", "stats"}
+    columns = {f.name: getattr(figures, f.name) for f in fields(figures) if f.name not in nested}
+    for name in ("ttft_ms", "tpot_ms"):
+        for stat in ("p50", "p95"):
+            columns[f"{name[:-3]}_{stat}_ms"] = figures.stat(name, stat)
+    columns["stats"] = {**figures.stats, "errors": figures.errors, "client": figures.client}
+    return columns
 
 
 def failure_message(timings: Sequence[RequestTiming]) -> str | None:
@@ -169,20 +154,16 @@ class JobRunner:
         )
 
     async def _watch(self, level_task: asyncio.Task[None]) -> None:
-        """Write progress and notice a cancel, about twice a second."""
-        written = -1
+        """Write progress and a heartbeat, and notice a cancel, about twice a second."""
         while not level_task.done():
             await asyncio.sleep(PROGRESS_INTERVAL_S)
             async with self.rt.sessionmaker() as session:
-                repo = JobRepository(session)
-                if await repo.status(self.job.id) == "cancelled":
-                    self.progress.cancelled = True
-                    level_task.cancel()
-                    return
-                if self.progress.done != written:
-                    written = self.progress.done
-                    await repo.set_progress(self.job.id, written)
-                    await session.commit()
+                running = await JobRepository(session).heartbeat(self.job.id, self.progress.done)
+                await session.commit()
+            if not running:
+                self.progress.cancelled = True
+                level_task.cancel()
+                return
 
     async def _run_level(self, level_index: int, level: int) -> tuple[list[RequestTiming], float]:
         """Drive one level; return its requests in seconds from the level's start, and CPU use."""
@@ -237,7 +218,7 @@ class JobRunner:
             await repo.update_run(
                 run_id, status=status, finished_at=utcnow(), **_figures_to_columns(figures)
             )
-            await repo.set_progress(self.job.id, self.progress.done)
+            await repo.heartbeat(self.job.id, self.progress.done)
             await session.commit()
 
     async def run(self) -> tuple[str, str | None]:

@@ -48,6 +48,9 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     error: Mapped[str | None] = mapped_column(Text)
     enqueued_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]
+    # Written by the worker about twice a second while it runs the job; a running job whose
+    # heartbeat stopped lost its worker, and the sweep fails it with a message.
+    heartbeat_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
 
 

@@ -117,23 +117,44 @@ class JobRepository:
 
     async def claim(self, job_id: uuid.UUID) -> Job | None:
         """queued -> running, guarded, so a duplicate delivery finds nothing to claim."""
+        now = utcnow()
         job: Job | None = await self.session.scalar(
             update(Job)
             .where(Job.id == job_id, Job.status == "queued")
-            .values(status="running", started_at=utcnow())
+            .values(status="running", started_at=now, heartbeat_at=now)
             .returning(Job)
         )
         return job
 
-    async def status(self, job_id: uuid.UUID) -> str | None:
-        """The job's current status (a user may have cancelled it)."""
-        return await self.session.scalar(select(Job.status).where(Job.id == job_id))
-
-    async def set_progress(self, job_id: uuid.UUID, done: int) -> None:
-        """Requests completed so far across the job's levels."""
-        await self.session.execute(
-            update(Job).where(Job.id == job_id, Job.status == "running").values(progress_done=done)
+    async def heartbeat(self, job_id: uuid.UUID, done: int) -> bool:
+        """Record progress and that the worker lives; False once the job is no longer running
+        (a user cancelled it, or the sweep gave it up)."""
+        still_running = await self.session.scalar(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "running")
+            .values(progress_done=done, heartbeat_at=utcnow())
+            .returning(Job.id)
         )
+        return still_running is not None
+
+    async def fail_abandoned(self, silent_for: timedelta) -> list[uuid.UUID]:
+        """Fail running jobs whose worker stopped sending heartbeats (it crashed or was killed)."""
+        cutoff = utcnow() - silent_for
+        rows = await self.session.scalars(
+            update(Job)
+            .where(Job.status == "running", Job.heartbeat_at < cutoff)
+            .values(
+                status="failed",
+                finished_at=utcnow(),
+                error=(
+                    f"the worker running this job stopped (no heartbeat for over "
+                    f"{silent_for.total_seconds():.0f} s); levels already measured are kept, "
+                    "resubmit the job to measure the rest"
+                ),
+            )
+            .returning(Job.id)
+        )
+        return list(rows)
 
     async def finish(self, job_id: uuid.UUID, status: str, error: str | None = None) -> bool:
         """running -> succeeded|failed; False if the job was cancelled meanwhile."""

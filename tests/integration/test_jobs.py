@@ -229,3 +229,36 @@ async def test_idempotency_key_returns_the_same_job(team: TeamClient) -> None:
     assert first.json()["id"] == second.json()["id"]
     listing = (await team.http.get("/v1/jobs")).json()
     assert listing["total"] == 1
+
+
+async def test_a_job_whose_worker_died_is_failed_with_a_reason(
+    team: TeamClient, db: asyncpg.Connection, database_url: str
+) -> None:
+    from datetime import timedelta
+
+    from infercost.db.engine import make_engine, make_sessionmaker
+    from infercost.jobs.repository import JobRepository
+
+    endpoint = await team.create_endpoint(base_url="http://127.0.0.1:1/v1")
+    job = (await team.submit(job_body(endpoint["id"]))).json()
+    await team.wait_job(job["id"], timeout=60)
+    # Make it look like a job whose worker vanished three minutes ago, mid-run.
+    await db.execute(
+        "UPDATE jobs SET status = 'running', finished_at = NULL, error = NULL,"
+        " heartbeat_at = now() - interval '3 minutes' WHERE id = $1",
+        __import__("uuid").UUID(job["id"]),
+    )
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            repo = JobRepository(session)
+            assert await repo.fail_abandoned(timedelta(minutes=5)) == []
+            failed = await repo.fail_abandoned(timedelta(minutes=2))
+            await session.commit()
+    finally:
+        await engine.dispose()
+    assert [str(j) for j in failed] == [job["id"]]
+    state = (await team.http.get(f"/v1/jobs/{job['id']}")).json()
+    assert state["status"] == "failed"
+    assert "no heartbeat" in state["error"] and "resubmit" in state["error"]
+    assert state["finished_at"] is not None

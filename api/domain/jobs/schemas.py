@@ -176,23 +176,6 @@ class RunSummary(msgspec.Struct):
     cost: Cost
 
 
-class JobRead(msgspec.Struct):
-    """A job, its progress and its runs so far."""
-
-    id: uuid.UUID
-    endpoint_id: uuid.UUID
-    status: str
-    progress: Progress
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    error: str | None
-    workload: dict[str, Any]
-    load: dict[str, Any]
-    slo: dict[str, Any] | None
-    runs: list[RunSummary]
-
-
 class JobListItem(msgspec.Struct):
     """A job in a listing (runs left out; read the job for them)."""
 
@@ -204,6 +187,15 @@ class JobListItem(msgspec.Struct):
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
+
+
+class JobRead(JobListItem):
+    """A job, its configuration, its progress and its runs so far."""
+
+    workload: dict[str, Any]
+    load: dict[str, Any]
+    slo: dict[str, Any] | None
+    runs: list[RunSummary]
 
 
 class Sample(msgspec.Struct):

@@ -192,14 +192,7 @@ class JobService:
         """The job with its runs."""
         runs = await self.jobs.runs_of_jobs([job.id])
         return JobRead(
-            id=job.id,
-            endpoint_id=job.endpoint_id,
-            status=job.status,
-            progress=_progress(job),
-            created_at=job.created_at,
-            started_at=job.started_at,
-            finished_at=job.finished_at,
-            error=job.error,
+            **msgspec.structs.asdict(job_list_item(job)),
             workload=job.workload,
             load=job.load,
             slo=job.slo,
