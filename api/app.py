@@ -18,6 +18,7 @@ from api.db import provide_db_session
 from api.domain.endpoints.controllers import EndpointController
 from api.domain.hardware.controllers import HardwareController
 from api.domain.jobs.controllers import JobController, RunController
+from api.domain.prices.controllers import PriceController
 from api.domain.teams.controllers import TeamController
 from api.errors import EXCEPTION_HANDLERS
 from api.queue import TaskQueue
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             health,
             TeamController,
             HardwareController,
+            PriceController,
             EndpointController,
             JobController,
             RunController,

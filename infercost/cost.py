@@ -36,7 +36,10 @@ def run_cost(
     """Cost per million output and total tokens, per thousand requests, and at the SLO."""
     per_request = per_million(usd_per_hour, requests_per_s)
     if usd_per_hour is None and reason is None:
-        reason = "no price: set usd_per_hour on the endpoint"
+        reason = (
+            "no price: set usd_per_hour on the endpoint, or provider and hardware with a "
+            "price in /v1/prices"
+        )
     elif usd_per_hour is not None and not output_tokens_per_s:
         reason = "no output tokens were measured, so there is nothing to divide the price by"
     return CostFigures(

@@ -29,6 +29,9 @@ ERROR_CLASSES = ("connect", "timeout", "http_4xx", "http_5xx", "stream_broken", 
 CLIENT_QUEUE_DELAY_P99_LIMIT_MS = 10.0
 #: ... or when the time-weighted in-flight count fell below this share of the target.
 CONCURRENCY_HELD_SHARE = 0.95
+#: ... or, at a request rate, when the measured send rate fell below this share of the
+#: schedule's rate.
+RATE_HELD_SHARE = 0.95
 
 
 @dataclass(slots=True)
@@ -120,6 +123,23 @@ def inflight_mean(timings: Sequence[RequestTiming], start: float, stop: float) -
     return total / (stop - start)
 
 
+def _rate(times: Sequence[float]) -> float | None:
+    """(n - 1) / (last - first): events per second over their own span; None below 2 events."""
+    if len(times) < 2:
+        return None
+    span = max(times) - min(times)
+    return (len(times) - 1) / span if span > 0 else None
+
+
+def send_rate(timings: Sequence[RequestTiming]) -> float | None:
+    """Measured sends per second: (n - 1) / (last t_send - first t_send) over `timings`.
+
+    n - 1 gaps fit between n sends, so a client that sends exactly every 1/r seconds scores
+    exactly r, however few requests there were. None below two sends.
+    """
+    return _rate([t.t_send for t in timings])
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -172,10 +192,22 @@ def summarize(
     timings: Sequence[RequestTiming],
     *,
     target_concurrency: int | None = None,
+    target_rate: float | None = None,
     slo: Mapping[str, Mapping[str, float]] | None = None,
     client_cpu_util: float | None = None,
 ) -> RunFigures:
-    """The run's figures from its requests; warm-up requests are excluded from every figure."""
+    """The run's figures from its requests; warm-up requests are excluded from every figure.
+
+    Give `target_concurrency` for a closed-loop level (client health then says whether the
+    concurrency was held), or `target_rate` (requests/s) for an open-loop one: then
+    `send_rate` is the measured sends per second over the measured requests, and `rate_held`
+    is true when it is at least 95% of the rate their own schedule asked for,
+    (n - 1) / (last t_sched - first t_sched). That is the target rate exactly for constant
+    arrivals; for random arrivals it removes the sampling noise of a short schedule, so only
+    the client's own lateness can fail it.
+    """
+    if target_concurrency and target_rate:
+        raise ValueError("a level has a target concurrency or a target rate, not both")
     measured = [t for t in timings if not t.warmup]
     ok = [t for t in measured if t.succeeded]
     errors = Counter(t.error_class for t in measured if t.error_class is not None)
@@ -223,16 +255,24 @@ def summarize(
     queue_p99 = stats["queue_delay_ms"]["p99"]
     held: bool | None = None
     inflight: float | None = None
-    if target_concurrency and measured:
+    sent: float | None = None
+    rate_held: bool | None = None
+    if (target_concurrency or target_rate) and measured:
         first_send = min(t.t_send for t in measured)
         last_send = max(t.t_send for t in measured)
-        target = min(target_concurrency, len(timings))
         if last_send > first_send:
             inflight = inflight_mean(timings, first_send, last_send)
-            held = inflight >= CONCURRENCY_HELD_SHARE * target
+    if target_concurrency and inflight is not None:
+        held = inflight >= CONCURRENCY_HELD_SHARE * min(target_concurrency, len(timings))
+    if target_rate and measured:
+        sent = send_rate(measured)
+        scheduled = _rate([t.t_sched for t in measured])
+        if sent is not None and scheduled is not None:
+            rate_held = sent >= RATE_HELD_SHARE * scheduled
     client_bound = bool(
         (queue_p99 is not None and float(queue_p99) > CLIENT_QUEUE_DELAY_P99_LIMIT_MS)
         or held is False
+        or rate_held is False
     )
 
     return RunFigures(
@@ -258,6 +298,8 @@ def summarize(
             "cpu_util": client_cpu_util,
             "inflight_mean": inflight,
             "concurrency_held": held,
+            "send_rate": sent,
+            "rate_held": rate_held,
         },
         stats=stats,
     )

@@ -60,6 +60,10 @@ def _first(secret_keys: Sequence[str]) -> str:
     return secret_keys[0]
 
 
+class CredentialError(RuntimeError):
+    """A stored credential cannot be read with the configured keys."""
+
+
 class Vault:
     """Encrypts endpoint credentials at rest with the first key; decrypts with any of them."""
 
@@ -76,7 +80,7 @@ class Vault:
         try:
             return self._fernet.decrypt(ciphertext).decode()
         except InvalidToken:
-            raise RuntimeError(
+            raise CredentialError(
                 "a stored credential cannot be decrypted with INFERCOST_SECRET_KEYS: "
                 "keep the old key in the list when rotating"
             ) from None

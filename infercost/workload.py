@@ -155,6 +155,25 @@ def draw_lengths(spec: Mapping[str, Any], n: int, rng: np.random.Generator) -> n
     return clipped.astype(np.int64)
 
 
+class LengthDraws:
+    """Token lengths by request number: `first` drawn up front, more on demand.
+
+    A level of fixed duration does not know its request count in advance. Drawing the known
+    count in one call keeps the lengths of a counted level exactly what `draw_lengths` gives.
+    """
+
+    def __init__(self, spec: Mapping[str, Any], first: int, rng: np.random.Generator) -> None:
+        self._spec = spec
+        self._rng = rng
+        self._values = draw_lengths(spec, first, rng)
+
+    def __getitem__(self, seq: int) -> int:
+        while seq >= len(self._values):
+            more = draw_lengths(self._spec, max(len(self._values), 256), self._rng)
+            self._values = np.concatenate([self._values, more])
+        return int(self._values[seq])
+
+
 class PromptMaker:
     """Makes distinct prompts of a requested token length, calibrated by what the server counts.
 

@@ -20,14 +20,18 @@ from typing import Any
 import numpy as np
 import psutil
 
+from infercost.arrivals import arrival_offsets, planned_requests
 from infercost.db.base import utcnow
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
 from infercost.metrics import RequestTiming, RunFigures, summarize
-from infercost.workload import PromptMaker, draw_lengths
+from infercost.prices.pricing import hourly_price
+from infercost.security import CredentialError
+from infercost.workload import LengthDraws, PromptMaker
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
+from workers.loadgen.open_loop import RatePlan, run_open_loop
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.runtime import Runtime
 
@@ -42,10 +46,20 @@ class _Progress:
     done_before: int = 0
     in_level: int = 0
     cancelled: bool = False
+    # The current level's planned count (0 while unknown: a concurrency level of fixed
+    # duration), and the planned count of the levels after it.
+    level_planned: int = 0
+    planned_after: int = 0
 
     @property
     def done(self) -> int:
         return self.done_before + self.in_level
+
+    @property
+    def total(self) -> int:
+        """Requests done in finished levels, this level's plan (never below what it has done)
+        and later levels' plans: equal to `done` once every level has finished."""
+        return self.done_before + max(self.level_planned, self.in_level) + self.planned_after
 
 
 def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tuple[Any, ...]]:
@@ -112,13 +126,34 @@ class JobRunner:
             endpoint.base_url, endpoint.api, endpoint.model, api_key, float(job.load["timeout_s"])
         )
 
-    def _plan(self, level_index: int, concurrency: int) -> LevelPlan:
+    def _plan(self, level_index: int, level: float) -> LevelPlan | RatePlan:
+        """The level's plan: a rate level's schedule, or a concurrency level's users."""
         workload = self.job.workload
         load = self.job.load
-        total = int(load["requests_per_level"]) + int(load["warmup_requests"])
-        rng = np.random.default_rng([int(workload.get("seed", 0)), level_index])
-        inputs = draw_lengths(workload["input_tokens"], total, rng)
-        outputs = draw_lengths(workload["output_tokens"], total, rng)
+        seed = int(workload.get("seed", 0))
+        warmup = int(load["warmup_requests"])
+        measured: int | None = load.get("requests_per_level")
+        duration: float | None = load.get("duration_s")
+        offsets_ns: list[int] | None = None
+        if load["mode"] == "rate":
+            # A generator of its own, so the schedule never shifts the lengths or prompts.
+            offsets = arrival_offsets(
+                level,
+                load.get("arrival", "poisson"),
+                np.random.default_rng([seed, level_index, 1]),
+                burstiness=float(load.get("burstiness", 1.0)),
+                count=None if duration is not None else int(measured or 0) + warmup,
+                duration_s=duration,
+            )
+            offsets_ns = np.rint(offsets * 1e9).astype(np.int64).tolist()
+            known = len(offsets_ns)
+        elif duration is None:
+            known = int(measured or 0) + warmup
+        else:
+            known = warmup + 1024  # unknown until the level ends; more are drawn on demand
+        rng = np.random.default_rng([seed, level_index])
+        inputs = LengthDraws(workload["input_tokens"], known, rng)
+        outputs = LengthDraws(workload["output_tokens"], known, rng)
         prompts = PromptMaker(rng)
         sent_words: dict[int, int] = {}
         progress = self.progress
@@ -127,30 +162,34 @@ class JobRunner:
         temperature = workload.get("temperature")
 
         def make_request(seq: int) -> tuple[bytes, int]:
-            words = prompts.words_for(int(inputs[seq]))
+            n_in = inputs[seq]
+            words = prompts.words_for(n_in)
             sent_words[seq] = words
             body = request_body(
                 self.target,
                 prompts.make(seq, words),
-                int(outputs[seq]),
+                outputs[seq],
                 stream=stream,
                 ignore_eos=ignore_eos,
                 temperature=temperature,
             )
-            return body, int(inputs[seq])
+            return body, n_in
 
         def on_done(rec: RawRequest) -> None:
             progress.in_level += 1
             if rec.count_source == "usage" and rec.n_in:
                 prompts.observe(sent_words.pop(rec.seq, 0), rec.n_in)
 
+        if offsets_ns is not None:
+            return RatePlan(offsets_ns, warmup, stream, make_request, on_done)
         return LevelPlan(
-            concurrency=concurrency,
-            warmup=int(load["warmup_requests"]),
-            measured=int(load["requests_per_level"]),
+            concurrency=int(level),
+            warmup=warmup,
+            measured=None if duration is not None else int(measured or 0),
             stream=stream,
             make_request=make_request,
             on_done=on_done,
+            duration_s=duration,
         )
 
     async def _watch(self, level_task: asyncio.Task[None]) -> None:
@@ -158,23 +197,30 @@ class JobRunner:
         while not level_task.done():
             await asyncio.sleep(PROGRESS_INTERVAL_S)
             async with self.rt.sessionmaker() as session:
-                running = await JobRepository(session).heartbeat(self.job.id, self.progress.done)
+                running = await JobRepository(session).heartbeat(
+                    self.job.id, self.progress.done, self.progress.total
+                )
                 await session.commit()
             if not running:
                 self.progress.cancelled = True
                 level_task.cancel()
                 return
 
-    async def _run_level(self, level_index: int, level: int) -> tuple[list[RequestTiming], float]:
+    async def _run_level(self, level_index: int, level: float) -> tuple[list[RequestTiming], float]:
         """Drive one level; return its requests in seconds from the level's start, and CPU use."""
         plan = self._plan(level_index, level)
         done: list[RawRequest] = []
         self.progress.in_level = 0
+        self.progress.level_planned = plan.total or 0
         proc = psutil.Process()
         cpu_before = sum(proc.cpu_times()[:2])
         wall_before = time.perf_counter()
         origin = perf_counter_ns()
-        level_task = asyncio.ensure_future(run_closed_loop(self.rt.http, self.target, plan, done))
+        level_task = asyncio.ensure_future(
+            run_open_loop(self.rt.http, self.target, plan, done)
+            if isinstance(plan, RatePlan)
+            else run_closed_loop(self.rt.http, self.target, plan, done)
+        )
         watcher = asyncio.ensure_future(self._watch(level_task))
         try:
             with contextlib.suppress(asyncio.CancelledError):
@@ -188,23 +234,24 @@ class JobRunner:
         done.sort(key=lambda r: r.seq)
         return [r.timing(origin) for r in done], cpu_util
 
-    async def _start_run(self, level_index: int, level: int) -> uuid.UUID:
-        price_note = None
-        if self.endpoint.usd_per_hour is None:
-            price_note = f"endpoint '{self.endpoint.name}' has no price: set usd_per_hour on it"
-        run = Run(
-            team_id=self.job.team_id,
-            job_id=self.job.id,
-            endpoint_id=self.endpoint.id,
-            level_index=level_index,
-            level=float(level),
-            mode=self.job.load["mode"],
-            status="running",
-            started_at=utcnow(),
-            usd_per_hour=self.endpoint.usd_per_hour,
-            price_note=price_note,
-        )
+    async def _start_run(self, level_index: int, level: float) -> uuid.UUID:
+        """Insert the level's run with the price in effect as it starts (the snapshot that
+        later queries re-price from), or a note saying how to give the endpoint a price."""
+        started_at = utcnow()
         async with self.rt.sessionmaker() as session:
+            price = await hourly_price(session, self.endpoint, started_at)
+            run = Run(
+                team_id=self.job.team_id,
+                job_id=self.job.id,
+                endpoint_id=self.endpoint.id,
+                level_index=level_index,
+                level=float(level),
+                mode=self.job.load["mode"],
+                status="running",
+                started_at=started_at,
+                usd_per_hour=price.usd_per_hour,
+                price_note=price.note,
+            )
             await JobRepository(session).add_run(run)
             await session.commit()
         return run.id
@@ -218,17 +265,25 @@ class JobRunner:
             await repo.update_run(
                 run_id, status=status, finished_at=utcnow(), **_figures_to_columns(figures)
             )
-            await repo.heartbeat(self.job.id, self.progress.done)
+            await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
             await session.commit()
 
     async def run(self) -> tuple[str, str | None]:
         """Run every level; return the job's final status and error message."""
-        levels: list[int] = [int(x) for x in self.job.load["levels"]]
+        load = self.job.load
+        rate_mode = load["mode"] == "rate"
+        levels = [float(x) for x in load["levels"]]
+        planned = [planned_requests(load, level) for level in levels]
         for index, level in enumerate(levels):
+            self.progress.planned_after = sum(planned[index + 1 :])
             run_id = await self._start_run(index, level)
             timings, cpu_util = await self._run_level(index, level)
             figures = summarize(
-                timings, target_concurrency=level, slo=self.job.slo, client_cpu_util=cpu_util
+                timings,
+                target_concurrency=None if rate_mode else int(level),
+                target_rate=level if rate_mode else None,
+                slo=self.job.slo,
+                client_cpu_util=cpu_util,
             )
             status = "cancelled" if self.progress.cancelled else "succeeded"
             failed = failure_message(timings)
@@ -238,7 +293,7 @@ class JobRunner:
             self.progress.done_before += self.progress.in_level
             self.progress.in_level = 0
             log.info(
-                "job %s level %s (%s): %d requests, %d failed",
+                "job %s level %g (%s): %d requests, %d failed",
                 self.job.id,
                 level,
                 status,
@@ -248,7 +303,7 @@ class JobRunner:
             if self.progress.cancelled:
                 return "cancelled", None
             if failed:
-                return "failed", f"level {level}: {failed}"
+                return "failed", f"level {level:g}: {failed}"
         return "succeeded", None
 
 
@@ -269,6 +324,8 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
     else:
         try:
             status, error = await JobRunner(rt, job, endpoint).run()
+        except CredentialError as exc:
+            status, error = "failed", f"{exc}; re-enter the endpoint's api_key with PATCH"
         except Exception as exc:
             log.exception("job %s failed inside the worker", job_id)
             status, error = (

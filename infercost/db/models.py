@@ -4,6 +4,7 @@ from infercost.db.base import Base
 from infercost.endpoints.models import Endpoint
 from infercost.hardware.models import Hardware
 from infercost.jobs.models import Job, RequestSample, Run
+from infercost.prices.models import Price
 from infercost.teams.models import ApiKey, Team
 
-__all__ = ["ApiKey", "Base", "Endpoint", "Hardware", "Job", "RequestSample", "Run", "Team"]
+__all__ = ["ApiKey", "Base", "Endpoint", "Hardware", "Job", "Price", "RequestSample", "Run", "Team"]

@@ -6,11 +6,12 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, LargeBinary, String, func, text
+from sqlalchemy import CheckConstraint, ForeignKey, Index, LargeBinary, String, func, text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey, utcnow
+from infercost.prices.models import PRICING_MODELS
 
 
 class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
@@ -25,6 +26,7 @@ class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
             unique=True,
             postgresql_where=text("deleted_at IS NULL"),
         ),
+        CheckConstraint(f"pricing_model IN {PRICING_MODELS}", name="pricing_model"),
     )
 
     team_id: Mapped[uuid.UUID] = mapped_column(
@@ -40,6 +42,9 @@ class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
     gpu_count: Mapped[int] = mapped_column(default=1)
     usd_per_hour: Mapped[float | None]
     provider: Mapped[str | None] = mapped_column(String(100))
+    # With provider and hardware, and no usd_per_hour: which price book entries apply;
+    # null means on-demand.
+    pricing_model: Mapped[str | None] = mapped_column(String(16))
     params_b: Mapped[float | None]
     precision: Mapped[str | None] = mapped_column(String(16))
     api_key_encrypted: Mapped[bytes | None] = mapped_column(LargeBinary)

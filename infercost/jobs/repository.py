@@ -126,13 +126,17 @@ class JobRepository:
         )
         return job
 
-    async def heartbeat(self, job_id: uuid.UUID, done: int) -> bool:
+    async def heartbeat(self, job_id: uuid.UUID, done: int, total: int | None = None) -> bool:
         """Record progress and that the worker lives; False once the job is no longer running
-        (a user cancelled it, or the sweep gave it up)."""
+        (a user cancelled it, or the sweep gave it up). `total` replaces the planned count
+        when a level's real count becomes known (duration levels)."""
+        values: dict[str, Any] = {"progress_done": done, "heartbeat_at": utcnow()}
+        if total is not None:
+            values["progress_total"] = total
         still_running = await self.session.scalar(
             update(Job)
             .where(Job.id == job_id, Job.status == "running")
-            .values(progress_done=done, heartbeat_at=utcnow())
+            .values(**values)
             .returning(Job.id)
         )
         return still_running is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter_ns
@@ -18,19 +19,22 @@ class LevelPlan:
 
     `make_request(seq)` returns the body and the locally intended prompt token count.
     `on_done(rec)` sees every finished request (for calibration and progress).
+    With `duration_s`, users start no new request once that long has passed since the
+    level began (`measured` then only caps the count; None for no cap).
     """
 
     concurrency: int
     warmup: int
-    measured: int
+    measured: int | None
     stream: bool
     make_request: Callable[[int], tuple[bytes, int]]
     on_done: Callable[[RawRequest], None]
+    duration_s: float | None = None
 
     @property
-    def total(self) -> int:
-        """Requests sent at this level, warm-up included."""
-        return self.warmup + self.measured
+    def total(self) -> int | None:
+        """Requests sent at this level, warm-up included; None when only duration_s ends it."""
+        return None if self.measured is None else self.warmup + self.measured
 
 
 async def run_closed_loop(
@@ -43,10 +47,14 @@ async def run_closed_loop(
     """
     next_seq = 0
     total = plan.total
+    limit = sys.maxsize if total is None else total
+    deadline = (
+        sys.maxsize if plan.duration_s is None else perf_counter_ns() + round(plan.duration_s * 1e9)
+    )
 
     async def user() -> None:
         nonlocal next_seq
-        while next_seq < total:
+        while next_seq < limit and perf_counter_ns() < deadline:
             seq = next_seq
             next_seq += 1
             t_sched = perf_counter_ns()
@@ -56,4 +64,4 @@ async def run_closed_loop(
             done.append(rec)
             plan.on_done(rec)
 
-    await asyncio.gather(*(user() for _ in range(min(plan.concurrency, total))))
+    await asyncio.gather(*(user() for _ in range(min(plan.concurrency, limit))))

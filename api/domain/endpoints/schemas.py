@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from infercost.prices.models import PricingModel
+
 EndpointName = Annotated[
     str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][\w.\-]*$")
 ]
@@ -21,7 +23,11 @@ Text = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 
 
 class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
-    """POST /v1/endpoints. `api_key` is write-only; `base_url` ends before /chat/completions."""
+    """POST /v1/endpoints. `api_key` is write-only; `base_url` ends before /chat/completions.
+
+    Its hourly price is `usd_per_hour` when given; otherwise the price book entry for its
+    `provider`, `hardware` and `pricing_model` (default on-demand), times `gpu_count`.
+    """
 
     name: EndpointName
     base_url: Url
@@ -33,6 +39,7 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     gpu_count: GpuCount = 1
     usd_per_hour: NonNegative | None = None
     provider: Text | None = None
+    pricing_model: PricingModel | None = None
     params_b: Positive | None = None
     precision: Text | None = None
     api_key: Url | None = None
@@ -53,6 +60,7 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     gpu_count: GpuCount | msgspec.UnsetType = msgspec.UNSET
     usd_per_hour: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
     provider: Text | msgspec.UnsetType | None = msgspec.UNSET
+    pricing_model: PricingModel | msgspec.UnsetType | None = msgspec.UNSET
     params_b: Positive | msgspec.UnsetType | None = msgspec.UNSET
     precision: Text | msgspec.UnsetType | None = msgspec.UNSET
     api_key: Url | msgspec.UnsetType | None = msgspec.UNSET
@@ -61,7 +69,8 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
 
 
 class EndpointRead(msgspec.Struct):
-    """An endpoint as stored; `has_api_key` says whether a credential is set (never shown)."""
+    """An endpoint as stored; `has_api_key` says whether a credential is set (never shown);
+    `pricing_model` is the one its price book lookups use (on-demand unless set)."""
 
     id: uuid.UUID
     name: str
@@ -75,6 +84,7 @@ class EndpointRead(msgspec.Struct):
     gpu_count: int
     usd_per_hour: float | None
     provider: str | None
+    pricing_model: str
     params_b: float | None
     precision: str | None
     has_api_key: bool

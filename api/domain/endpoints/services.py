@@ -14,6 +14,7 @@ from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository
+from infercost.prices.models import DEFAULT_PRICING_MODEL
 from infercost.security import Vault
 
 
@@ -108,6 +109,7 @@ class EndpointService:
             gpu_count=endpoint.gpu_count,
             usd_per_hour=endpoint.usd_per_hour,
             provider=endpoint.provider,
+            pricing_model=endpoint.pricing_model or DEFAULT_PRICING_MODEL,
             params_b=endpoint.params_b,
             precision=endpoint.precision,
             has_api_key=endpoint.api_key_encrypted is not None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
@@ -17,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.auth import Caller
 from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, RunSummary, SamplePage
-from api.domain.jobs.services import JobService, job_list_item, run_summary, samples_csv
+from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
 from api.schemas import Limit, Offset, Page
 from infercost.settings import Settings
 
@@ -28,6 +29,17 @@ IdempotencyKey = Annotated[
     ),
 ]
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+PriceAt = Annotated[
+    datetime | None,
+    Parameter(
+        description="RFC 3339: re-price with the price book in effect at that time "
+        "(the run's endpoint's provider, hardware, pricing model and GPU count)"
+    ),
+]
+UsdPerHour = Annotated[
+    float | None,
+    Parameter(ge=0, description="re-price at this USD per hour instead (not with price_at)"),
+]
 
 
 def provide_job_service(
@@ -66,9 +78,17 @@ class JobController(Controller):
         return Page(items=[job_list_item(j) for j in rows], total=total, limit=limit, offset=offset)
 
     @get("/{job_id:uuid}", summary="Read a job")
-    async def get_job(self, jobs: JobService, job_id: uuid.UUID) -> JobRead:
-        """Status, progress and a summary per finished level."""
-        return await jobs.read(await jobs.get(job_id))
+    async def get_job(
+        self,
+        jobs: JobService,
+        job_id: uuid.UUID,
+        price_at: PriceAt = None,
+        usd_per_hour: UsdPerHour = None,
+    ) -> JobRead:
+        """Status, progress and a summary per finished level; `price_at` or `usd_per_hour`
+        re-price the runs' cost blocks (the stored runs do not change)."""
+        pricing = Repricing(price_at=price_at, usd_per_hour=usd_per_hour)
+        return await jobs.read(await jobs.get(job_id), pricing)
 
     @post("/{job_id:uuid}/cancel", status_code=200, summary="Cancel a job")
     async def cancel_job(self, jobs: JobService, job_id: uuid.UUID) -> JobRead:
@@ -76,9 +96,15 @@ class JobController(Controller):
         return await jobs.read(await jobs.cancel(job_id))
 
     @get("/{job_id:uuid}/runs", summary="List a job's runs")
-    async def list_runs(self, jobs: JobService, job_id: uuid.UUID) -> list[RunSummary]:
-        """One summary per load level, in level order."""
-        return await jobs.runs(job_id)
+    async def list_runs(
+        self,
+        jobs: JobService,
+        job_id: uuid.UUID,
+        price_at: PriceAt = None,
+        usd_per_hour: UsdPerHour = None,
+    ) -> list[RunSummary]:
+        """One summary per load level, in level order; `price_at` or `usd_per_hour` re-price."""
+        return await jobs.runs(job_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour))
 
 
 class RunController(Controller):
@@ -89,9 +115,16 @@ class RunController(Controller):
     dependencies = {"jobs": Provide(provide_job_service, sync_to_thread=False)}
 
     @get("/{run_id:uuid}", summary="Read a run summary")
-    async def get_run(self, jobs: JobService, run_id: uuid.UUID) -> RunSummary:
-        """Every figure of one load level."""
-        return run_summary(await jobs.run(run_id))
+    async def get_run(
+        self,
+        jobs: JobService,
+        run_id: uuid.UUID,
+        price_at: PriceAt = None,
+        usd_per_hour: UsdPerHour = None,
+    ) -> RunSummary:
+        """Every figure of one load level; `price_at` or `usd_per_hour` re-price its cost
+        block (the stored run does not change)."""
+        return await jobs.summary(run_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour))
 
     @get(
         "/{run_id:uuid}/requests",

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from infercost.prices.pricing import PriceSource
+
 TokenCount = Annotated[float, msgspec.Meta(gt=0, le=1_000_000)]
 SloLimit = Annotated[float, msgspec.Meta(gt=0)]
 
@@ -33,14 +35,27 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Load(msgspec.Struct, forbid_unknown_fields=True):
-    """The load plan: closed-loop concurrency levels, requests and warm-up per level."""
+    """The load plan: levels, how long each lasts, and warm-up.
 
-    mode: Literal["concurrency"]
+    `mode` "concurrency" is a closed loop: each level is a number of users (a whole number),
+    each sending its next request when the previous one ends. "rate" is an open loop: each
+    level is requests per second, sent at the times an `arrival` process schedules whatever
+    the server does; `burstiness` is the gamma shape k (inter-arrival coefficient of variation
+    1/sqrt(k); k = 1 is Poisson). A level sends `requests_per_level` requests (100 when
+    neither is given) or runs for `duration_s` seconds: a rate level schedules its requests
+    over duration_s, concurrency users start no new request after it. The first
+    `warmup_requests` of each level are stored but left out of every figure.
+    """
+
+    mode: Literal["concurrency", "rate"]
     levels: Annotated[
-        list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=1, max_length=64)
+        list[Annotated[float, msgspec.Meta(gt=0)]], msgspec.Meta(min_length=1, max_length=64)
     ]
-    requests_per_level: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
+    requests_per_level: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = None
+    duration_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] | None = None
     warmup_requests: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
+    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
+    burstiness: Annotated[float, msgspec.Meta(gt=0, le=1000)] = 1.0
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300.0
 
 
@@ -76,7 +91,12 @@ class JobCreate(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Progress(msgspec.Struct):
-    """Requests done out of all requests the job will send (warm-up included)."""
+    """Requests done out of all requests the job will send (warm-up included).
+
+    A level of fixed duration counts rate x duration_s until it starts (then its schedule's
+    exact count); a concurrency level of fixed duration counts the requests done so far until
+    it ends. When a job succeeds, done equals total.
+    """
 
     done: int
     total: int
@@ -123,7 +143,13 @@ class Telemetry(msgspec.Struct):
 
 
 class Cost(msgspec.Struct):
-    """Price and cost per unit; `reason` explains any null."""
+    """Price and cost per unit; `reason` explains any null.
+
+    `price_source` says where `usd_per_hour` came from: `run` (the snapshot stored when the
+    run was measured), `endpoint` (its usd_per_hour), `price_book` (the entry in effect at
+    `priced_at` x gpu_count) or `explicit` (the query's usd_per_hour). `priced_at` is the
+    time whose price was used; null for an explicit price or when none was found.
+    """
 
     usd_per_hour: float | None
     per_million_output_tokens_usd: float | None
@@ -131,15 +157,23 @@ class Cost(msgspec.Struct):
     per_thousand_requests_usd: float | None
     at_slo_per_million_output_tokens_usd: float | None
     reason: str | None = None
+    priced_at: datetime | None = None
+    price_source: PriceSource | None = None
 
 
 class ClientHealth(msgspec.Struct):
-    """Whether the load generator, not the server, set the pace."""
+    """Whether the load generator, not the server, set the pace.
+
+    `concurrency_held` applies to concurrency levels; `send_rate` (measured sends per second)
+    and `rate_held` to rate levels (METRICS.md, client health). Null where they do not apply.
+    """
 
     queue_delay_p99_ms: float | None
     cpu_util: float | None
     inflight_mean: float | None
     concurrency_held: bool | None
+    send_rate: float | None = None
+    rate_held: bool | None = None
 
 
 class RunSummary(msgspec.Struct):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -21,6 +23,7 @@ from api.domain.jobs.schemas import (
     JobCreate,
     JobListItem,
     JobRead,
+    Load,
     Progress,
     RequestCounts,
     RunSummary,
@@ -28,30 +31,62 @@ from api.domain.jobs.schemas import (
     SamplePage,
     Telemetry,
 )
+from api.domain.prices.services import aware
 from api.queue import TaskQueue
+from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, planned_requests
 from infercost.cost import run_cost
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.repository import JobRepository
 from infercost.metrics import distribution
+from infercost.prices.pricing import HourlyPrice, hourly_price
+
+#: The most requests one level may schedule (the bound on requests_per_level, too).
+MAX_REQUESTS_PER_LEVEL = 1_000_000
 
 
-def run_summary(run: Run) -> RunSummary:
-    """The CONTRACT.md run summary of a stored run."""
+@dataclass(frozen=True, slots=True)
+class Repricing:
+    """How a read prices its runs: at `price_at` from the price book, at an explicit
+    `usd_per_hour`, or (neither) with the snapshot stored when each run was measured."""
+
+    price_at: datetime | None = None
+    usd_per_hour: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.price_at is not None and self.usd_per_hour is not None:
+            raise InvalidInput(
+                "price_at",
+                "give price_at (the price book at that time) or usd_per_hour (an explicit "
+                "price), not both",
+            )
+        aware("price_at", self.price_at)
+
+
+def stored_price(run: Run) -> HourlyPrice:
+    """The price snapshot the worker stored as the run started; never changed afterwards."""
+    priced_at = run.started_at if run.usd_per_hour is not None else None
+    return HourlyPrice(run.usd_per_hour, "run", priced_at, run.price_note)
+
+
+def run_summary(run: Run, price: HourlyPrice | None = None) -> RunSummary:
+    """The CONTRACT.md run summary of a stored run, priced at `price` (default: the run's
+    stored snapshot). The run itself is only read."""
     stats: dict[str, Any] = run.stats or {}
     empty = distribution([])
 
     def dist(name: str) -> Distribution:
         return msgspec.convert(stats.get(name) or empty, Distribution)
 
+    price = price or stored_price(run)
     cost = run_cost(
-        run.usd_per_hour,
+        price.usd_per_hour,
         output_tokens_per_s=run.output_tokens_per_s,
         total_tokens_per_s=run.total_tokens_per_s,
         requests_per_s=run.requests_per_s,
         goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
-        reason=run.price_note,
+        reason=price.note,
     )
     client = stats.get("client")
     return RunSummary(
@@ -88,7 +123,11 @@ def run_summary(run: Run) -> RunSummary:
         client_bound=run.client_bound,
         client=msgspec.convert(client, ClientHealth) if client else None,
         telemetry=Telemetry(),
-        cost=msgspec.convert(cost, Cost, from_attributes=True),
+        cost=msgspec.structs.replace(
+            msgspec.convert(cost, Cost, from_attributes=True),
+            priced_at=price.priced_at,
+            price_source=price.source,
+        ),
     )
 
 
@@ -144,17 +183,72 @@ class JobService:
         self.max_concurrency = max_concurrency
 
     def _check(self, data: JobCreate) -> None:
-        too_high = [lvl for lvl in data.load.levels if lvl > self.max_concurrency]
-        if too_high:
-            raise InvalidInput(
-                "load.levels",
-                f"{too_high[0]} exceeds this server's limit of {self.max_concurrency} "
-                "concurrent requests (INFERCOST_MAX_CONCURRENCY)",
-            )
+        self._check_load(data.load)
         for name in ("input_tokens", "output_tokens"):
             lengths = getattr(data.workload, name)
             if lengths.min is not None and lengths.max is not None and lengths.min > lengths.max:
                 raise InvalidInput(f"workload.{name}", "min is greater than max")
+
+    def _check_load(self, load: Load) -> None:
+        """Rules across load fields that the schema alone cannot state."""
+        if load.duration_s is not None and load.requests_per_level is not None:
+            raise InvalidInput(
+                "load.duration_s",
+                "give load.requests_per_level or load.duration_s, not both",
+            )
+        if load.mode == "concurrency":
+            fractional = [lvl for lvl in load.levels if not float(lvl).is_integer()]
+            if fractional:
+                raise InvalidInput(
+                    "load.levels",
+                    f"{fractional[0]:g} is not a whole number; a concurrency level is a number "
+                    "of users (use mode 'rate' for requests per second)",
+                )
+            too_high = [lvl for lvl in load.levels if lvl > self.max_concurrency]
+            if too_high:
+                raise InvalidInput(
+                    "load.levels",
+                    f"{too_high[0]:g} exceeds this server's limit of {self.max_concurrency} "
+                    "concurrent requests (INFERCOST_MAX_CONCURRENCY)",
+                )
+            return
+        if load.burstiness != 1.0 and load.arrival != "gamma":
+            raise InvalidInput(
+                "load.burstiness",
+                f"applies only to arrival 'gamma' (this plan has '{load.arrival}'); "
+                "set load.arrival to 'gamma' or leave burstiness out",
+            )
+        if load.duration_s is not None:
+            for rate in load.levels:
+                planned = planned_requests({"mode": "rate", "duration_s": load.duration_s}, rate)
+                if planned > MAX_REQUESTS_PER_LEVEL:
+                    raise InvalidInput(
+                        "load.duration_s",
+                        f"{load.duration_s:g} s at {rate:g} requests/s is about {planned:,} "
+                        f"requests, over the limit of {MAX_REQUESTS_PER_LEVEL:,} per level",
+                    )
+                if load.warmup_requests >= planned:
+                    raise InvalidInput(
+                        "load.warmup_requests",
+                        f"{load.warmup_requests} warm-up requests fill the whole "
+                        f"{load.duration_s:g} s level at {rate:g} requests/s "
+                        f"(about {planned} requests); lower it or raise load.duration_s",
+                    )
+
+    @staticmethod
+    def _stored_load(load: Load) -> dict[str, Any]:
+        """The plan as the worker reads it: defaults resolved, whole-number levels as ints."""
+        resolved = msgspec.structs.replace(
+            load,
+            levels=[int(x) if float(x).is_integer() else x for x in load.levels],
+            requests_per_level=(
+                load.requests_per_level
+                if load.requests_per_level is not None or load.duration_s is not None
+                else DEFAULT_REQUESTS_PER_LEVEL
+            ),
+        )
+        stored: dict[str, Any] = msgspec.to_builtins(resolved)
+        return stored
 
     async def submit(self, data: JobCreate, idempotency_key: str | None) -> tuple[Job, bool]:
         """Store a queued job and enqueue it once committed; the bool says whether it is new."""
@@ -163,18 +257,17 @@ class JobService:
             raise InvalidInput(
                 "endpoint_id", f"no endpoint {data.endpoint_id} in your team: GET /v1/endpoints"
             )
-        load = data.load
+        load = self._stored_load(data.load)
         job, created = await self.jobs.add_job(
             {
                 "team_id": self.team_id,
                 "endpoint_id": data.endpoint_id,
                 "status": "queued",
                 "workload": msgspec.to_builtins(data.workload),
-                "load": msgspec.to_builtins(load),
+                "load": load,
                 "slo": msgspec.to_builtins(data.slo) if data.slo else None,
                 "idempotency_key": idempotency_key,
-                "progress_total": len(load.levels)
-                * (load.requests_per_level + load.warmup_requests),
+                "progress_total": sum(planned_requests(load, lvl) for lvl in load["levels"]),
             }
         )
         if created:
@@ -188,16 +281,38 @@ class JobService:
             raise NotFound(f"no job {job_id}: GET /v1/jobs lists yours")
         return job
 
-    async def read(self, job: Job) -> JobRead:
-        """The job with its runs."""
+    async def read(self, job: Job, pricing: Repricing | None = None) -> JobRead:
+        """The job with its runs, priced as `pricing` asks (default: as measured)."""
         runs = await self.jobs.runs_of_jobs([job.id])
         return JobRead(
             **msgspec.structs.asdict(job_list_item(job)),
             workload=job.workload,
             load=job.load,
             slo=job.slo,
-            runs=[run_summary(r) for r in runs],
+            runs=await self.summaries(runs, pricing),
         )
+
+    async def summaries(
+        self, runs: Sequence[Run], pricing: Repricing | None = None
+    ) -> list[RunSummary]:
+        """Run summaries priced as `pricing` asks; the stored runs are not changed."""
+        if pricing is None or (pricing.price_at is None and pricing.usd_per_hour is None):
+            return [run_summary(r) for r in runs]
+        if pricing.usd_per_hour is not None:
+            explicit = HourlyPrice(pricing.usd_per_hour, "explicit", None)
+            return [run_summary(r, explicit) for r in runs]
+        assert pricing.price_at is not None
+        by_endpoint: dict[uuid.UUID, HourlyPrice] = {}
+        for run in runs:
+            if run.endpoint_id not in by_endpoint:
+                # A run's endpoint is its team's (and stays, soft-deleted, for its history).
+                endpoint = await self.endpoints.get_any(run.endpoint_id)
+                assert endpoint is not None
+                assert endpoint.team_id == self.team_id
+                by_endpoint[run.endpoint_id] = await hourly_price(
+                    self.session, endpoint, pricing.price_at
+                )
+        return [run_summary(r, by_endpoint[r.endpoint_id]) for r in runs]
 
     async def page(self, limit: int, offset: int, status: str | None) -> tuple[list[Job], int]:
         """A page of the team's jobs."""
@@ -211,10 +326,14 @@ class JobService:
             raise Conflict(f"job {job_id} is already {job.status}")
         return cancelled
 
-    async def runs(self, job_id: uuid.UUID) -> list[RunSummary]:
-        """Summaries of the job's runs, in level order."""
+    async def runs(self, job_id: uuid.UUID, pricing: Repricing | None = None) -> list[RunSummary]:
+        """Summaries of the job's runs, in level order, priced as `pricing` asks."""
         await self.get(job_id)
-        return [run_summary(r) for r in await self.jobs.runs_of_jobs([job_id])]
+        return await self.summaries(await self.jobs.runs_of_jobs([job_id]), pricing)
+
+    async def summary(self, run_id: uuid.UUID, pricing: Repricing | None = None) -> RunSummary:
+        """One run's summary, priced as `pricing` asks, or 404."""
+        return (await self.summaries([await self.run(run_id)], pricing))[0]
 
     async def run(self, run_id: uuid.UUID) -> Run:
         """The team's run, or 404."""

@@ -1,0 +1,62 @@
+"""Price book routes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from litestar import Controller, get, post
+from litestar.di import Provide
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.auth import Caller
+from api.domain.prices.schemas import PriceCreate, PriceRead
+from api.domain.prices.services import PriceService
+from api.schemas import Limit, Offset, Page
+from infercost.prices.models import PricingModel
+
+
+def provide_price_service(db_session: AsyncSession, caller: Caller) -> PriceService:
+    """The service for the caller's team."""
+    return PriceService(db_session, caller.team_id)
+
+
+class PriceController(Controller):
+    """GET, POST /v1/prices."""
+
+    path = "/v1/prices"
+    tags = ["prices"]
+    dependencies = {"prices": Provide(provide_price_service, sync_to_thread=False)}
+
+    @post("/", status_code=201, summary="Add a price")
+    async def create_price(self, prices: PriceService, data: PriceCreate) -> PriceRead:
+        """USD per GPU-hour of some hardware at a provider from `effective_from` (default now).
+        Endpoints with that provider and hardware and no usd_per_hour are priced from it."""
+        return await prices.create(data)
+
+    @get("/", summary="List prices")
+    async def list_prices(
+        self,
+        *,
+        prices: PriceService,
+        limit: Limit = 50,
+        offset: Offset = 0,
+        provider: Annotated[str | None, Parameter(description="exact provider name")] = None,
+        hardware: Annotated[str | None, Parameter(description="hardware name, any case")] = None,
+        pricing_model: PricingModel | None = None,
+        at: Annotated[
+            datetime | None,
+            Parameter(description="RFC 3339; only the entries in effect at that time"),
+        ] = None,
+    ) -> Page[PriceRead]:
+        """Your team's price book by provider, hardware and pricing model, newest first."""
+        items, total = await prices.page(
+            limit=limit,
+            offset=offset,
+            provider=provider,
+            hardware=hardware,
+            pricing_model=pricing_model,
+            at=at,
+        )
+        return Page(items=items, total=total, limit=limit, offset=offset)

@@ -1,0 +1,41 @@
+"""Request and response shapes for the price book (CONTRACT.md, Price)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+
+from infercost.prices.models import PricingModel
+
+Provider = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+HardwareName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+UsdPerGpuHour = Annotated[float, msgspec.Meta(gt=0, le=1_000_000)]
+#: RFC 3339 with an offset ("Z" or "+02:00"), so the moment is unambiguous.
+Moment = Annotated[datetime, msgspec.Meta(tz=True)]
+
+
+class PriceCreate(msgspec.Struct, forbid_unknown_fields=True):
+    """POST /v1/prices: USD per GPU-hour of `hardware` at `provider` from `effective_from`
+    (default: now) until a later entry for the same provider, hardware and pricing model."""
+
+    provider: Provider
+    hardware: HardwareName
+    usd_per_gpu_hour: UsdPerGpuHour
+    pricing_model: PricingModel = "on-demand"
+    effective_from: Moment | None = None
+
+
+class PriceRead(msgspec.Struct):
+    """A price book entry."""
+
+    id: uuid.UUID
+    provider: str
+    hardware: str
+    hardware_id: uuid.UUID
+    pricing_model: str
+    usd_per_gpu_hour: float
+    effective_from: datetime
+    created_at: datetime

@@ -1,0 +1,103 @@
+"""The price book of one team: add entries, list them, find what was in effect when."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.domain.prices.schemas import PriceCreate, PriceRead
+from infercost.db.base import utcnow
+from infercost.errors import Conflict, InvalidInput
+from infercost.hardware.models import Hardware
+from infercost.hardware.repository import HardwareRepository
+from infercost.prices.models import Price
+from infercost.prices.pricing import rfc3339
+from infercost.prices.repository import PriceRepository
+
+
+def to_read(price: Price, hardware_name: str) -> PriceRead:
+    """The response shape of an entry, with its hardware's name."""
+    return PriceRead(
+        id=price.id,
+        provider=price.provider,
+        hardware=hardware_name,
+        hardware_id=price.hardware_id,
+        pricing_model=price.pricing_model,
+        usd_per_gpu_hour=price.usd_per_gpu_hour,
+        effective_from=price.effective_from,
+        created_at=price.created_at,
+    )
+
+
+def aware(field: str, moment: datetime | None) -> datetime | None:
+    """`moment` if it names its time zone; a naive time would be read differently by
+    different servers, so it is refused with the form to use."""
+    if moment is not None and moment.tzinfo is None:
+        raise InvalidInput(
+            field, "give a time zone, e.g. 2026-12-01T00:00:00Z or 2026-12-01T01:00:00+01:00"
+        )
+    return moment
+
+
+class PriceService:
+    """Price book rules: known hardware, one entry per moment, everything scoped to the team."""
+
+    def __init__(self, session: AsyncSession, team_id: uuid.UUID) -> None:
+        self.repo = PriceRepository(session)
+        self.hardware = HardwareRepository(session)
+        self.team_id = team_id
+
+    async def _hardware(self, name: str) -> Hardware:
+        hw = await self.hardware.by_name(self.team_id, name)
+        if hw is None:
+            raise InvalidInput(
+                "hardware", f"unknown hardware '{name}': GET /v1/hardware lists the catalog"
+            )
+        return hw
+
+    async def create(self, data: PriceCreate) -> PriceRead:
+        """Add an entry; a second entry for the same provider, hardware, pricing model and
+        moment is a conflict (which of the two would be in effect?)."""
+        hw = await self._hardware(data.hardware)
+        effective_from = data.effective_from or utcnow()
+        price = await self.repo.add(
+            {
+                "team_id": self.team_id,
+                "provider": data.provider,
+                "hardware_id": hw.id,
+                "pricing_model": data.pricing_model,
+                "usd_per_gpu_hour": data.usd_per_gpu_hour,
+                "effective_from": effective_from,
+            }
+        )
+        if price is None:
+            raise Conflict(
+                f"a {data.pricing_model} price for {hw.name} from provider '{data.provider}' "
+                f"already starts at {rfc3339(effective_from)}: give another effective_from"
+            )
+        return to_read(price, hw.name)
+
+    async def page(
+        self,
+        *,
+        limit: int,
+        offset: int,
+        provider: str | None,
+        hardware: str | None,
+        pricing_model: str | None,
+        at: datetime | None,
+    ) -> tuple[list[PriceRead], int]:
+        """A page of entries matching the filters; with `at`, only those in effect then."""
+        hardware_id = (await self._hardware(hardware)).id if hardware is not None else None
+        rows, total = await self.repo.page(
+            self.team_id,
+            limit=limit,
+            offset=offset,
+            provider=provider,
+            hardware_id=hardware_id,
+            pricing_model=pricing_model,
+            at=aware("at", at),
+        )
+        return [to_read(price, name) for price, name in rows], total

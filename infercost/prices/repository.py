@@ -1,0 +1,115 @@
+"""Queries about the price book."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.hardware.models import Hardware
+from infercost.prices.models import Price
+
+
+class PriceRepository:
+    """Price entries of one team; every read is scoped by team_id. Callers commit."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, values: dict[str, Any]) -> Price | None:
+        """Insert an entry; None when the team already has one for the same provider,
+        hardware and pricing model starting at the same moment."""
+        created = await self.session.scalar(
+            insert(Price)
+            .values(id=uuid.uuid4(), **values)
+            .on_conflict_do_nothing(
+                index_elements=[
+                    Price.team_id,
+                    Price.provider,
+                    Price.hardware_id,
+                    Price.pricing_model,
+                    Price.effective_from,
+                ]
+            )
+            .returning(Price.id)
+        )
+        return None if created is None else await self.session.get(Price, created)
+
+    async def in_effect(
+        self,
+        team_id: uuid.UUID,
+        *,
+        provider: str,
+        hardware_id: uuid.UUID,
+        pricing_model: str,
+        at: datetime,
+    ) -> Price | None:
+        """The entry in effect at `at`: the latest effective_from <= at (uq_prices_in_effect)."""
+        return await self.session.scalar(
+            select(Price)
+            .where(
+                Price.team_id == team_id,
+                Price.provider == provider,
+                Price.hardware_id == hardware_id,
+                Price.pricing_model == pricing_model,
+                Price.effective_from <= at,
+            )
+            .order_by(Price.effective_from.desc())
+            .limit(1)
+        )
+
+    async def page(
+        self,
+        team_id: uuid.UUID,
+        *,
+        limit: int,
+        offset: int,
+        provider: str | None = None,
+        hardware_id: uuid.UUID | None = None,
+        pricing_model: str | None = None,
+        at: datetime | None = None,
+    ) -> tuple[list[tuple[Price, str]], int]:
+        """One page of the team's entries with their hardware's name, and how many match.
+
+        With `at`, only the entry in effect at that time for each provider, hardware and
+        pricing model; without it, the whole history, newest first within each.
+        """
+        ids: Select[Any] = select(Price.id).where(Price.team_id == team_id)
+        if provider is not None:
+            ids = ids.where(Price.provider == provider)
+        if hardware_id is not None:
+            ids = ids.where(Price.hardware_id == hardware_id)
+        if pricing_model is not None:
+            ids = ids.where(Price.pricing_model == pricing_model)
+        if at is not None:
+            ids = (
+                ids.where(Price.effective_from <= at)
+                .distinct(Price.provider, Price.hardware_id, Price.pricing_model)
+                .order_by(
+                    Price.provider,
+                    Price.hardware_id,
+                    Price.pricing_model,
+                    Price.effective_from.desc(),
+                )
+            )
+        matching = ids.subquery()
+        total = await self.session.scalar(select(func.count()).select_from(matching))
+        rows = await self.session.execute(
+            select(Price, Hardware.name)
+            .join(Hardware, Hardware.id == Price.hardware_id)
+            .where(Price.id.in_(select(matching.c.id)))
+            .order_by(
+                Price.provider,
+                Hardware.name,
+                Price.pricing_model,
+                Price.effective_from.desc(),
+                Price.id,
+            )
+            .limit(limit)
+            .offset(offset)
+        )
+        return [(price, name) for price, name in rows.tuples()], int(total or 0)

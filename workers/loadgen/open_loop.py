@@ -1,0 +1,99 @@
+"""Open-loop load: requests go out at scheduled instants, whatever the server does.
+
+A closed loop waits for a slow server and so hides how slow it is (coordinated omission).
+Here one dispatcher starts each request as its own task at its scheduled time, and t_sched
+is that scheduled time, not the moment the dispatcher got to it: any lateness of the client
+(its event loop, or a full HTTP pool) shows up as queue delay instead of vanishing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter_ns
+
+import httpx
+
+from workers.loadgen.stream import RawRequest, Target, send
+
+#: The dispatcher sleeps until this long before a send is due, then yields to the loop until
+#: it is. asyncio's timers round to the millisecond, so sleeping the whole wait would send up
+#: to a millisecond late.
+_SPIN_NS = 1_000_000
+
+
+@dataclass(slots=True)
+class RatePlan:
+    """One open-loop level: when each request is due, and how to build request `seq`.
+
+    `offsets_ns[seq]` is when request `seq` is due, in ns from the level's start, ascending.
+    The first `warmup` requests are warm-up. `make_request` and `on_done` are as in
+    `LevelPlan`.
+    """
+
+    offsets_ns: Sequence[int]
+    warmup: int
+    stream: bool
+    make_request: Callable[[int], tuple[bytes, int]]
+    on_done: Callable[[RawRequest], None]
+
+    @property
+    def total(self) -> int:
+        """Requests sent at this level, warm-up included."""
+        return len(self.offsets_ns)
+
+
+async def _wait_until(deadline_ns: int) -> None:
+    """Return at `deadline_ns` (perf_counter_ns) or just after, never before."""
+    while True:
+        left = deadline_ns - perf_counter_ns()
+        if left <= 0:
+            return
+        if left > _SPIN_NS:
+            await asyncio.sleep((left - _SPIN_NS) * 1e-9)
+        else:
+            # Let in-flight requests run while the last fraction of a millisecond passes.
+            await asyncio.sleep(0)
+
+
+async def run_open_loop(
+    client: httpx.AsyncClient, target: Target, plan: RatePlan, done: list[RawRequest]
+) -> None:
+    """Send each request of `plan` at its scheduled time, appending each finished one to `done`.
+
+    Requests in flight are not capped here: the HTTP client's pool size is the only limit,
+    and a wait for it counts as queue delay. `done` belongs to the caller, so requests that
+    finished survive a cancellation; a cancel also cancels the requests still in flight.
+    """
+    in_flight: set[asyncio.Task[None]] = set()
+
+    async def one(body: bytes, rec: RawRequest) -> None:
+        await send(client, target, body, rec, stream=plan.stream)
+        done.append(rec)
+        plan.on_done(rec)
+
+    total = plan.total
+    if total == 0:
+        return
+    # Each body is built before its wait, so building it never delays the send; the level
+    # starts once the first one is ready.
+    body, n_in = plan.make_request(0)
+    start = perf_counter_ns()
+    try:
+        for seq, offset in enumerate(plan.offsets_ns):
+            due = start + offset
+            await _wait_until(due)
+            rec = RawRequest(seq, seq < plan.warmup, due, n_in)
+            task = asyncio.create_task(one(body, rec))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+            if seq + 1 < total:
+                body, n_in = plan.make_request(seq + 1)
+        if in_flight:
+            await asyncio.gather(*in_flight)
+    finally:
+        for task in in_flight:
+            task.cancel()
+        if in_flight:
+            await asyncio.gather(*in_flight, return_exceptions=True)
