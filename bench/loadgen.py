@@ -28,7 +28,7 @@ from infercost.metrics import RequestTiming, summarize
 from infercost.sim.config import SimConfig
 from infercost.sim.process import start_sim_process
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
-from workers.loadgen.stream import RawRequest, Target, request_body
+from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
 
 TTFT_MS = 50.0
 ITL_MS = 10.0
@@ -51,6 +51,8 @@ async def _infercost(base_url: str, conc: int, warmup: int, measured: int) -> li
     done: list[RawRequest] = []
     origin = time.perf_counter_ns()
     async with httpx.AsyncClient(limits=limits, timeout=None) as client:
+        await open_connections(client, target, conc)
+        origin = time.perf_counter_ns()
         await run_closed_loop(client, target, plan, done)
     return [r.timing(origin) for r in done]
 

@@ -32,7 +32,7 @@ from infercost.security import CredentialError
 from infercost.workload import LengthDraws, PromptMaker
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop
-from workers.loadgen.stream import RawRequest, Target, request_body
+from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
 from workers.runtime import Runtime
 
 log = logging.getLogger("infercost.worker")
@@ -212,6 +212,11 @@ class JobRunner:
         done: list[RawRequest] = []
         self.progress.in_level = 0
         self.progress.level_planned = plan.total or 0
+        if isinstance(plan, LevelPlan):
+            # A closed loop needs `level` connections at once; open them off the clock.
+            await open_connections(
+                self.rt.http, self.target, min(plan.concurrency, plan.total or plan.concurrency)
+            )
         proc = psutil.Process()
         cpu_before = sum(proc.cpu_times()[:2])
         wall_before = time.perf_counter()

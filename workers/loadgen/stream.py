@@ -140,6 +140,26 @@ class Target:
         return cls(base_url.rstrip("/") + route, base_url, api, model, headers, timeout_s)
 
 
+async def open_connections(client: httpx.AsyncClient, target: Target, count: int) -> None:
+    """Open up to `count` keep-alive connections before a level's clock starts.
+
+    Each is a GET of the OpenAI `/models` route, sent all at once so that each takes its own
+    connection. Connection setup (and the client's first-use costs) then never shows up as
+    the level's queue delay or TTFT. Failures are ignored: the level's own requests report
+    them with their error class.
+    """
+    url = target.base_url.rstrip("/") + "/models"
+    headers = {k: v for k, v in target.headers.items() if k == "Authorization"}
+    timeout = httpx.Timeout(5.0)
+
+    async def one() -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            response = await client.get(url, headers=headers, timeout=timeout)
+            await response.aclose()
+
+    await asyncio.gather(*(one() for _ in range(count)))
+
+
 def request_body(
     target: Target,
     prompt: str,
