@@ -21,7 +21,6 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-import httpx
 import msgspec
 
 from infercost.metrics import RequestTiming, summarize
@@ -29,6 +28,7 @@ from infercost.sim.config import SimConfig
 from infercost.sim.process import start_sim_process
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
+from workers.loadgen.transport import load_client
 
 TTFT_MS = 50.0
 ITL_MS = 10.0
@@ -47,10 +47,9 @@ async def _infercost(base_url: str, conc: int, warmup: int, measured: int) -> li
         target, PROMPT, OUTPUT_TOKENS, stream=True, ignore_eos=True, temperature=None
     )
     plan = LevelPlan(conc, warmup, measured, True, lambda _s: (body, 128), lambda _r: None)
-    limits = httpx.Limits(max_connections=1024, max_keepalive_connections=1024)
     done: list[RawRequest] = []
     origin = time.perf_counter_ns()
-    async with httpx.AsyncClient(limits=limits, timeout=None) as client:
+    async with load_client(1024) as client:
         await open_connections(client, target, conc)
         origin = time.perf_counter_ns()
         await run_closed_loop(client, target, plan, done)

@@ -159,28 +159,10 @@ def api_server(service_env: dict[str, str]) -> Iterator[Api]:
 
 @pytest.fixture(scope="session")
 def worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """A real Celery worker process consuming this session's queue."""
+    """`infercost worker`: a real Celery worker process consuming this session's queue."""
     with _log_file("worker") as log:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "workers.app",
-                "worker",
-                "--pool",
-                "prefork",
-                "--concurrency",
-                "1",
-                "--queues",
-                service_env["INFERCOST_QUEUE"],
-                "--loglevel",
-                "info",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            [sys.executable, "-c", "from infercost.cli import main; main()", "worker"],
             env=service_env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -16,6 +16,7 @@ import infercost.db.models  # noqa: F401 - every mapper registered before the fi
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.security import Vault
 from infercost.settings import Settings
+from workers.loadgen.transport import load_client
 
 
 @dataclass(slots=True)
@@ -37,12 +38,7 @@ class Runtime:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         engine = make_engine(settings.require_database_url(), pool_size=4)
-        size = settings.max_concurrency
-        http = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-            timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None),
-            follow_redirects=False,
-        )
+        http = load_client(settings.max_concurrency)
         return cls(
             settings, loop, engine, make_sessionmaker(engine), http, Vault(settings.secret_keys)
         )

@@ -52,7 +52,8 @@ async def run_closed_loop(
         sys.maxsize if plan.duration_s is None else perf_counter_ns() + round(plan.duration_s * 1e9)
     )
 
-    async def user() -> None:
+    async def user(slot: int) -> None:
+        # Each user keeps its own connection (its slot), as a real client would.
         nonlocal next_seq
         while next_seq < limit and perf_counter_ns() < deadline:
             seq = next_seq
@@ -60,8 +61,8 @@ async def run_closed_loop(
             t_sched = perf_counter_ns()
             body, n_in = plan.make_request(seq)
             rec = RawRequest(seq, seq < plan.warmup, t_sched, n_in)
-            await send(client, target, body, rec, stream=plan.stream)
+            await send(client, target, body, rec, stream=plan.stream, slot=slot)
             done.append(rec)
             plan.on_done(rec)
 
-    await asyncio.gather(*(user() for _ in range(min(plan.concurrency, limit))))
+    await asyncio.gather(*(user(slot) for slot in range(min(plan.concurrency, limit))))

@@ -9,6 +9,7 @@ is that scheduled time, not the moment the dispatcher got to it: any lateness of
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
@@ -67,9 +68,16 @@ async def run_open_loop(
     finished survive a cancellation; a cancel also cancels the requests still in flight.
     """
     in_flight: set[asyncio.Task[None]] = set()
+    # Connection slots: a request takes the lowest free one and gives it back when it ends,
+    # so connections are reused and each slot has at most one request at a time.
+    free_slots: list[int] = []
+    slots_made = 0
 
-    async def one(body: bytes, rec: RawRequest) -> None:
-        await send(client, target, body, rec, stream=plan.stream)
+    async def one(body: bytes, rec: RawRequest, slot: int) -> None:
+        try:
+            await send(client, target, body, rec, stream=plan.stream, slot=slot)
+        finally:
+            heapq.heappush(free_slots, slot)
         done.append(rec)
         plan.on_done(rec)
 
@@ -85,7 +93,11 @@ async def run_open_loop(
             due = start + offset
             await _wait_until(due)
             rec = RawRequest(seq, seq < plan.warmup, due, n_in)
-            task = asyncio.create_task(one(body, rec))
+            if free_slots:
+                slot = heapq.heappop(free_slots)
+            else:
+                slot, slots_made = slots_made, slots_made + 1
+            task = asyncio.create_task(one(body, rec, slot))
             in_flight.add(task)
             task.add_done_callback(in_flight.discard)
             if seq + 1 < total:

@@ -18,6 +18,7 @@ import httpx
 import msgspec
 
 from infercost.metrics import RequestTiming
+from workers.loadgen.transport import SLOT
 
 _NS = 1e-9
 
@@ -141,23 +142,24 @@ class Target:
 
 
 async def open_connections(client: httpx.AsyncClient, target: Target, count: int) -> None:
-    """Open up to `count` keep-alive connections before a level's clock starts.
+    """Open the connections of slots 0..count-1 before a level's clock starts.
 
-    Each is a GET of the OpenAI `/models` route, sent all at once so that each takes its own
-    connection. Connection setup (and the client's first-use costs) then never shows up as
-    the level's queue delay or TTFT. Failures are ignored: the level's own requests report
-    them with their error class.
+    Each is a GET of the OpenAI `/models` route on that slot. Connection setup (and the
+    client's first-use costs) then never shows up as the level's queue delay or TTFT.
+    Failures are ignored: the level's own requests report them with their error class.
     """
     url = target.base_url.rstrip("/") + "/models"
     headers = {k: v for k, v in target.headers.items() if k == "Authorization"}
     timeout = httpx.Timeout(5.0)
 
-    async def one() -> None:
+    async def one(slot: int) -> None:
         with contextlib.suppress(httpx.HTTPError):
-            response = await client.get(url, headers=headers, timeout=timeout)
+            response = await client.get(
+                url, headers=headers, timeout=timeout, extensions={SLOT: slot}
+            )
             await response.aclose()
 
-    await asyncio.gather(*(one() for _ in range(count)))
+    await asyncio.gather(*(one(slot) for slot in range(count)))
 
 
 def request_body(
@@ -298,7 +300,13 @@ async def _status_failure(response: httpx.Response, rec: RawRequest) -> _Failure
 
 
 async def _exchange(
-    client: httpx.AsyncClient, target: Target, body: bytes, rec: RawRequest, *, stream: bool
+    client: httpx.AsyncClient,
+    target: Target,
+    body: bytes,
+    rec: RawRequest,
+    *,
+    stream: bool,
+    slot: int | None,
 ) -> None:
     """Send, check the status, read the body; failures raise."""
 
@@ -311,8 +319,9 @@ async def _exchange(
 
     # Provisional, until the trace above fires.
     rec.t_send = perf_counter_ns()
+    extensions = {"trace": trace, SLOT: slot}
     async with client.stream(
-        "POST", target.url, content=body, headers=target.headers, extensions={"trace": trace}
+        "POST", target.url, content=body, headers=target.headers, extensions=extensions
     ) as response:
         rec.status = response.status_code
         if response.status_code >= 300:
@@ -326,14 +335,23 @@ async def _exchange(
 
 
 async def send(
-    client: httpx.AsyncClient, target: Target, body: bytes, rec: RawRequest, *, stream: bool
+    client: httpx.AsyncClient,
+    target: Target,
+    body: bytes,
+    rec: RawRequest,
+    *,
+    stream: bool,
+    slot: int | None = None,
 ) -> None:
-    """Send one request and fill `rec` in place; never raises for the request's own failures."""
+    """Send one request and fill `rec` in place; never raises for the request's own failures.
+
+    `slot` picks the connection (see workers/loadgen/transport.py); None uses a shared pool.
+    """
     fallback_in = rec.n_in
     rec.n_in = None
     try:
         async with asyncio.timeout(target.timeout_s):
-            await _exchange(client, target, body, rec, stream=stream)
+            await _exchange(client, target, body, rec, stream=stream, slot=slot)
     except _Failure as failure:
         rec.error_class = failure.error_class
         rec.error = failure.reason
