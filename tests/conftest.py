@@ -272,3 +272,35 @@ async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
         yield conn
     finally:
         await conn.close()
+
+
+async def insert_finished_run(
+    db: asyncpg.Connection, team_id: str, endpoint_id: str, **columns: Any
+) -> tuple[str, str]:
+    """A succeeded job with one finished run, written straight to the database.
+
+    For tests of reads (tenancy, re-pricing) that need a stored run but no worker: nothing
+    is enqueued, so no worker can pick the job up and race the insert. Returns (job, run).
+    """
+    team, endpoint = uuid.UUID(team_id), uuid.UUID(endpoint_id)
+    job_id = await db.fetchval(
+        "INSERT INTO jobs (id, team_id, endpoint_id, status, workload, load, progress_done,"
+        " progress_total, created_at, finished_at)"
+        " VALUES (gen_random_uuid(), $1, $2, 'succeeded', '{}', '{\"mode\": \"concurrency\"}',"
+        " 0, 0, now(), now()) RETURNING id",
+        team,
+        endpoint,
+    )
+    values = {"requests_total": 0, "requests_succeeded": 0, "requests_failed": 0, **columns}
+    names = ", ".join(values)
+    params = ", ".join(f"${i}" for i in range(4, 4 + len(values)))
+    run_id = await db.fetchval(
+        f"INSERT INTO runs (id, team_id, job_id, endpoint_id, level_index, level, mode, status,"
+        f" created_at, {names}) VALUES (gen_random_uuid(), $1, $2, $3, 0, 1, 'concurrency',"
+        f" 'succeeded', now(), {params}) RETURNING id",
+        team,
+        job_id,
+        endpoint,
+        *values.values(),
+    )
+    return str(job_id), str(run_id)

@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.conftest import TeamClient
+from tests.conftest import TeamClient, insert_finished_run
 
 pytestmark = pytest.mark.integration
 
@@ -157,27 +157,19 @@ async def test_endpoint_pricing_model(team: TeamClient) -> None:
 async def _stored_run(db: asyncpg.Connection, team: TeamClient, endpoint: dict[str, Any]) -> str:
     """A finished run of `endpoint` measured yesterday at 1000 output tokens/s, with no
     price snapshot; inserted directly so re-pricing is checked without a worker."""
-    job = (
-        await team.submit(
-            {
-                "endpoint_id": endpoint["id"],
-                "workload": {"input_tokens": {"mean": 8}, "output_tokens": {"mean": 4}},
-                "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 2},
-            }
-        )
-    ).json()
-    run_id = await db.fetchval(
-        "INSERT INTO runs (id, team_id, job_id, endpoint_id, level_index, level, mode, status,"
-        " started_at, requests_total, requests_succeeded, requests_failed,"
-        " output_tokens_per_s, total_tokens_per_s, requests_per_s, price_note, created_at)"
-        " VALUES (gen_random_uuid(), $1, $2, $3, 0, 1, 'concurrency', 'succeeded',"
-        " now() - interval '1 day', 10, 10, 0, 1000, 3000, 2, 'no price then', now())"
-        " RETURNING id",
-        uuid.UUID(team.team_id),
-        uuid.UUID(job["id"]),
-        uuid.UUID(endpoint["id"]),
+    _, run_id = await insert_finished_run(
+        db,
+        team.team_id,
+        endpoint["id"],
+        started_at=datetime.now(UTC) - timedelta(days=1),
+        requests_total=10,
+        requests_succeeded=10,
+        output_tokens_per_s=1000.0,
+        total_tokens_per_s=3000.0,
+        requests_per_s=2.0,
+        price_note="no price then",
     )
-    return str(run_id)
+    return run_id
 
 
 async def test_team_isolation_and_repricing_from_the_book(

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Api, TeamClient
+from tests.conftest import Api, TeamClient, insert_finished_run
 
 pytestmark = pytest.mark.integration
 
@@ -19,25 +19,9 @@ async def test_other_teams_rows_are_invisible(
     a: TeamClient = await new_team()
     b: TeamClient = await new_team()
     endpoint = await a.create_endpoint(base_url="http://127.0.0.1:1/v1")
-    job = (
-        await a.submit(
-            {
-                "endpoint_id": endpoint["id"],
-                "workload": {"input_tokens": {"mean": 8}, "output_tokens": {"mean": 4}},
-                "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 2},
-            }
-        )
-    ).json()
-    # A run row of team A's, so its paths are real even before any worker touches the job.
-    run_id = await db.fetchval(
-        "INSERT INTO runs (id, team_id, job_id, endpoint_id, level_index, level, mode, status,"
-        " requests_total, requests_succeeded, requests_failed, created_at)"
-        " VALUES (gen_random_uuid(), $1, $2, $3, 0, 1, 'concurrency', 'succeeded', 0, 0, 0, now())"
-        " RETURNING id",
-        __import__("uuid").UUID(a.team_id),
-        __import__("uuid").UUID(job["id"]),
-        __import__("uuid").UUID(endpoint["id"]),
-    )
+    # A stored job and run of team A's, so their paths are real without any worker.
+    job_id, run_id = await insert_finished_run(db, a.team_id, endpoint["id"])
+    job = {"id": job_id}
     paths = [
         f"/v1/endpoints/{endpoint['id']}",
         f"/v1/jobs/{job['id']}",

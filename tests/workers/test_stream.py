@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-import uvicorn
 
+from tests.asgi import serve_in_loop
 from workers.loadgen.stream import RawRequest, Target, request_body, send
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "llama-server"
@@ -117,23 +117,8 @@ class ReplayApp:
 async def replay() -> AsyncIterator[tuple[str, ReplayApp]]:
     """uvicorn serving ReplayApp on a free loopback port, inside the tests' event loop."""
     app = ReplayApp()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, lifespan="off", log_level="warning", access_log=False
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            if task.done():
-                task.result()
-                pytest.fail("uvicorn exited before it started")
-            await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", app
-    finally:
-        server.should_exit = True
-        await task
+    async with serve_in_loop(app) as url:
+        yield url, app
 
 
 async def fetch(

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-import uvicorn
 
+from tests.asgi import serve_in_loop
 from workers.loadgen.transport import SLOT, load_client
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -27,23 +27,8 @@ async def client_port(scope: dict[str, Any], receive: Receive, send: Send) -> No
 
 @pytest.fixture(scope="module")
 async def server_url() -> AsyncIterator[str]:
-    config = uvicorn.Config(
-        client_port, host="127.0.0.1", port=0, lifespan="off", log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    async with asyncio.timeout(10):
-        while not server.started:
-            if task.done():
-                task.result()
-                pytest.fail("uvicorn exited before it started")
-            await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.should_exit = True
-        await task
+    async with serve_in_loop(client_port) as url:
+        yield url + "/"
 
 
 async def test_each_slot_keeps_its_own_connection(server_url: str) -> None:
