@@ -227,6 +227,11 @@ async def test_idempotency_key_returns_the_same_job(team: TeamClient) -> None:
     assert first.status_code == 202
     assert second.status_code == 200
     assert first.json()["id"] == second.json()["id"]
+    # The same key with another body is a mistake, not a retry: say so, create nothing.
+    body["load"]["levels"] = [1, 2]
+    clash = await team.submit(body, headers=headers)
+    assert clash.status_code == 409
+    assert first.json()["id"] in clash.json()["detail"]
     listing = (await team.http.get("/v1/jobs")).json()
     assert listing["total"] == 1
 

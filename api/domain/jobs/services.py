@@ -258,20 +258,28 @@ class JobService:
                 "endpoint_id", f"no endpoint {data.endpoint_id} in your team: GET /v1/endpoints"
             )
         load = self._stored_load(data.load)
+        plan = {
+            "endpoint_id": data.endpoint_id,
+            "workload": msgspec.to_builtins(data.workload),
+            "load": load,
+            "slo": msgspec.to_builtins(data.slo) if data.slo else None,
+        }
         job, created = await self.jobs.add_job(
             {
+                **plan,
                 "team_id": self.team_id,
-                "endpoint_id": data.endpoint_id,
                 "status": "queued",
-                "workload": msgspec.to_builtins(data.workload),
-                "load": load,
-                "slo": msgspec.to_builtins(data.slo) if data.slo else None,
                 "idempotency_key": idempotency_key,
                 "progress_total": sum(planned_requests(load, lvl) for lvl in load["levels"]),
             }
         )
         if created:
             after_commit(self.session, partial(self.queue.enqueue_job, job.id))
+        elif any(getattr(job, name) != value for name, value in plan.items()):
+            raise Conflict(
+                f"Idempotency-Key '{idempotency_key}' was already used for job {job.id} with a "
+                "different body: send a new key to submit a different job"
+            )
         return job, created
 
     async def get(self, job_id: uuid.UUID) -> Job:
