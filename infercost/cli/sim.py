@@ -53,6 +53,12 @@ from infercost.sim.config import SimConfig, SimMode
     help="Fraction of generation requests answered with HTTP 500.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --error-rate.")
+@click.option(
+    "--max-concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Generate at most N requests at once; later ones queue before their first token.",
+)
 def sim(  # click passes options by keyword
     *,
     host: str,
@@ -64,6 +70,7 @@ def sim(  # click passes options by keyword
     max_tokens_default: int,
     error_rate: float,
     seed: int,
+    max_concurrency: int | None,
 ) -> None:
     """Serve a simulated OpenAI-compatible endpoint with known timings (test ground truth)."""
     # Imported here so that `infercost --help` does not pay for uvicorn and msgspec.
@@ -80,6 +87,7 @@ def sim(  # click passes options by keyword
             max_tokens_default=max_tokens_default,
             error_rate=error_rate,
             seed=seed,
+            max_concurrency=max_concurrency,
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

@@ -48,7 +48,7 @@ class SimMetrics:
 
     def __init__(self) -> None:
         self.running = 0
-        self.waiting = 0  # fixed mode never queues
+        self.waiting = 0  # requests queued behind --max-concurrency
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.request_success = 0
@@ -166,6 +166,8 @@ class SimApp:
         self._rng = random.Random(config.seed)  # noqa: S311
         self._inflight: set[_Inflight] = set()
         self._closing = False
+        limit = config.max_concurrency
+        self._admission = asyncio.Semaphore(limit) if limit is not None else None
         self._model_json = wire.encode(config.model)
         self._ttft_s = config.ttft_ms / 1000.0
         self._itl_s = config.itl_ms / 1000.0
@@ -336,6 +338,42 @@ class SimApp:
         if rate > 0.0 and self._rng.random() < rate:
             await _send_error(send, 500, "simulated server failure (--error-rate)", "server_error")
             return
+        metrics = self.metrics
+        if self._admission is not None:
+            # Queue behind --max-concurrency; the first token is due ttft after admission.
+            metrics.waiting += 1
+            try:
+                await self._admission.acquire()
+            finally:
+                metrics.waiting -= 1
+            arrival = asyncio.get_running_loop().time()
+        try:
+            await self._admitted(
+                receive,
+                send,
+                arrival,
+                chat=chat,
+                prompt_tokens=prompt_tokens,
+                n=n,
+                stream=stream,
+                include_usage=include_usage,
+            )
+        finally:
+            if self._admission is not None:
+                self._admission.release()
+
+    async def _admitted(
+        self,
+        receive: Receive,
+        send: Send,
+        arrival: float,
+        *,
+        chat: bool,
+        prompt_tokens: int,
+        n: int,
+        stream: bool,
+        include_usage: bool,
+    ) -> None:
         if self._closing:
             await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return

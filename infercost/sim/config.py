@@ -26,6 +26,9 @@ class SimConfig:
     max_tokens_default: int = 16
     error_rate: float = 0.0
     seed: int = 0
+    # At most this many requests generate at once; the rest wait, in arrival order, before
+    # their first token (None: no limit), so load tests meet a server that saturates.
+    max_concurrency: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode != "fixed":
@@ -43,6 +46,8 @@ class SimConfig:
             raise ValueError(f"error_rate must be in 0..1, got {self.error_rate}")
         if not self.model:
             raise ValueError("model must be a non-empty name")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
 
     def to_json(self) -> str:
         """Serialize for handing to a child process (see infercost.sim.process)."""
@@ -55,4 +60,7 @@ class SimConfig:
 
     def describe(self) -> str:
         """The parenthesised part of the startup line, e.g. `fixed, ttft 50 ms, itl 10 ms`."""
-        return f"{self.mode}, ttft {self.ttft_ms:g} ms, itl {self.itl_ms:g} ms"
+        text = f"{self.mode}, ttft {self.ttft_ms:g} ms, itl {self.itl_ms:g} ms"
+        if self.max_concurrency is not None:
+            text += f", max concurrency {self.max_concurrency}"
+        return text
