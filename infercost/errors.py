@@ -53,10 +53,3 @@ class Forbidden(InfercostError):
 
     status_code = 403
     title = "Forbidden"
-
-
-class Unavailable(InfercostError):
-    """A dependency (database, broker) cannot be reached right now."""
-
-    status_code = 503
-    title = "Service unavailable"

@@ -33,8 +33,8 @@ class Runtime:
     @classmethod
     def start(cls, settings: Settings) -> Runtime:
         """Create the loop, then the engine and the HTTP pool on it."""
-        # The standard loop: uvloop measured no cheaper per request here and added TTFT error
-        # at 16 streams (bench/loadgen.py, 2026-12-02).
+        # The standard loop: uvloop was tried on 2026-12-02 (an earlier bench/loadgen.py that
+        # ran both) and was no cheaper per request here, with more TTFT error at 16 streams.
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         engine = make_engine(settings.require_database_url(), pool_size=4)
@@ -47,4 +47,5 @@ class Runtime:
         """Close the HTTP pool and the engine, then the loop."""
         self.loop.run_until_complete(self.http.aclose())
         self.loop.run_until_complete(self.engine.dispose())
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()

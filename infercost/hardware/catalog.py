@@ -32,9 +32,3 @@ PUBLIC_GPUS: tuple[GpuSpec, ...] = (
     GpuSpec("L4", "nvidia", 24, 300, 121, 242, 72),
     GpuSpec("MI300X", "amd", 192, 5300, 1307, 2615, 750),
 )
-
-
-def public_gpu(name: str) -> GpuSpec | None:
-    """The catalog entry called `name` (case-insensitive), if any."""
-    wanted = name.casefold()
-    return next((g for g in PUBLIC_GPUS if g.name.casefold() == wanted), None)

@@ -279,41 +279,35 @@ class SimApp:
         await _send_bytes(send, 200, wire.encode(payload), _JSON_HEADERS)
 
     async def _chat(self, receive: Receive, send: Send, arrival: float) -> None:
-        body = await _read_body(receive)
-        try:
-            req = wire.decode_chat(body)
-        except wire.RequestError as exc:
-            await _send_error(send, 400, str(exc), "invalid_request_error")
-            return
-        options = req.stream_options
-        await self._generate(
-            receive,
-            send,
-            arrival,
-            chat=True,
-            model=req.model,
-            prompt_tokens=max(1, len(wire.message_words(req.messages))),
-            n=req.max_completion_tokens or req.max_tokens or self.config.max_tokens_default,
-            stream=bool(req.stream),
-            include_usage=bool(options is not None and options.include_usage),
-        )
+        await self._complete(receive, send, arrival, chat=True)
 
     async def _completions(self, receive: Receive, send: Send, arrival: float) -> None:
+        await self._complete(receive, send, arrival, chat=False)
+
+    async def _complete(self, receive: Receive, send: Send, arrival: float, *, chat: bool) -> None:
+        """Parse a chat or completion body, then generate; a bad body gets a 400."""
         body = await _read_body(receive)
+        req: wire.ChatRequest | wire.CompletionRequest
         try:
-            req = wire.decode_completion(body)
+            req = wire.decode_chat(body) if chat else wire.decode_completion(body)
         except wire.RequestError as exc:
             await _send_error(send, 400, str(exc), "invalid_request_error")
             return
+        if isinstance(req, wire.ChatRequest):
+            words = wire.message_words(req.messages)
+            asked = req.max_completion_tokens or req.max_tokens
+        else:
+            words = wire.prompt_words(req.prompt)
+            asked = req.max_tokens
         options = req.stream_options
         await self._generate(
             receive,
             send,
             arrival,
-            chat=False,
+            chat=chat,
             model=req.model,
-            prompt_tokens=max(1, len(wire.prompt_words(req.prompt))),
-            n=req.max_tokens or self.config.max_tokens_default,
+            prompt_tokens=max(1, len(words)),
+            n=asked or self.config.max_tokens_default,
             stream=bool(req.stream),
             include_usage=bool(options is not None and options.include_usage),
         )
