@@ -1,0 +1,178 @@
+"""One table from the metric names engines and exporters publish to infercost's figures.
+
+Every entry says which canonical figure a source metric feeds, whether it is a gauge (a
+reading) or a counter (a running total), and the factor that turns the source's unit into
+the canonical unit. Canonical units:
+
+| figure | kind | unit |
+|---|---|---|
+| gpu_util, sm_active, dram_active, tensor_active | gauge | fraction 0..1 |
+| memory_used, memory_free | gauge | bytes |
+| power | gauge | W |
+| energy | counter | J |
+| requests_running, requests_waiting | gauge | requests |
+| kv_cache_usage, prefix_cache_hit_rate | gauge | fraction 0..1 |
+| prefix_cache_hits, prefix_cache_queries | counter | tokens |
+| prompt_tokens, generation_tokens | counter | tokens |
+| requests_succeeded, preemptions | counter | events |
+
+A metric missing from the table is kept under its own name and reported as unmapped, so a
+new engine version shows up as a list of names rather than as silently missing figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Kind = Literal["gauge", "counter"]
+Family = Literal["vllm", "sglang", "tgi", "dcgm"]
+#: How series of one figure combine at one instant: several engines' running requests add
+#: up, several engines' KV cache fractions average. GPU figures are combined per GPU in
+#: `summary` (utilisation averaged, power and memory summed).
+Across = Literal["sum", "mean"]
+
+_MIB: Final = 1024.0 * 1024.0
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """How one published metric maps to a canonical figure."""
+
+    source: str
+    canonical: str
+    kind: Kind
+    unit: str
+    family: Family
+    scale: float = 1.0
+    across: Across = "sum"
+    #: Lower wins when one endpoint publishes several names for the same figure (a vLLM
+    #: that still shows a deprecated name next to its replacement): only one is used.
+    priority: int = 0
+    note: str = ""
+
+    @property
+    def per_gpu(self) -> bool:
+        """Whether the series are per device (DCGM), to be combined per GPU."""
+        return self.family == "dcgm"
+
+
+def _spec(
+    source: str,
+    canonical: str,
+    kind: Kind,
+    unit: str,
+    family: Family,
+    *,
+    scale: float = 1.0,
+    across: Across = "sum",
+    priority: int = 0,
+    note: str = "",
+) -> MetricSpec:
+    return MetricSpec(source, canonical, kind, unit, family, scale, across, priority, note)
+
+
+#: The table. Source names are as exposed; counters that the exposition lists without a
+#: `_total` suffix (TGI, DCGM) are found either way (see `lookup`).
+METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
+    # vLLM: v0 and v1 engines. v1 renamed gpu_cache_usage_perc to kv_cache_usage_perc and
+    # replaced the prefix hit-rate gauge with hit and query counters (in tokens).
+    _spec("vllm:num_requests_running", "requests_running", "gauge", "requests", "vllm"),
+    _spec("vllm:num_requests_waiting", "requests_waiting", "gauge", "requests", "vllm"),
+    _spec("vllm:kv_cache_usage_perc", "kv_cache_usage", "gauge", "fraction", "vllm",
+          across="mean", note="v1; 1 means full despite the _perc suffix"),
+    _spec("vllm:gpu_cache_usage_perc", "kv_cache_usage", "gauge", "fraction", "vllm",
+          across="mean", priority=1, note="v0 name; 1 means full despite the _perc suffix"),
+    _spec("vllm:prefix_cache_hits_total", "prefix_cache_hits", "counter", "tokens", "vllm",
+          note="v1"),
+    _spec("vllm:gpu_prefix_cache_hits_total", "prefix_cache_hits", "counter", "tokens", "vllm",
+          priority=1, note="early v1 name"),
+    _spec("vllm:prefix_cache_queries_total", "prefix_cache_queries", "counter", "tokens",
+          "vllm", note="v1"),
+    _spec("vllm:gpu_prefix_cache_queries_total", "prefix_cache_queries", "counter", "tokens",
+          "vllm", priority=1, note="early v1 name"),
+    _spec("vllm:gpu_prefix_cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction",
+          "vllm", across="mean", note="v0 gauge"),
+    _spec("vllm:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "vllm"),
+    _spec("vllm:generation_tokens_total", "generation_tokens", "counter", "tokens", "vllm"),
+    _spec("vllm:request_success_total", "requests_succeeded", "counter", "requests", "vllm"),
+    _spec("vllm:num_preemptions_total", "preemptions", "counter", "events", "vllm"),
+    # SGLang.
+    _spec("sglang:num_running_reqs", "requests_running", "gauge", "requests", "sglang"),
+    _spec("sglang:num_queue_reqs", "requests_waiting", "gauge", "requests", "sglang"),
+    _spec("sglang:token_usage", "kv_cache_usage", "gauge", "fraction", "sglang",
+          across="mean", note="share of the KV token pool in use"),
+    _spec("sglang:cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction", "sglang",
+          across="mean"),
+    _spec("sglang:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "sglang"),
+    _spec("sglang:generation_tokens_total", "generation_tokens", "counter", "tokens", "sglang"),
+    # TGI (the Rust router's exporter: counters without a _total suffix; token counts only
+    # as per-request histograms, whose _sum is a running total).
+    _spec("tgi_batch_current_size", "requests_running", "gauge", "requests", "tgi"),
+    _spec("tgi_queue_size", "requests_waiting", "gauge", "requests", "tgi"),
+    _spec("tgi_request_input_length_sum", "prompt_tokens", "counter", "tokens", "tgi",
+          note="_sum of the per-request input length histogram"),
+    _spec("tgi_request_generated_tokens_sum", "generation_tokens", "counter", "tokens", "tgi",
+          note="_sum of the per-request generated tokens histogram"),
+    _spec("tgi_request_success", "requests_succeeded", "counter", "requests", "tgi"),
+    # DCGM exporter (default counters plus the profiling ones), one series per GPU.
+    _spec("DCGM_FI_DEV_GPU_UTIL", "gpu_util", "gauge", "fraction", "dcgm", scale=0.01,
+          across="mean", note="published in percent"),
+    _spec("DCGM_FI_PROF_SM_ACTIVE", "sm_active", "gauge", "fraction", "dcgm", across="mean"),
+    _spec("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active", "gauge", "fraction", "dcgm",
+          across="mean"),
+    _spec("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active", "gauge", "fraction", "dcgm",
+          across="mean"),
+    _spec("DCGM_FI_DEV_FB_USED", "memory_used", "gauge", "bytes", "dcgm", scale=_MIB,
+          note="published in MiB"),
+    _spec("DCGM_FI_DEV_FB_FREE", "memory_free", "gauge", "bytes", "dcgm", scale=_MIB,
+          note="published in MiB"),
+    _spec("DCGM_FI_DEV_POWER_USAGE", "power", "gauge", "W", "dcgm"),
+    _spec("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "energy", "counter", "J", "dcgm",
+          scale=1e-3, note="published in mJ since boot"),
+)  # fmt: skip
+
+_BY_SOURCE: Final[dict[str, MetricSpec]] = {spec.source: spec for spec in METRIC_TABLE}
+if len(_BY_SOURCE) != len(METRIC_TABLE):  # pragma: no cover - a typo in the table above
+    raise RuntimeError("METRIC_TABLE lists a source metric twice")
+
+#: Canonical figure -> unit, for documentation and API schemas.
+CANONICAL_UNITS: Final[dict[str, str]] = {spec.canonical: spec.unit for spec in METRIC_TABLE}
+
+_TOTAL = "_total"
+
+
+def lookup(name: str) -> MetricSpec | None:
+    """The table entry for a sample name, or None when infercost does not know it.
+
+    The Prometheus text parser adds `_total` to counter samples that were exposed without
+    it (`tgi_request_success` comes back as `tgi_request_success_total`), so a name is
+    also tried without that suffix.
+    """
+    spec = _BY_SOURCE.get(name)
+    if spec is None and name.endswith(_TOTAL):
+        spec = _BY_SOURCE.get(name[: -len(_TOTAL)])
+    return spec
+
+
+@dataclass(frozen=True, slots=True)
+class MappedValue:
+    """A sample's value in canonical units, or its raw value when the name is unknown."""
+
+    canonical: str | None  # None: unmapped, `source` and `value` are as published
+    source: str
+    value: float
+    spec: MetricSpec | None
+
+    @property
+    def mapped(self) -> bool:
+        """Whether infercost knows this metric."""
+        return self.spec is not None
+
+
+def map_value(name: str, value: float) -> MappedValue:
+    """Convert one published value to its canonical figure and unit (or keep it raw)."""
+    spec = lookup(name)
+    if spec is None:
+        return MappedValue(None, name, value, None)
+    return MappedValue(spec.canonical, spec.source, value * spec.scale, spec)

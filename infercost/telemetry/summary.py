@@ -1,0 +1,524 @@
+"""Summarise scraped telemetry over a run's measured window (METRICS.md, Telemetry and Cost).
+
+Rules, so every figure means one thing:
+
+- Gauges are averaged over time, not over samples: each reading holds until the next one
+  (a step function, as a scraper at a fixed cadence sees it), clipped to the window; the
+  last reading before the window holds into it. A window edge before the first reading is
+  left out of the average rather than guessed.
+- DCGM series are per GPU (labels `gpu`, MIG `GPU_I_ID`, per host): averaged per GPU over
+  time, then averaged across GPUs (utilisation, SM activity) or summed (power, memory).
+- `gpu_util_p95` is the time-weighted 95th percentile of the GPU-averaged utilisation: the
+  smallest value it stayed at or below for 95% of the covered time.
+- Engine series (several `model_name` or `engine` labels, several URLs) are summed for
+  running and waiting requests; KV cache usage is averaged across engines and its max is
+  the fullest engine's.
+- Counters become increases over the window: resets (a value below the previous one) count
+  as a restart from zero, the counter is interpolated linearly at the window edges, and
+  an increase seen over only part of the window is scaled to the whole of it.
+- Prefix cache hit rate = increase in hits / increase in queries when the counters exist
+  (vLLM v1), else the time average of the engine's hit-rate gauge.
+- Energy = the increase of DCGM's energy counter when present, else the integral of total
+  power (all GPUs) over the window; per output token = energy / output tokens.
+- A figure without data is None, never zero.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from infercost.telemetry.mapping import MetricSpec, lookup
+from infercost.telemetry.scrape import Sample, TelemetryError
+
+#: Keys of the run summary's telemetry block, in CONTRACT.md's order.
+CONTRACT_KEYS: Final = (
+    "gpu_util_mean",
+    "gpu_util_p95",
+    "sm_active_mean",
+    "power_w_mean",
+    "energy_j_per_output_token",
+    "kv_cache_usage_mean",
+    "kv_cache_usage_max",
+    "requests_running_mean",
+    "requests_waiting_max",
+    "prefix_cache_hit_rate",
+    "errors",
+)
+#: A counter that covered less than this share of the window is scaled up, and said so.
+_COVERAGE_NOTE_SHARE: Final = 0.9
+_P95: Final = 0.95
+
+Points = list[tuple[float, float]]
+#: (start, end, value): the value held from start to end.
+Segment = tuple[float, float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySummary:
+    """The telemetry block of a run summary, plus figures the contract does not list yet.
+
+    Units: fractions 0..1 (utilisation, SM activity, cache usage, hit rate), W, J, bytes,
+    requests, tokens.
+    """
+
+    gpu_util_mean: float | None = None
+    gpu_util_p95: float | None = None
+    sm_active_mean: float | None = None
+    power_w_mean: float | None = None
+    energy_j_per_output_token: float | None = None
+    kv_cache_usage_mean: float | None = None
+    kv_cache_usage_max: float | None = None
+    requests_running_mean: float | None = None
+    requests_waiting_max: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    errors: list[str] = field(default_factory=list)
+    # Beyond the contract.
+    requests_running_max: float | None = None
+    requests_waiting_mean: float | None = None
+    memory_used_bytes_mean: float | None = None
+    dram_active_mean: float | None = None
+    tensor_active_mean: float | None = None
+    energy_j: float | None = None
+    #: "energy_counter" or "power" (integrated), or None.
+    energy_source: str | None = None
+    #: Server-side token and event counts over the window (cross-check for the client's).
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    preemptions: float | None = None
+    gpu_count: int | None = None
+    #: GPU name ("0", "0/mig1", "host-a:0") -> its time-averaged utilisation.
+    per_gpu: dict[str, float] = field(default_factory=dict)
+    #: Source families seen in the window: "vllm", "sglang", "tgi", "dcgm".
+    sources: list[str] = field(default_factory=list)
+    #: Published metric names infercost does not map.
+    unmapped: list[str] = field(default_factory=list)
+    #: Mapped samples that fell inside the window.
+    samples: int = 0
+
+    def contract(self) -> dict[str, Any]:
+        """The run summary's `telemetry` block, exactly as CONTRACT.md lists it."""
+        return {key: getattr(self, key) for key in CONTRACT_KEYS}
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every figure, contract keys first."""
+        return asdict(self)
+
+
+def summarize(
+    samples: Iterable[Sample],
+    window_start: float,
+    window_end: float,
+    output_tokens: float | None,
+    gpu_count_hint: int | None = None,
+    *,
+    errors: Iterable[TelemetryError | str] = (),
+) -> TelemetrySummary:
+    """Telemetry figures over [window_start, window_end] (seconds on the scraper's clock).
+
+    `output_tokens` divides the energy; `gpu_count_hint` (the deployment's GPU count) only
+    adds a note when the exporter reports a different number of GPUs; `errors` (the
+    scraper's) are carried into the summary as sentences.
+    """
+    notes = [str(e) for e in errors]
+    a, b = float(window_start), float(window_end)
+    if not b > a:
+        notes.append("the measured window is empty, so there is no telemetry to summarise")
+        return TelemetrySummary(errors=notes)
+
+    collected = _collect(samples, a, b)
+    notes.extend(collected.notes)
+    if collected.series and not collected.families:
+        notes.append("telemetry was only read after the measured window had ended")
+
+    gpu = _gpu_figures(collected, a, b, notes)
+    engine = _engine_figures(collected, a, b)
+
+    energy_j = gpu.energy_j
+    per_token = None
+    if energy_j is not None and output_tokens is not None and output_tokens > 0:
+        per_token = energy_j / output_tokens
+
+    if gpu_count_hint is not None and gpu.count is not None and gpu.count != gpu_count_hint:
+        notes.append(
+            f"the GPU exporter reported {gpu.count} GPUs but the endpoint declares "
+            f"{gpu_count_hint}; GPU figures cover all {gpu.count} (point the metrics URL at "
+            "the deployment's own exporter or correct the endpoint's gpu_count)"
+        )
+
+    return TelemetrySummary(
+        gpu_util_mean=gpu.util_mean,
+        gpu_util_p95=gpu.util_p95,
+        sm_active_mean=gpu.sm_active_mean,
+        power_w_mean=gpu.power_w_mean,
+        energy_j_per_output_token=per_token,
+        kv_cache_usage_mean=engine.kv_mean,
+        kv_cache_usage_max=engine.kv_max,
+        requests_running_mean=engine.running_mean,
+        requests_waiting_max=engine.waiting_max,
+        prefix_cache_hit_rate=engine.prefix_hit_rate,
+        errors=notes,
+        requests_running_max=engine.running_max,
+        requests_waiting_mean=engine.waiting_mean,
+        memory_used_bytes_mean=gpu.memory_used_mean,
+        dram_active_mean=gpu.dram_active_mean,
+        tensor_active_mean=gpu.tensor_active_mean,
+        energy_j=energy_j,
+        energy_source=gpu.energy_source,
+        prompt_tokens=engine.prompt_tokens,
+        generation_tokens=engine.generation_tokens,
+        preemptions=engine.preemptions,
+        gpu_count=gpu.count,
+        per_gpu=gpu.per_gpu,
+        sources=sorted(collected.families),
+        unmapped=sorted(collected.unmapped),
+        samples=collected.in_window,
+    )
+
+
+# -- grouping ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Series:
+    spec: MetricSpec
+    url: str
+    labels: dict[str, str]
+    points: Points = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Collected:
+    #: canonical figure -> its series (after choosing one source name per URL).
+    series: dict[str, list[_Series]]
+    families: set[str]
+    unmapped: set[str]
+    in_window: int
+    notes: list[str]
+
+
+def _collect(samples: Iterable[Sample], a: float, b: float) -> _Collected:
+    by_key: dict[tuple[str, str, tuple[tuple[str, str], ...]], _Series] = {}
+    unmapped: set[str] = set()
+    mapped_urls: set[str] = set()
+    unmapped_by_url: dict[str, set[str]] = defaultdict(set)
+    in_window = 0
+    for s in samples:
+        spec = lookup(s.metric)
+        if spec is None:
+            unmapped.add(s.metric)
+            unmapped_by_url[s.url].add(s.metric)
+            continue
+        mapped_urls.add(s.url)
+        value = s.value * spec.scale
+        if not math.isfinite(value):
+            continue
+        key = (spec.source, s.url, tuple(sorted(s.labels.items())))
+        series = by_key.get(key)
+        if series is None:
+            series = by_key[key] = _Series(spec, s.url, dict(s.labels))
+        series.points.append((s.t, value))
+        if a <= s.t <= b:
+            in_window += 1
+
+    # One source name per figure and URL: the table's preferred one among those present,
+    # so a vLLM showing a deprecated name next to its replacement is not counted twice.
+    preferred: dict[tuple[str, str], int] = {}
+    for series in by_key.values():
+        k = (series.spec.canonical, series.url)
+        preferred[k] = min(preferred.get(k, series.spec.priority), series.spec.priority)
+    grouped: dict[str, list[_Series]] = defaultdict(list)
+    families: set[str] = set()
+    for series in by_key.values():
+        if series.spec.priority != preferred[(series.spec.canonical, series.url)]:
+            continue
+        series.points.sort()
+        grouped[series.spec.canonical].append(series)
+        if _covers(series.points, b):
+            families.add(series.spec.family)
+
+    notes = [
+        f"telemetry from {url}: none of its {len(names)} metrics is one infercost knows "
+        "(vLLM, SGLang, TGI or the DCGM exporter), e.g. " + ", ".join(sorted(names)[:3])
+        for url, names in unmapped_by_url.items()
+        if url not in mapped_urls
+    ]
+    return _Collected(grouped, families, unmapped, in_window, notes)
+
+
+def _covers(points: Points, b: float) -> bool:
+    """Whether a (sorted) series has a reading that applies to the window ending at `b`:
+    one inside it, or one before it that holds into it."""
+    return bool(points) and points[0][0] <= b
+
+
+# -- step functions and counters --------------------------------------------------------
+
+
+def _steps(points: Points, a: float, b: float) -> Points:
+    """The held series inside [a, b] as (time, value) changes; the last reading at or
+    before `a` starts it at `a`."""
+    start: float | None = None
+    out: Points = []
+    for t, v in points:
+        if t <= a:
+            start = v
+        elif t <= b:
+            out.append((t, v))
+        else:
+            break
+    if start is not None:
+        out.insert(0, (a, start))
+    return out
+
+
+def _segments(points: Points, a: float, b: float) -> list[Segment]:
+    steps = _steps(points, a, b)
+    return [(t, steps[i + 1][0] if i + 1 < len(steps) else b, v) for i, (t, v) in enumerate(steps)]
+
+
+def _combine(
+    all_points: Sequence[Points], a: float, b: float, how: Literal["sum", "mean"]
+) -> list[Segment]:
+    """Several held series combined instant by instant (only series already started count)."""
+    events = sorted(
+        (t, i, v) for i, points in enumerate(all_points) for t, v in _steps(points, a, b)
+    )
+    current: dict[int, float] = {}
+    out: list[Segment] = []
+    for j, (t, i, v) in enumerate(events):
+        current[i] = v
+        if j + 1 < len(events) and events[j + 1][0] == t:
+            continue  # apply every change at this instant first
+        end = events[j + 1][0] if j + 1 < len(events) else b
+        total = sum(current.values())
+        out.append((t, end, total if how == "sum" else total / len(current)))
+    return out
+
+
+def _time_mean(segments: Sequence[Segment]) -> float | None:
+    if not segments:
+        return None
+    duration = sum(t1 - t0 for t0, t1, _ in segments)
+    if duration <= 0:  # only readings exactly at the window's end
+        return sum(v for _, _, v in segments) / len(segments)
+    return sum(v * (t1 - t0) for t0, t1, v in segments) / duration
+
+
+def _time_quantile(segments: Sequence[Segment], q: float) -> float | None:
+    """Smallest value the step function stayed at or below for a share `q` of its time."""
+    if not segments:
+        return None
+    weighted = sorted((v, t1 - t0) for t0, t1, v in segments)
+    total = sum(w for _, w in weighted)
+    if total <= 0:
+        return weighted[-1][0]
+    target = q * total
+    cumulative = 0.0
+    for v, w in weighted:
+        cumulative += w
+        if cumulative >= target * (1 - 1e-12):
+            return v
+    return weighted[-1][0]
+
+
+def _interpolate(times: Sequence[float], values: Sequence[float], t: float) -> float:
+    i = bisect.bisect_left(times, t)
+    if i < len(times) and times[i] == t:
+        return values[i]
+    t0, t1 = times[i - 1], times[i]
+    return values[i - 1] + (values[i] - values[i - 1]) * (t - t0) / (t1 - t0)
+
+
+def _counter_increase(points: Points, a: float, b: float) -> tuple[float, float] | None:
+    """(increase, seconds covered) of a counter over [a, b], resets counted as restarts
+    from zero and the edges interpolated; None without two readings spanning the window."""
+    if len(points) < 2:
+        return None
+    times: list[float] = []
+    cumulative: list[float] = []
+    total = 0.0
+    previous: float | None = None
+    for t, v in points:
+        if times and t == times[-1]:
+            continue  # a duplicate reading adds nothing
+        if previous is not None:
+            total += v if v < previous else v - previous
+        times.append(t)
+        cumulative.append(total)
+        previous = v
+    lo, hi = max(a, times[0]), min(b, times[-1])
+    if hi <= lo:
+        return None
+    return _interpolate(times, cumulative, hi) - _interpolate(times, cumulative, lo), hi - lo
+
+
+def _window_increase(
+    series: Sequence[_Series], a: float, b: float, label: str, notes: list[str]
+) -> float | None:
+    """Sum over series of each one's increase, scaled to the whole window."""
+    total: float | None = None
+    least_covered = b - a
+    for s in series:
+        found = _counter_increase(s.points, a, b)
+        if found is None:
+            continue
+        increase, covered = found
+        least_covered = min(least_covered, covered)
+        total = (total or 0.0) + increase * (b - a) / covered
+    if total is not None and least_covered < _COVERAGE_NOTE_SHARE * (b - a):
+        notes.append(
+            f"{label} was measured over only {least_covered:.1f} s of the {b - a:.1f} s "
+            "window and scaled to the whole window"
+        )
+    return total
+
+
+# -- GPU figures ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _GpuFigures:
+    util_mean: float | None = None
+    util_p95: float | None = None
+    sm_active_mean: float | None = None
+    dram_active_mean: float | None = None
+    tensor_active_mean: float | None = None
+    power_w_mean: float | None = None
+    memory_used_mean: float | None = None
+    energy_j: float | None = None
+    energy_source: str | None = None
+    count: int | None = None
+    per_gpu: dict[str, float] = field(default_factory=dict)
+
+
+GpuKey = tuple[str, str, str]  # (host, gpu, MIG instance)
+
+
+def _gpu_key(series: _Series) -> GpuKey:
+    labels = series.labels
+    gpu = labels.get("gpu") or labels.get("device") or labels.get("UUID") or "?"
+    mig = labels.get("GPU_I_ID", "")
+    host = labels.get("Hostname") or labels.get("hostname") or urlsplit(series.url).netloc
+    return host, gpu, mig
+
+
+def _gpu_names(keys: Iterable[GpuKey]) -> dict[GpuKey, str]:
+    keys = sorted(set(keys))
+    one_host = len({host for host, _, _ in keys}) <= 1
+    names = {}
+    for key in keys:
+        host, gpu, mig = key
+        name = gpu if not mig else f"{gpu}/mig{mig}"
+        names[key] = name if one_host else f"{host}:{name}"
+    return names
+
+
+def _per_gpu_means(series: Sequence[_Series], a: float, b: float) -> dict[GpuKey, float]:
+    """Each GPU's time average; several series of one GPU are averaged."""
+    by_gpu: dict[GpuKey, list[float]] = defaultdict(list)
+    for s in series:
+        mean = _time_mean(_segments(s.points, a, b))
+        if mean is not None:
+            by_gpu[_gpu_key(s)].append(mean)
+    return {key: sum(values) / len(values) for key, values in by_gpu.items()}
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return sum(values) / len(values) if values else None
+
+
+def _sum(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return sum(values) if values else None
+
+
+def _gpu_figures(c: _Collected, a: float, b: float, notes: list[str]) -> _GpuFigures:
+    figures = _GpuFigures()
+    seen: set[GpuKey] = set()
+    for canonical in ("gpu_util", "sm_active", "dram_active", "tensor_active", "power",
+                      "memory_used", "energy"):  # fmt: skip
+        seen |= {_gpu_key(s) for s in c.series.get(canonical, []) if _covers(s.points, b)}
+    figures.count = len(seen) or None
+
+    util = c.series.get("gpu_util", [])
+    util_by_gpu = _per_gpu_means(util, a, b)
+    figures.util_mean = _mean(util_by_gpu.values())
+    figures.util_p95 = _time_quantile(_combine([s.points for s in util], a, b, "mean"), _P95)
+    names = _gpu_names(util_by_gpu)
+    figures.per_gpu = {names[key]: value for key, value in sorted(util_by_gpu.items())}
+
+    figures.sm_active_mean = _mean(_per_gpu_means(c.series.get("sm_active", []), a, b).values())
+    figures.dram_active_mean = _mean(_per_gpu_means(c.series.get("dram_active", []), a, b).values())
+    figures.tensor_active_mean = _mean(
+        _per_gpu_means(c.series.get("tensor_active", []), a, b).values()
+    )
+    figures.memory_used_mean = _sum(_per_gpu_means(c.series.get("memory_used", []), a, b).values())
+    figures.power_w_mean = _sum(_per_gpu_means(c.series.get("power", []), a, b).values())
+
+    energy = _window_increase(c.series.get("energy", []), a, b, "GPU energy", notes)
+    if energy is not None:
+        figures.energy_j, figures.energy_source = energy, "energy_counter"
+        if figures.power_w_mean is None:
+            figures.power_w_mean = energy / (b - a)
+    elif figures.power_w_mean is not None:
+        figures.energy_j, figures.energy_source = figures.power_w_mean * (b - a), "power"
+    return figures
+
+
+# -- engine figures -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _EngineFigures:
+    running_mean: float | None = None
+    running_max: float | None = None
+    waiting_mean: float | None = None
+    waiting_max: float | None = None
+    kv_mean: float | None = None
+    kv_max: float | None = None
+    prefix_hit_rate: float | None = None
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    preemptions: float | None = None
+
+
+def _max(segments: Sequence[Segment]) -> float | None:
+    return max((v for _, _, v in segments), default=None)
+
+
+def _engine_figures(c: _Collected, a: float, b: float) -> _EngineFigures:
+    figures = _EngineFigures()
+
+    running = _combine([s.points for s in c.series.get("requests_running", [])], a, b, "sum")
+    figures.running_mean, figures.running_max = _time_mean(running), _max(running)
+    waiting = _combine([s.points for s in c.series.get("requests_waiting", [])], a, b, "sum")
+    figures.waiting_mean, figures.waiting_max = _time_mean(waiting), _max(waiting)
+
+    kv_series = c.series.get("kv_cache_usage", [])
+    figures.kv_mean = _time_mean(_combine([s.points for s in kv_series], a, b, "mean"))
+    figures.kv_max = max(
+        (v for s in kv_series for _, _, v in _segments(s.points, a, b)), default=None
+    )
+
+    hits = _window_increase(c.series.get("prefix_cache_hits", []), a, b, "prefix hits", [])
+    queries = _window_increase(c.series.get("prefix_cache_queries", []), a, b, "prefix queries", [])
+    if queries is not None and hits is not None:
+        figures.prefix_hit_rate = hits / queries if queries > 0 else None
+    else:
+        gauge = c.series.get("prefix_cache_hit_rate", [])
+        figures.prefix_hit_rate = _time_mean(_combine([s.points for s in gauge], a, b, "mean"))
+
+    # Only energy reaches a contract figure, so only its extrapolation is worth a note.
+    figures.prompt_tokens = _window_increase(c.series.get("prompt_tokens", []), a, b, "", [])
+    figures.generation_tokens = _window_increase(
+        c.series.get("generation_tokens", []), a, b, "", []
+    )
+    figures.preemptions = _window_increase(c.series.get("preemptions", []), a, b, "", [])
+    return figures
