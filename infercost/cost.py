@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 def per_million(usd_per_hour: float | None, per_s: float | None) -> float | None:
@@ -12,9 +12,36 @@ def per_million(usd_per_hour: float | None, per_s: float | None) -> float | None
     return usd_per_hour / (per_s * 3600.0) * 1e6
 
 
+def blended_per_million(input_usd: float, output_usd: float) -> float:
+    """A hosted API's blended USD per million tokens: 3 input tokens to 1 output token."""
+    return (3.0 * input_usd + output_usd) / 4.0
+
+
+def hosted_usd_per_hour(
+    input_usd_per_million: float,
+    output_usd_per_million: float,
+    *,
+    input_tokens_per_s: float | None,
+    output_tokens_per_s: float | None,
+) -> float | None:
+    """What a hosted API charges per hour at a measured token rate (METRICS.md: a request
+    costs n_in x input price + n_out x output price), so that per-hour and per-token
+    deployments divide the same way."""
+    if input_tokens_per_s is None or output_tokens_per_s is None:
+        return None
+    usd_per_s = (
+        input_tokens_per_s * input_usd_per_million + output_tokens_per_s * output_usd_per_million
+    ) / 1e6
+    return usd_per_s * 3600.0
+
+
 @dataclass(frozen=True, slots=True)
 class CostFigures:
-    """The cost block of a run summary; `reason` says why figures are missing."""
+    """The cost block of a run summary; `reason` says why figures are missing.
+
+    A hosted API (`pricing` "per_token") carries its token prices and blended price, and its
+    `usd_per_hour` is what it charged per hour at the run's measured token rates.
+    """
 
     usd_per_hour: float | None
     per_million_output_tokens_usd: float | None
@@ -22,6 +49,10 @@ class CostFigures:
     per_thousand_requests_usd: float | None
     at_slo_per_million_output_tokens_usd: float | None
     reason: str | None = None
+    pricing: str = "per_hour"
+    input_usd_per_million_tokens: float | None = None
+    output_usd_per_million_tokens: float | None = None
+    blended_usd_per_million_tokens: float | None = None
 
 
 def run_cost(
@@ -49,4 +80,40 @@ def run_cost(
         per_thousand_requests_usd=None if per_request is None else per_request / 1000.0,
         at_slo_per_million_output_tokens_usd=per_million(usd_per_hour, goodput_output_tokens_per_s),
         reason=reason,
+    )
+
+
+def hosted_run_cost(
+    input_usd_per_million: float,
+    output_usd_per_million: float,
+    *,
+    input_tokens_per_s: float | None,
+    output_tokens_per_s: float | None,
+    total_tokens_per_s: float | None,
+    requests_per_s: float | None,
+    goodput_output_tokens_per_s: float | None,
+) -> CostFigures:
+    """The cost block of a run against a hosted API priced per token."""
+    usd_per_hour = hosted_usd_per_hour(
+        input_usd_per_million,
+        output_usd_per_million,
+        input_tokens_per_s=input_tokens_per_s,
+        output_tokens_per_s=output_tokens_per_s,
+    )
+    figures = run_cost(
+        usd_per_hour,
+        output_tokens_per_s=output_tokens_per_s,
+        total_tokens_per_s=total_tokens_per_s,
+        requests_per_s=requests_per_s,
+        goodput_output_tokens_per_s=goodput_output_tokens_per_s,
+        reason=None if usd_per_hour is not None else "no tokens were measured",
+    )
+    return replace(
+        figures,
+        pricing="per_token",
+        input_usd_per_million_tokens=input_usd_per_million,
+        output_usd_per_million_tokens=output_usd_per_million,
+        blended_usd_per_million_tokens=blended_per_million(
+            input_usd_per_million, output_usd_per_million
+        ),
     )

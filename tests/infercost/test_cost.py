@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infercost.cost import per_million, run_cost
+from infercost.cost import blended_per_million, hosted_run_cost, per_million, run_cost
 
 
 def test_worked_example_h200() -> None:
@@ -113,3 +113,31 @@ def test_per_million_scales_inversely_with_throughput() -> None:
     assert per_million(7.20, 2000.0) == pytest.approx(1.00)
     assert per_million(7.20, 4000.0) == pytest.approx(0.50)
     assert per_million(None, 4000.0) is None
+
+
+def test_blended_price_is_three_input_to_one_output() -> None:
+    # (3 x 0.15 + 0.60) / 4 = 0.2625 USD per million tokens
+    assert blended_per_million(0.15, 0.60) == pytest.approx(0.2625)
+
+
+def test_hosted_run_costs_its_tokens() -> None:
+    # 3,000 input and 1,000 output tokens/s at 0.50 / 2.00 per million:
+    # (3,000 x 0.50 + 1,000 x 2.00) / 1e6 = 0.0035 USD/s = 12.60 USD/hour,
+    # per million output tokens: 12.60 / (1,000 x 3,600) x 1e6 = 3.50.
+    cost = hosted_run_cost(
+        0.50,
+        2.00,
+        input_tokens_per_s=3000.0,
+        output_tokens_per_s=1000.0,
+        total_tokens_per_s=4000.0,
+        requests_per_s=10.0,
+        goodput_output_tokens_per_s=500.0,
+    )
+    assert cost.pricing == "per_token"
+    assert cost.usd_per_hour == pytest.approx(12.60)
+    assert cost.per_million_output_tokens_usd == pytest.approx(3.50)
+    assert cost.per_million_total_tokens_usd == pytest.approx(0.875)
+    # At the SLO only half the output counted as useful, so each useful token costs twice.
+    assert cost.at_slo_per_million_output_tokens_usd == pytest.approx(7.00)
+    # Blended: (3 x 0.50 + 2.00) / 4 = 0.875.
+    assert cost.blended_usd_per_million_tokens == pytest.approx(0.875)
