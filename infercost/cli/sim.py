@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from infercost.sim.config import SimConfig, SimMode
+from infercost.sim.config import SimConfig, SimMode, SimPrecision, gpu_names
+
+
+def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The catalog spelling of --gpu (case-insensitive), or a usage error listing them."""
+    for name in gpu_names():
+        if name.lower() == value.lower():
+            return name
+    raise click.BadParameter(f"unknown GPU {value!r}; known: {', '.join(gpu_names())}")
 
 
 @click.command()
@@ -18,10 +26,11 @@ from infercost.sim.config import SimConfig, SimMode
 )
 @click.option(
     "--mode",
-    type=click.Choice(["fixed"]),
+    type=click.Choice(["fixed", "gpu"]),
     default="fixed",
     show_default=True,
-    help="fixed: every token at exactly --ttft-ms, then every --itl-ms.",
+    help="fixed: every token at exactly --ttft-ms, then every --itl-ms. gpu: a "
+    "continuous-batching server whose steps take the roofline time of --gpu.",
 )
 @click.option(
     "--ttft-ms",
@@ -57,7 +66,71 @@ from infercost.sim.config import SimConfig, SimMode
     "--max-concurrency",
     type=click.IntRange(min=1),
     default=None,
-    help="Generate at most N requests at once; later ones queue before their first token.",
+    help="Fixed mode: generate at most N requests at once; later ones queue before their "
+    "first token.",
+)
+@click.option(
+    "--gpu",
+    default="H200-SXM",
+    show_default=True,
+    callback=_gpu_name,
+    help=f"Gpu mode: the GPU to model, one of {', '.join(gpu_names())}.",
+)
+@click.option(
+    "--gpu-count",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Gpu mode: GPUs (tensor parallel: bandwidth, compute and memory add up).",
+)
+@click.option(
+    "--params-b",
+    type=click.FloatRange(min=0, min_open=True),
+    default=8.0,
+    show_default=True,
+    help="Gpu mode: model size in billions of parameters.",
+)
+@click.option(
+    "--precision",
+    type=click.Choice(["bf16", "fp8"]),
+    default="bf16",
+    show_default=True,
+    help="Gpu mode: weight precision (2 or 1 bytes per parameter, and its compute peak).",
+)
+@click.option(
+    "--kv-bytes-per-token",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Gpu mode: KV-cache bytes per token [default: from --params-b, Llama-3-like; "
+    "131072 for 8B bf16].",
+)
+@click.option(
+    "--max-batch",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="Gpu mode: most requests running at once; the rest wait.",
+)
+@click.option(
+    "--efficiency",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=0.7,
+    show_default=True,
+    help="Gpu mode: share of peak bandwidth and compute a step achieves.",
+)
+@click.option(
+    "--step-overhead-ms",
+    type=click.FloatRange(min=0),
+    default=0.5,
+    show_default=True,
+    help="Gpu mode: fixed time added to every engine step.",
+)
+@click.option(
+    "--prefill-chunk",
+    type=click.IntRange(min=1),
+    default=2048,
+    show_default=True,
+    help="Gpu mode: most prompt tokens prefilled in one step, across requests.",
 )
 def sim(  # click passes options by keyword
     *,
@@ -71,8 +144,22 @@ def sim(  # click passes options by keyword
     error_rate: float,
     seed: int,
     max_concurrency: int | None,
+    gpu: str,
+    gpu_count: int,
+    params_b: float,
+    precision: SimPrecision,  # click.Choice guarantees one of its values
+    kv_bytes_per_token: int | None,
+    max_batch: int,
+    efficiency: float,
+    step_overhead_ms: float,
+    prefill_chunk: int,
 ) -> None:
-    """Serve a simulated OpenAI-compatible endpoint with known timings (test ground truth)."""
+    """Serve a simulated OpenAI-compatible endpoint with known timings (test ground truth).
+
+    --mode fixed sends every token on a fixed schedule; --mode gpu models continuous
+    batching of a --params-b model on --gpu-count x --gpu (roofline step times, KV-cache
+    admission) and publishes vLLM and DCGM metrics at /metrics.
+    """
     # Imported here so that `infercost --help` does not pay for uvicorn and msgspec.
     from infercost.sim.server import serve
 
@@ -88,6 +175,15 @@ def sim(  # click passes options by keyword
             error_rate=error_rate,
             seed=seed,
             max_concurrency=max_concurrency,
+            gpu=gpu,
+            gpu_count=gpu_count,
+            params_b=params_b,
+            precision=precision,
+            kv_bytes_per_token=kv_bytes_per_token,
+            max_batch=max_batch,
+            efficiency=efficiency,
+            step_overhead_ms=step_overhead_ms,
+            prefill_chunk=prefill_chunk,
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

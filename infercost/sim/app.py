@@ -1,4 +1,7 @@
-"""The simulated OpenAI-compatible endpoint as an ASGI app (fixed mode: timings from config).
+"""The simulated OpenAI-compatible endpoint as an ASGI app.
+
+Fixed mode takes its timings from the config; gpu mode streams tokens as the modelled GPU
+engine (infercost.sim.gpu) emits them.
 
 Plain ASGI under uvicorn rather than Litestar: with hundreds of concurrent streams the event
 path must cost one bytes concatenation and one `send` per token, with no router, response
@@ -16,6 +19,7 @@ from typing import Any, Final
 
 from infercost.sim import wire
 from infercost.sim.config import MAX_MODEL_LEN, SimConfig
+from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, escape_label
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,7 +46,11 @@ class _BodyTooLargeError(Exception):
 
 
 class SimMetrics:
-    """Live counters behind GET /metrics (vLLM names, so telemetry code can read either)."""
+    """Live counters behind GET /metrics (vLLM names, so telemetry code can read either).
+
+    In gpu mode the engine owns running, waiting and the token counters; the app copies
+    them here before each render.
+    """
 
     __slots__ = ("generation_tokens", "prompt_tokens", "request_success", "running", "waiting")
 
@@ -55,7 +63,7 @@ class SimMetrics:
 
     def render(self, model: str) -> bytes:
         """Prometheus text exposition (format 0.0.4) of the current values."""
-        label = f'{{model_name="{_escape_label(model)}"}}'
+        label = f'{{model_name="{escape_label(model)}"}}'
         lines: list[str] = []
         for name, kind, help_text, attr in _METRIC_FAMILIES:
             lines.append(f"# HELP {name} {help_text}")
@@ -78,10 +86,6 @@ _METRIC_FAMILIES: Final = (
 )  # fmt: skip
 
 
-def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -91,12 +95,19 @@ class _Inflight:
     """One generating request: its current sleep, and whether to stop (client left or the
     server is shutting down), so streams end at once and the gauges stay true."""
 
-    __slots__ = ("client_gone", "stopped", "waiter")
+    __slots__ = ("client_gone", "notified", "stopped", "waiter")
 
     def __init__(self) -> None:
         self.client_gone = False
+        self.notified = False
         self.stopped = False
         self.waiter: asyncio.Future[None] | None = None
+
+    def notify(self) -> None:
+        """The engine emitted tokens (gpu mode); remembered until the next wait()."""
+        self.notified = True
+        if self.waiter is not None:
+            _wake(self.waiter)
 
     def stop(self) -> None:
         self.stopped = True
@@ -121,6 +132,16 @@ class _Inflight:
         finally:
             handle.cancel()
             self.waiter = None
+
+    async def wait(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Until notify() or stop(), or at once if either came since the last wait."""
+        if not (self.notified or self.stopped):
+            self.waiter = fut = loop.create_future()
+            try:
+                await fut
+            finally:
+                self.waiter = None
+        self.notified = False
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -171,6 +192,11 @@ class SimApp:
         self._model_json = wire.encode(config.model)
         self._ttft_s = config.ttft_ms / 1000.0
         self._itl_s = config.itl_ms / 1000.0
+        self.engine: GpuEngine | None = None
+        self._runner: EngineRunner | None = None
+        if config.mode == "gpu":
+            self.engine = GpuEngine.from_config(config)
+            self._runner = EngineRunner(self.engine)
         created = int(time.time())
         self._models_body = wire.encode(
             {
@@ -202,11 +228,15 @@ class SimApp:
         self._closing = True
         for inflight in self._inflight:
             inflight.stop()
+        if self._runner is not None:
+            self._runner.stop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI entry: the arrival time is taken first, before the body is read."""
         if scope["type"] == "http":
             arrival = asyncio.get_running_loop().time()
+            if self._runner is not None:
+                self._runner.start()  # the GPU clock (and its telemetry) starts on first contact
             # Yield once, so that when a burst of requests is parsed in one loop iteration
             # every one of them takes its arrival time before any does its setup work.
             await asyncio.sleep(0)
@@ -253,7 +283,21 @@ class SimApp:
         await _send_bytes(send, 200, self._models_body, _JSON_HEADERS)
 
     async def _metrics(self, receive: Receive, send: Send, arrival: float) -> None:
-        await _send_bytes(send, 200, self.metrics.render(self.config.model), _METRICS_HEADERS)
+        metrics = self.metrics
+        engine = self.engine
+        if engine is None:
+            body = metrics.render(self.config.model)
+        else:
+            metrics.running = len(engine.running)
+            metrics.waiting = len(engine.waiting)
+            metrics.prompt_tokens = engine.prompt_tokens_total
+            metrics.generation_tokens = engine.generation_tokens_total
+            now = asyncio.get_running_loop().time()
+            body = (
+                metrics.render(self.config.model)
+                + engine.render_metrics(self.config.model, now).encode()
+            )
+        await _send_bytes(send, 200, body, _METRICS_HEADERS)
 
     def _unknown_model(self, model: str | None) -> str | None:
         if model is None or model == self.config.model:
@@ -332,6 +376,18 @@ class SimApp:
         if rate > 0.0 and self._rng.random() < rate:
             await _send_error(send, 500, "simulated server failure (--error-rate)", "server_error")
             return
+        if self._runner is not None:
+            await self._generate_gpu(
+                receive,
+                send,
+                self._runner,
+                chat=chat,
+                prompt_tokens=prompt_tokens,
+                n=n,
+                stream=stream,
+                include_usage=include_usage,
+            )
+            return
         metrics = self.metrics
         if self._admission is not None:
             # Queue behind --max-concurrency; the first token is due ttft after admission.
@@ -404,6 +460,26 @@ class SimApp:
             self._inflight.discard(inflight)
             watcher.cancel()
 
+    def _stream_parts(self, chat: bool) -> tuple[bytes, tuple[bytes, ...], bytes]:
+        """This stream's event prefix, the per-token choices to cycle and the finish choice."""
+        created = int(time.time())
+        if chat:
+            prefix = wire.event_prefix(
+                "chat.completion.chunk", f"chatcmpl-{uuid.uuid4().hex}", created, self._model_json
+            )
+            return prefix, wire.CHAT_TOKEN_CHOICES, wire.CHAT_FINISH_CHOICE
+        prefix = wire.event_prefix(
+            "text_completion", f"cmpl-{uuid.uuid4().hex}", created, self._model_json
+        )
+        return prefix, wire.COMPLETION_TOKEN_CHOICES, wire.COMPLETION_FINISH_CHOICE
+
+    async def _start_stream(self, send: Send, prefix: bytes, chat: bool) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        if chat:
+            # The role event goes out on arrival and carries no text (not the first token).
+            role = prefix + wire.CHAT_ROLE_CHOICE + wire.EVENT_SUFFIX
+            await send({"type": "http.response.body", "body": role, "more_body": True})
+
     async def _stream(
         self,
         *,
@@ -417,25 +493,9 @@ class SimApp:
     ) -> bool:
         """Send one event per token at arrival + ttft + k*itl; False if stopped early."""
         loop = asyncio.get_running_loop()
-        created = int(time.time())
-        if chat:
-            prefix = wire.event_prefix(
-                "chat.completion.chunk", f"chatcmpl-{uuid.uuid4().hex}", created, self._model_json
-            )
-            choices = wire.CHAT_TOKEN_CHOICES
-            finish = wire.CHAT_FINISH_CHOICE
-        else:
-            prefix = wire.event_prefix(
-                "text_completion", f"cmpl-{uuid.uuid4().hex}", created, self._model_json
-            )
-            choices = wire.COMPLETION_TOKEN_CHOICES
-            finish = wire.COMPLETION_FINISH_CHOICE
+        prefix, choices, finish = self._stream_parts(chat)
         suffix = wire.EVENT_SUFFIX
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        if chat:
-            # The role event goes out on arrival and carries no text (not the first token).
-            role = prefix + wire.CHAT_ROLE_CHOICE + suffix
-            await send({"type": "http.response.body", "body": role, "more_body": True})
+        await self._start_stream(send, prefix, chat)
         metrics = self.metrics
         first = arrival + self._ttft_s
         itl = self._itl_s
@@ -472,6 +532,12 @@ class SimApp:
             if not inflight.client_gone:
                 await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return False
+        await _send_bytes(send, 200, self._completion_body(chat, prompt_tokens, n), _JSON_HEADERS)
+        self.metrics.generation_tokens += n
+        return True
+
+    def _completion_body(self, chat: bool, prompt_tokens: int, n: int) -> bytes:
+        """The non-streaming response to a request for n tokens."""
         text = wire.response_text(n)
         usage = {
             "prompt_tokens": prompt_tokens,
@@ -507,6 +573,102 @@ class SimApp:
                 ],
                 "usage": usage,
             }
-        await _send_bytes(send, 200, wire.encode(payload), _JSON_HEADERS)
-        self.metrics.generation_tokens += n
+        return wire.encode(payload)
+
+    # -- gpu mode
+
+    async def _generate_gpu(
+        self,
+        receive: Receive,
+        send: Send,
+        runner: EngineRunner,
+        *,
+        chat: bool,
+        prompt_tokens: int,
+        n: int,
+        stream: bool,
+        include_usage: bool,
+    ) -> None:
+        """Queue the request in the engine and deliver its tokens as the engine emits them."""
+        if self._closing:
+            await _send_error(send, 503, "the simulator is shutting down", "server_error")
+            return
+        problem = runner.engine.rejection(prompt_tokens, n)
+        if problem is not None:
+            await _send_error(send, 400, problem, "invalid_request_error")
+            return
+        inflight = _Inflight()
+        request = GpuRequest(prompt_tokens, n, on_progress=inflight.notify)
+        self._inflight.add(inflight)
+        watcher = asyncio.create_task(inflight.watch(receive))
+        try:
+            runner.submit(request)
+            if stream:
+                done = await self._stream_gpu(
+                    send=send,
+                    inflight=inflight,
+                    request=request,
+                    chat=chat,
+                    include_usage=include_usage,
+                )
+            else:
+                done = await self._respond_gpu(
+                    send=send, inflight=inflight, request=request, chat=chat
+                )
+            if done:
+                self.metrics.request_success += 1
+        finally:
+            runner.cancel(request)  # frees its KV if the client left early; else a no-op
+            self._inflight.discard(inflight)
+            watcher.cancel()
+
+    async def _stream_gpu(
+        self,
+        *,
+        send: Send,
+        inflight: _Inflight,
+        request: GpuRequest,
+        chat: bool,
+        include_usage: bool,
+    ) -> bool:
+        """Send one event per token as the engine emits it; False if stopped early."""
+        loop = asyncio.get_running_loop()
+        prefix, choices, finish = self._stream_parts(chat)
+        suffix = wire.EVENT_SUFFIX
+        await self._start_stream(send, prefix, chat)
+        cycle = len(choices)
+        sent = 0
+        while True:
+            await inflight.wait(loop)
+            if inflight.stopped:
+                if not inflight.client_gone:  # shutting down: end the body, no [DONE]
+                    await send({"type": "http.response.body", "body": b""})
+                return False
+            emitted = request.generated
+            if emitted > sent:
+                # Usually one token; more only when this task fell a step behind.
+                body = b"".join(prefix + choices[k % cycle] + suffix for k in range(sent, emitted))
+                sent = emitted
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+            if request.done:
+                break
+        tail = prefix + finish + suffix
+        if include_usage:
+            tail += wire.usage_event(prefix, request.prompt_tokens, request.max_tokens)
+        await send({"type": "http.response.body", "body": tail + wire.DONE_EVENT})
+        return True
+
+    async def _respond_gpu(
+        self, *, send: Send, inflight: _Inflight, request: GpuRequest, chat: bool
+    ) -> bool:
+        """Answer once the engine emitted the last token; False if stopped early."""
+        loop = asyncio.get_running_loop()
+        while not request.done:
+            await inflight.wait(loop)
+            if inflight.stopped:
+                if not inflight.client_gone:
+                    await _send_error(send, 503, "the simulator is shutting down", "server_error")
+                return False
+        body = self._completion_body(chat, request.prompt_tokens, request.max_tokens)
+        await _send_bytes(send, 200, body, _JSON_HEADERS)
         return True
