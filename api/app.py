@@ -16,10 +16,12 @@ import infercost.db.models  # noqa: F401 - every mapper registered before the fi
 from api.auth import provide_caller, provide_settings
 from api.db import provide_db_session
 from api.domain.endpoints.controllers import EndpointController
+from api.domain.estimates.controllers import EstimateController, PresetController
 from api.domain.hardware.controllers import HardwareController
 from api.domain.jobs.controllers import JobController, RunController
 from api.domain.prices.controllers import PriceController
 from api.domain.teams.controllers import TeamController
+from api.domain.telemetry.controllers import TelemetryController
 from api.errors import EXCEPTION_HANDLERS
 from api.queue import TaskQueue
 from infercost import __version__
@@ -67,6 +69,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
             EndpointController,
             JobController,
             RunController,
+            TelemetryController,
+            EstimateController,
+            PresetController,
         ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),

@@ -52,6 +52,15 @@ class RequestTiming:
     status: int | None = None
     error_class: str | None = None
     error: str | None = None
+    # Arrival of the first event with visible content (not reasoning): t_first_output.
+    t_first_content: float | None = None
+    # Tokens each content event carried, parallel to chunk_times, when the server said
+    # (continuous usage); None when unknown (one token per event is then assumed for ITL).
+    chunk_tokens: list[int] | None = None
+    # The prompt length asked for, and whether the prompt was built to exactly that many
+    # tokens ("exact", checked with the endpoint's tokenizer) or estimated ("approximate").
+    n_in_target: int | None = None
+    prompt_length: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -62,6 +71,26 @@ class RequestTiming:
     def ttft(self) -> float | None:
         """t_first - t_send."""
         return self.chunk_times[0] - self.t_send if self.chunk_times else None
+
+    @property
+    def ttfo(self) -> float | None:
+        """Time to first output: first event with visible content - t_send (TTFT counts
+        reasoning text too, so the two differ only for reasoning models)."""
+        return None if self.t_first_content is None else self.t_first_content - self.t_send
+
+    def itl_gaps(self) -> tuple[list[float], list[int]]:
+        """Per-token inter-token latencies and their weights (METRICS.md ITL).
+
+        Each gap between consecutive content events is recorded once; when the later event
+        carried k > 1 tokens (known from continuous usage) it counts k times at gap / k.
+        """
+        c = self.chunk_times
+        gaps = [b - a for a, b in itertools.pairwise(c)]
+        k = self.chunk_tokens
+        if not k or len(k) != len(c):
+            return gaps, [1] * len(gaps)
+        weights = [max(1, n) for n in k[1:]]
+        return [g / w for g, w in zip(gaps, weights, strict=True)], weights
 
     @property
     def ttfb(self) -> float | None:
@@ -89,9 +118,22 @@ class RequestTiming:
         return self.t_send - self.t_sched
 
 
-def distribution(values: Sequence[float] | np.ndarray) -> dict[str, float | int | None]:
-    """count, mean, std (population), min, percentiles (linear interpolation), max."""
+def distribution(
+    values: Sequence[float] | np.ndarray, weights: Sequence[int] | np.ndarray | None = None
+) -> dict[str, float | int | None]:
+    """count, mean, std (population), min, percentiles (linear interpolation), max.
+
+    Integer `weights` count each value that many times (a gap that carried k tokens stands
+    for k per-token latencies), so `count` is then the sum of the weights; all-one weights
+    give exactly the unweighted figures.
+    """
     arr = np.asarray(values, dtype=np.float64)
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.int64)
+        if w.shape != arr.shape or (w.size and w.min() < 0):
+            raise ValueError("weights must be non-negative integers, one per value")
+        if w.size and (w != 1).any():
+            arr = np.repeat(arr, w)
     if arr.size == 0:
         return {k: (0 if k == "count" else None) for k in STAT_KEYS}
     pct = np.percentile(arr, list(_PERCENTILES.values()))
@@ -181,6 +223,9 @@ class RunFigures:
     client_bound: bool
     client: dict[str, Any]
     stats: dict[str, dict[str, float | int | None]]
+    # "exact" when every measured prompt had exactly its drawn token count, "approximate"
+    # when none was checked, "mixed" otherwise; None when nothing said.
+    prompt_lengths: str | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -228,14 +273,17 @@ def summarize(
     meeting = [t for t in ok if meets_slo(t, limits)]
 
     itl: list[float] = []
+    itl_weights: list[int] = []
     for t in ok:
-        c = t.chunk_times
-        itl.extend(b - a for a, b in itertools.pairwise(c))
+        values, weights = t.itl_gaps()
+        itl.extend(values)
+        itl_weights.extend(weights)
     tpot = [t.tpot for t in ok]
     stats = {
         "ttft_ms": distribution(_ms(t.ttft for t in ok)),
+        "ttfo_ms": distribution(_ms(t.ttfo for t in ok)),
         "tpot_ms": distribution(_ms(tpot)),
-        "itl_ms": distribution(_ms(itl)),
+        "itl_ms": distribution(_ms(itl), itl_weights),
         "e2e_ms": distribution(_ms(t.e2e for t in ok)),
         "queue_delay_ms": distribution(_ms(t.queue_delay for t in measured)),
         "per_user_tokens_per_s": distribution([1.0 / v for v in tpot if v]),
@@ -251,6 +299,8 @@ def summarize(
 
     sources = Counter(t.count_source for t in (ok or measured))
     count_source = None if not sources else next(iter(sources)) if len(sources) == 1 else "mixed"
+    shapes = Counter(t.prompt_length for t in measured if t.prompt_length is not None)
+    prompt_lengths = None if not shapes else next(iter(shapes)) if len(shapes) == 1 else "mixed"
 
     queue_p99 = stats["queue_delay_ms"]["p99"]
     held: bool | None = None
@@ -302,4 +352,5 @@ def summarize(
             "rate_held": rate_held,
         },
         stats=stats,
+        prompt_lengths=prompt_lengths,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -144,13 +145,42 @@ _WORDS = [
 ]
 
 
+#: Length distributions a workload may ask for; "normal" (std 0 or absent: fixed) is the default.
+DISTRIBUTIONS = ("normal", "uniform", "lognormal")
+
+
+def lognormal_params(mean: float, std: float) -> tuple[float, float]:
+    """(mu, sigma) of the underlying normal for a lognormal of this mean and std.
+
+    The moment formulas: sigma^2 = ln(1 + std^2 / mean^2), mu = ln(mean) - sigma^2 / 2, so
+    a job states the mean and spread of the lengths it wants, not of their logarithms.
+    """
+    sigma2 = math.log1p((std / mean) ** 2)
+    return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
+
+
 def draw_lengths(spec: Mapping[str, Any], n: int, rng: np.random.Generator) -> np.ndarray:
-    """`n` integer lengths from normal(mean, std), rounded and clipped to [min or 1, max]."""
-    mean = float(spec["mean"])
-    std = float(spec.get("std") or 0.0)
-    values = rng.normal(mean, std, n) if std > 0 else np.full(n, mean)
+    """`n` integer lengths from the spec's distribution, rounded and clipped to [min or 1, max].
+
+    normal: {"mean", "std"} (std 0 or absent: every length is the mean); uniform: {"min",
+    "max"}, every integer between them equally likely; lognormal: {"mean", "std"} of the
+    lengths themselves. Draws outside [min, max] are clipped to the bound, never redrawn.
+    """
+    kind = spec.get("distribution") or "normal"
     low = int(spec.get("min") or 1)
     high = spec.get("max")
+    values: np.ndarray
+    if kind == "uniform":
+        values = rng.integers(low, int(spec["max"]), n, endpoint=True).astype(np.float64)
+    elif kind == "lognormal":
+        mu, sigma = lognormal_params(float(spec["mean"]), float(spec["std"]))
+        values = rng.lognormal(mu, sigma, n)
+    elif kind == "normal":
+        mean = float(spec["mean"])
+        std = float(spec.get("std") or 0.0)
+        values = rng.normal(mean, std, n) if std > 0 else np.full(n, mean)
+    else:
+        raise ValueError(f"unknown length distribution {kind!r}; expected one of {DISTRIBUTIONS}")
     clipped = np.clip(np.rint(values), low, None if high is None else int(high))
     return clipped.astype(np.int64)
 
@@ -174,16 +204,26 @@ class LengthDraws:
         return int(self._values[seq])
 
 
+#: Where prompt `seq` starts in the word pool: seq x this stride (odd and prime, so every
+#: start differs for as many prompts as the pool has words).
+_POOL_STRIDE = 7919
+
+#: The word that pads a checked prompt to its exact length.
+PAD_WORD = "the"
+_PAD = " " + PAD_WORD
+
+
 class PromptMaker:
     """Makes distinct prompts of a requested token length, calibrated by what the server counts.
 
-    Every prompt starts with its own sequence number, so no two share a cacheable prefix.
-    `observe` feeds back the server's prompt_tokens, and the words-per-token ratio follows.
+    Every prompt starts with its own sequence number, so no two share a cacheable prefix, and
+    its words are a function of (seq, words) alone: a prompt whose token count was checked
+    before a level starts can be rebuilt, identical, when it is sent. `observe` feeds back the
+    server's prompt_tokens, and the words-per-token ratio follows.
     """
 
     def __init__(self, rng: np.random.Generator, pool_words: int = 65_536) -> None:
         self._pool = [_WORDS[i] for i in rng.integers(0, len(_WORDS), pool_words)]
-        self._cursor = 0
         self._tokens_seen = 0
         self._words_sent = 0
 
@@ -198,17 +238,24 @@ class PromptMaker:
         """How many words to send to get about `tokens` prompt tokens."""
         return max(1, round(tokens / self.tokens_per_word))
 
-    def make(self, seq: int, words: int) -> str:
-        """A prompt of `words` words (the sequence number counts as one)."""
+    def make(self, seq: int, words: int, pad: int = 0) -> str:
+        """Prompt `seq` of `words` words (the sequence number counts as one), then `pad`
+        times PAD_WORD; the same arguments always give the same text.
+
+        Padding fine-tunes a prompt checked with a tokenizer: a pool word can be more than
+        one token, so adding a word may skip past the wanted count, while PAD_WORD is one
+        token in the tokenizers of popular open models.
+        """
         body = max(0, words - 1)
         pool = self._pool
-        start = self._cursor
-        end = start + body
-        if end > len(pool):
-            start, end = 0, body
-        self._cursor = end % len(pool)
-        chunk = pool[start:end] if body <= len(pool) else (pool * (body // len(pool) + 1))[:body]
-        return f"{seq} " + " ".join(chunk)
+        size = len(pool)
+        start = (seq * _POOL_STRIDE) % size
+        if start + body <= size:
+            chunk = pool[start : start + body]
+        else:
+            chunk = (pool[start:] + pool * (body // size + 1))[:body]
+        text = f"{seq} " + " ".join(chunk) if chunk else str(seq)
+        return text + _PAD * pad if pad > 0 else text
 
     def observe(self, words: int, prompt_tokens: int) -> None:
         """Record that `words` words counted as `prompt_tokens` tokens on the server."""

@@ -29,11 +29,24 @@ from infercost.jobs.repository import JobRepository
 from infercost.metrics import RequestTiming, RunFigures, summarize
 from infercost.prices.pricing import hourly_price
 from infercost.security import CredentialError
+from infercost.telemetry.store import TelemetryRepository
 from infercost.workload import LengthDraws, PromptMaker
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
+from workers.loadgen.tokenize import (
+    APPROXIMATE,
+    CALIBRATIONS,
+    EXACT,
+    MAX_CHECKED_PROMPTS,
+    Calibration,
+    Prepared,
+    Tokenizer,
+    count_outputs,
+    prepare_prompts,
+)
 from workers.runtime import Runtime
+from workers.telemetry import LevelTelemetry
 
 log = logging.getLogger("infercost.worker")
 
@@ -86,6 +99,10 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
             t.error_class,
             t.error,
             [(c - t.t_send) * 1000.0 for c in t.chunk_times],
+            ms(t.ttfo),
+            t.chunk_tokens,
+            t.n_in_target,
+            t.prompt_length,
         )
         for t in timings
     ]
@@ -119,43 +136,59 @@ class JobRunner:
         self.job = job
         self.endpoint = endpoint
         self.progress = _Progress()
+        # The current level's scrapes and clock origin (perf_counter seconds).
+        self.telemetry = LevelTelemetry([], 1.0)
+        self.origin_s = 0.0
         api_key = (
             rt.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
         )
         self.target = Target.for_endpoint(
-            endpoint.base_url, endpoint.api, endpoint.model, api_key, float(job.load["timeout_s"])
+            endpoint.base_url,
+            endpoint.api,
+            endpoint.model,
+            api_key,
+            float(job.load["timeout_s"]),
+            engine=endpoint.engine,
         )
+        # The current level's tokenizer route (None: the endpoint has none) and which of its
+        # prompts were checked to be exactly their drawn length, by seq.
+        self.tokenizer: Tokenizer | None = None
+        self.exact_prompts: list[bool] = []
 
-    def _plan(self, level_index: int, level: float) -> LevelPlan | RatePlan:
-        """The level's plan: a rate level's schedule, or a concurrency level's users."""
+    async def _plan(self, level_index: int, level: float) -> LevelPlan | RatePlan:
+        """The level's plan: a rate level's schedule, or a concurrency level's users.
+
+        Its prompts are prepared here, before the level's clock starts: with the endpoint's
+        tokenizer route each is checked to be exactly its drawn length.
+        """
         workload = self.job.workload
         load = self.job.load
         seed = int(workload.get("seed", 0))
         warmup = int(load["warmup_requests"])
+        warmup_s: float | None = load.get("warmup_s")
         measured: int | None = load.get("requests_per_level")
         duration: float | None = load.get("duration_s")
         offsets_ns: list[int] | None = None
         if load["mode"] == "rate":
             # A generator of its own, so the schedule never shifts the lengths or prompts.
-            offsets = arrival_offsets(
-                level,
-                load.get("arrival", "poisson"),
-                np.random.default_rng([seed, level_index, 1]),
-                burstiness=float(load.get("burstiness", 1.0)),
-                count=None if duration is not None else int(measured or 0) + warmup,
-                duration_s=duration,
-            )
+            offsets = self._schedule(level, np.random.default_rng([seed, level_index, 1]))
+            if warmup_s:
+                warmup = int(np.searchsorted(offsets, warmup_s, side="left"))
             offsets_ns = np.rint(offsets * 1e9).astype(np.int64).tolist()
             known = len(offsets_ns)
-        elif duration is None:
+        elif duration is None and not warmup_s:
             known = int(measured or 0) + warmup
         else:
-            known = warmup + 1024  # unknown until the level ends; more are drawn on demand
+            # Unknown until the level ends; more are drawn on demand.
+            known = int(measured or 0) + warmup + 1024
         rng = np.random.default_rng([seed, level_index])
         inputs = LengthDraws(workload["input_tokens"], known, rng)
         outputs = LengthDraws(workload["output_tokens"], known, rng)
         prompts = PromptMaker(rng)
         sent_words: dict[int, int] = {}
+        calibration, checked = await self._prepare_prompts(
+            prompts, [inputs[seq] for seq in range(min(known, MAX_CHECKED_PROMPTS))]
+        )
         progress = self.progress
         stream = bool(workload.get("stream", True))
         ignore_eos = bool(workload.get("ignore_eos", True))
@@ -163,11 +196,17 @@ class JobRunner:
 
         def make_request(seq: int) -> tuple[bytes, int]:
             n_in = inputs[seq]
-            words = prompts.words_for(n_in)
-            sent_words[seq] = words
+            pad = 0
+            if seq < len(checked):
+                words, pad = checked[seq].words, checked[seq].pad
+            elif calibration is not None:
+                words = calibration.words_for(n_in)
+            else:
+                words = prompts.words_for(n_in)
+            sent_words[seq] = words + pad
             body = request_body(
                 self.target,
-                prompts.make(seq, words),
+                prompts.make(seq, words, pad),
                 outputs[seq],
                 stream=stream,
                 ignore_eos=ignore_eos,
@@ -180,8 +219,9 @@ class JobRunner:
             if rec.count_source == "usage" and rec.n_in:
                 prompts.observe(sent_words.pop(rec.seq, 0), rec.n_in)
 
+        keep_text = self.tokenizer is not None
         if offsets_ns is not None:
-            return RatePlan(offsets_ns, warmup, stream, make_request, on_done)
+            return RatePlan(offsets_ns, warmup, stream, make_request, on_done, keep_text)
         return LevelPlan(
             concurrency=int(level),
             warmup=warmup,
@@ -190,7 +230,51 @@ class JobRunner:
             make_request=make_request,
             on_done=on_done,
             duration_s=duration,
+            warmup_s=warmup_s,
+            keep_text=keep_text,
         )
+
+    async def _prepare_prompts(
+        self, prompts: PromptMaker, lengths: list[int]
+    ) -> tuple[Calibration | None, list[Prepared]]:
+        """With the endpoint's tokenizer route: its calibration, and how to build prompts
+        0, 1, ... of exactly `lengths` tokens (self.exact_prompts says which made it).
+        Without one: (None, []), and prompts are estimated as they are sent."""
+        tokenizer = Tokenizer.for_target(self.target)
+        calibration = await CALIBRATIONS.get(self.rt.http, tokenizer, prompts)
+        self.tokenizer = None if calibration is None else tokenizer
+        self.exact_prompts = []
+        if calibration is None:
+            return None, []
+        prepared = await prepare_prompts(self.rt.http, tokenizer, calibration, prompts, lengths)
+        self.exact_prompts = [p.exact for p in prepared]
+        return calibration, prepared
+
+    def _schedule(self, level: float, rng: np.random.Generator) -> np.ndarray:
+        """A rate level's send times (s from its start). With warmup_s, the warm-up seconds
+        come first and the measured part (requests_per_level or duration_s) follows them."""
+        load = self.job.load
+        warmup_s: float | None = load.get("warmup_s")
+        measured = int(load.get("requests_per_level") or 0)
+        duration: float | None = load.get("duration_s")
+
+        def part(count: int | None, seconds: float | None) -> np.ndarray:
+            return arrival_offsets(
+                level,
+                load.get("arrival", "poisson"),
+                rng,
+                burstiness=float(load.get("burstiness", 1.0)),
+                count=count,
+                duration_s=seconds,
+            )
+
+        if not warmup_s:
+            if duration is not None:
+                return part(None, duration)
+            return part(measured + int(load["warmup_requests"]), None)
+        if duration is not None:
+            return part(None, warmup_s + duration)
+        return np.concatenate([part(None, warmup_s), warmup_s + part(measured, None)])
 
     async def _watch(self, level_task: asyncio.Task[None]) -> None:
         """Write progress and a heartbeat, and notice a cancel, about twice a second."""
@@ -208,7 +292,7 @@ class JobRunner:
 
     async def _run_level(self, level_index: int, level: float) -> tuple[list[RequestTiming], float]:
         """Drive one level; return its requests in seconds from the level's start, and CPU use."""
-        plan = self._plan(level_index, level)
+        plan = await self._plan(level_index, level)
         done: list[RawRequest] = []
         self.progress.in_level = 0
         self.progress.level_planned = plan.total or 0
@@ -217,10 +301,15 @@ class JobRunner:
             await open_connections(
                 self.rt.http, self.target, min(plan.concurrency, plan.total or plan.concurrency)
             )
+        self.telemetry = LevelTelemetry(
+            self.endpoint.metrics_urls, float(self.job.load.get("telemetry_interval_s", 1.0))
+        )
+        self.telemetry.start()
         proc = psutil.Process()
         cpu_before = sum(proc.cpu_times()[:2])
         wall_before = time.perf_counter()
         origin = perf_counter_ns()
+        self.origin_s = origin / 1e9
         level_task = asyncio.ensure_future(
             run_open_loop(self.rt.http, self.target, plan, done)
             if isinstance(plan, RatePlan)
@@ -234,10 +323,21 @@ class JobRunner:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+            await self.telemetry.stop()
         wall = time.perf_counter() - wall_before
         cpu_util = (sum(proc.cpu_times()[:2]) - cpu_before) / wall if wall > 0 else 0.0
         done.sort(key=lambda r: r.seq)
-        return [r.timing(origin) for r in done], cpu_util
+        if self.tokenizer is not None:
+            # Responses without usage: count their text with the endpoint's tokenizer, now
+            # that the level's clock has stopped.
+            await count_outputs(self.rt.http, self.tokenizer, done)
+        timings = [r.timing(origin) for r in done]
+        exact = self.exact_prompts
+        for t in timings:
+            checked = t.seq < len(exact) and exact[t.seq]
+            # A checked prompt stays exact only if the server's own count agrees.
+            t.prompt_length = EXACT if checked and t.n_in == t.n_in_target else APPROXIMATE
+        return timings, cpu_util
 
     async def _start_run(self, level_index: int, level: float) -> uuid.UUID:
         """Insert the level's run with the price in effect as it starts (the snapshot that
@@ -256,6 +356,8 @@ class JobRunner:
                 started_at=started_at,
                 usd_per_hour=price.usd_per_hour,
                 price_note=price.note,
+                usd_per_million_input_tokens=price.per_token[0] if price.per_token else None,
+                usd_per_million_output_tokens=price.per_token[1] if price.per_token else None,
             )
             await JobRepository(session).add_run(run)
             await session.commit()
@@ -267,8 +369,13 @@ class JobRunner:
         async with self.rt.sessionmaker() as session:
             repo = JobRepository(session)
             await repo.copy_samples(sample_rows(run_id, timings))
+            await TelemetryRepository(session).copy(run_id, self.telemetry.rows(self.origin_s))
             await repo.update_run(
-                run_id, status=status, finished_at=utcnow(), **_figures_to_columns(figures)
+                run_id,
+                status=status,
+                finished_at=utcnow(),
+                telemetry=self.telemetry.summary(timings, self.origin_s, self.endpoint.gpu_count),
+                **_figures_to_columns(figures),
             )
             await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
             await session.commit()
@@ -309,7 +416,26 @@ class JobRunner:
                 return "cancelled", None
             if failed:
                 return "failed", f"level {level:g}: {failed}"
+            cooldown = float(load.get("cooldown_s") or 0.0)
+            if cooldown > 0 and index + 1 < len(levels) and not await self._cool_down(cooldown):
+                return "cancelled", None
         return "succeeded", None
+
+    async def _cool_down(self, seconds: float) -> bool:
+        """Pause between levels (load.cooldown_s) so the server drains before the next one,
+        still sending heartbeats; False when the job was cancelled meanwhile."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(PROGRESS_INTERVAL_S, left))
+            async with self.rt.sessionmaker() as session:
+                running = await JobRepository(session).heartbeat(
+                    self.job.id, self.progress.done, self.progress.total
+                )
+                await session.commit()
+            if not running:
+                self.progress.cancelled = True
+                return False
+        return True
 
 
 async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:

@@ -2,9 +2,10 @@
 
 Starts Postgres and Redis (embedded under the data dir unless DATABASE_URL / REDIS_URL
 name real servers), applies migrations, then runs the API, one worker and the demo
-simulator as supervised children. On first start it creates the `default` team, its key
-and the `sim-fixed` endpoint over the HTTP API, exactly as a user would. Ctrl-C or
-SIGTERM stops the children, then Redis, then Postgres, and leaves no process behind.
+simulators as supervised children. On first start it creates the `default` team, its key
+and the demo endpoints over the HTTP API, exactly as a user would: `sim-fixed` (fixed
+timings) and `sim-gpu` (an 8B bf16 model on a simulated H200). Ctrl-C or SIGTERM stops
+the children, then Redis, then Postgres, and leaves no process behind.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ LOCK_FILE = "up.lock"
 TEAM_NAME = "default"
 SIM_ENDPOINT = "sim-fixed"
 SIM_MODEL = "sim-model"
+SIM_GPU_ENDPOINT = "sim-gpu"
+SIM_GPU_MODEL = "sim-llama-8b"
 # Bounds on each phase; a slow machine's cold start (initdb + migrations) fits easily.
 MIGRATE_TIMEOUT_S = 300.0
 READY_TIMEOUT_S = 90.0
@@ -59,6 +62,60 @@ class LauncherError(RuntimeError):
 
 class KeyRejectedError(LauncherError):
     """The API does not accept the saved team key (the data dir is inconsistent)."""
+
+
+@dataclass(frozen=True)
+class DemoEndpoint:
+    """A demo simulator `up` runs and registers: its port, its flags and its endpoint fields."""
+
+    name: str
+    port: int
+    sim_args: tuple[str, ...]
+    fields: dict[str, Any]  # registration fields besides name, base_url and metrics_urls
+    with_metrics: bool = False  # register its /metrics as the endpoint's metrics_urls
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL registered for it."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def port_fields(self) -> dict[str, Any]:
+        """The registered fields that follow the port (updated when it changes)."""
+        fields: dict[str, Any] = {"base_url": self.base_url}
+        if self.with_metrics:
+            fields["metrics_urls"] = [f"http://127.0.0.1:{self.port}/metrics"]
+        return fields
+
+    def argv(self) -> list[str]:
+        """`infercost` arguments that start its simulator."""
+        return ["sim", "--host", "127.0.0.1", "--port", str(self.port), *self.sim_args]
+
+    def body(self) -> dict[str, Any]:
+        """POST /v1/endpoints body that registers it."""
+        return {"name": self.name, **self.port_fields, **self.fields}
+
+
+def demo_endpoints(sim_port: int, sim_gpu_port: int) -> tuple[DemoEndpoint, DemoEndpoint]:
+    """`sim-fixed` (50 ms TTFT, 10 ms per token) and `sim-gpu` (8B bf16 on a modelled H200)."""
+    fixed = DemoEndpoint(
+        name=SIM_ENDPOINT,
+        port=sim_port,
+        sim_args=("--mode", "fixed", "--ttft-ms", "50", "--itl-ms", "10", "--model", SIM_MODEL),
+        fields={"api": "openai-chat", "model": SIM_MODEL, "engine": "infercost-sim",
+                "hardware": "H200-SXM", "gpu_count": 1, "usd_per_hour": 3.5},
+    )  # fmt: skip
+    gpu = DemoEndpoint(
+        name=SIM_GPU_ENDPOINT,
+        port=sim_gpu_port,
+        sim_args=("--mode", "gpu", "--gpu", "H200-SXM", "--params-b", "8", "--precision",
+                  "bf16", "--gpu-count", "1", "--model", SIM_GPU_MODEL),
+        fields={"api": "openai-chat", "model": SIM_GPU_MODEL, "engine": "infercost-sim",
+                "hardware": "H200-SXM", "gpu_count": 1, "usd_per_hour": 3.5, "params_b": 8,
+                "precision": "bf16", "kv_bytes_per_token": 131072},
+        with_metrics=True,
+    )  # fmt: skip
+    return fixed, gpu
 
 
 @dataclass
@@ -248,14 +305,13 @@ def _shell_path(path: Path) -> str:
 class Launcher:
     """Runs, supervises and stops everything `infercost up` starts."""
 
-    def __init__(self, settings: Settings, api_port: int, sim_port: int) -> None:
+    def __init__(self, settings: Settings, api_port: int, sim_port: int, sim_gpu_port: int) -> None:
         self.settings = settings
         self.data_dir = settings.data_dir.expanduser().resolve()
         self.api_host = settings.host
         self.api_port = api_port
-        self.sim_port = sim_port
         self.api_url = f"http://{client_host(self.api_host)}:{api_port}"
-        self.sim_url = f"http://127.0.0.1:{sim_port}/v1"
+        self.demos = demo_endpoints(sim_port, sim_gpu_port)
         self.postgres: EmbeddedPostgres | None = None
         self.redis: EmbeddedRedis | None = None
         self.children: list[Child] = []
@@ -337,39 +393,28 @@ class Launcher:
     def _start_and_supervise(self) -> int:
         t0 = time.monotonic()
         check_port_free(self.api_host, self.api_port, "API", "--port or set INFERCOST_PORT")
-        check_port_free("127.0.0.1", self.sim_port, "simulator", "--sim-port")
+        fixed, gpu = self.demos
+        check_port_free("127.0.0.1", fixed.port, "simulator", "--sim-port")
+        check_port_free("127.0.0.1", gpu.port, "GPU simulator", "--sim-gpu-port")
         token, token_source = admin_token(self.settings, self.data_dir)
         keys = secret_keys(self.settings, self.data_dir)
         database_url = self._database()
         redis_url = self._redis()
         env = self._child_env(database_url, redis_url, token, keys)
 
-        # The simulator needs no database, so it starts while migrations run.
-        sim_args = [
-            "sim",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.sim_port),
-            "--mode",
-            "fixed",
-            "--ttft-ms",
-            "50",
-            "--itl-ms",
-            "10",
-            "--model",
-            SIM_MODEL,
-        ]
-        self._spawn("sim", sim_args, env)
+        # The simulators need no database, so they start while migrations run.
+        self._spawn("sim", fixed.argv(), env)
+        self._spawn("GPU sim", gpu.argv(), env)
         self._migrate(env)
         t_migrated = time.monotonic()
         self._spawn("api", ["api", "--host", self.api_host, "--port", str(self.api_port)], env)
         self._spawn("worker", ["worker"], env)
         self._wait_http(f"{self.api_url}/health", "API")
-        self._wait_http(f"{self.sim_url}/models", "simulator")
-        team_key, endpoint_id = self._seed(token)
+        self._wait_http(f"{fixed.base_url}/models", "simulator")
+        self._wait_http(f"{gpu.base_url}/models", "GPU simulator")
+        team_key, endpoint_ids = self._seed(token)
         self._starting = False
-        self._banner(team_key, token_source, endpoint_id, time.monotonic() - t0, t_migrated - t0)
+        self._banner(team_key, token_source, endpoint_ids, time.monotonic() - t0, t_migrated - t0)
         return self._supervise()
 
     # -- services
@@ -547,21 +592,23 @@ class Launcher:
 
     # -- first-start data
 
-    def _seed(self, token: str) -> tuple[str | None, str | None]:
-        """The default team's key and the sim endpoint's id, creating them when missing."""
+    def _seed(self, token: str) -> tuple[str | None, dict[str, str]]:
+        """The default team's key and the demo endpoints' ids by name, creating them when
+        missing."""
         key_file = self.data_dir / TEAM_KEY_FILE
         with httpx.Client(base_url=self.api_url, timeout=15.0) as client:
             team_key = _read_private(key_file)
             if team_key is None:
                 team_key = self._create_team_key(client, token, key_file)
                 if team_key is None:
-                    return None, None
+                    return None, {}
             try:
-                return team_key, self._sim_endpoint(client, team_key)
+                ids = {demo.name: self._sim_endpoint(client, team_key, demo) for demo in self.demos}
             except KeyRejectedError as exc:
                 # Everything else works (the admin token included), so keep running.
                 click.secho(f"up: {exc} Everything else is running.", fg="yellow", err=True)
-                return None, None
+                return None, {}
+            return team_key, ids
 
     def _create_team_key(self, client: httpx.Client, token: str, key_file: Path) -> str | None:
         admin = {"Authorization": f"Bearer {token}"}
@@ -594,43 +641,39 @@ class Launcher:
         click.echo(f"up: created team '{TEAM_NAME}' and its key ({key_file})")
         return key
 
-    def _sim_endpoint(self, client: httpx.Client, team_key: str) -> str | None:
-        """The id of `sim-fixed`, registering it (or pointing it at --sim-port) as needed."""
+    def _sim_endpoint(self, client: httpx.Client, team_key: str, demo: DemoEndpoint) -> str:
+        """The id of a demo endpoint, registering it (or pointing it at its port) as needed."""
         auth = {"Authorization": f"Bearer {team_key}"}
-        found = self._find_endpoint(client, auth)
+        found = self._find_endpoint(client, auth, demo.name)
         if found is None:
-            body: dict[str, Any] = {
-                "name": SIM_ENDPOINT, "base_url": self.sim_url, "api": "openai-chat",
-                "model": SIM_MODEL, "engine": "infercost-sim", "hardware": "H200-SXM",
-                "gpu_count": 1, "usd_per_hour": 3.5,
-            }  # fmt: skip
-            resp = client.post("/v1/endpoints", json=body, headers=auth)
+            resp = client.post("/v1/endpoints", json=demo.body(), headers=auth)
             if resp.status_code != 201:
                 raise LauncherError(
-                    f"registering the demo endpoint failed: HTTP {resp.status_code}: "
-                    f"{_problem_detail(resp)}"
+                    f"registering the demo endpoint '{demo.name}' failed: HTTP "
+                    f"{resp.status_code}: {_problem_detail(resp)}"
                 )
-            click.echo(f"up: registered the demo endpoint '{SIM_ENDPOINT}'")
+            click.echo(f"up: registered the demo endpoint '{demo.name}'")
             endpoint_id: str = resp.json()["id"]
             return endpoint_id
         endpoint_id = str(found["id"])
-        if found.get("base_url") != self.sim_url:
-            resp = client.patch(
-                f"/v1/endpoints/{endpoint_id}", json={"base_url": self.sim_url}, headers=auth
-            )
+        changes = {k: v for k, v in demo.port_fields.items() if found.get(k) != v}
+        if changes:
+            resp = client.patch(f"/v1/endpoints/{endpoint_id}", json=changes, headers=auth)
             if resp.status_code == 200:
-                click.echo(f"up: pointed '{SIM_ENDPOINT}' at {self.sim_url}")
+                click.echo(f"up: pointed '{demo.name}' at {demo.base_url}")
             else:
                 click.secho(
-                    f"up: '{SIM_ENDPOINT}' points at {found.get('base_url')}, not "
-                    f"{self.sim_url}, and updating it failed: HTTP {resp.status_code}: "
+                    f"up: '{demo.name}' points at {found.get('base_url')}, not "
+                    f"{demo.base_url}, and updating it failed: HTTP {resp.status_code}: "
                     f"{_problem_detail(resp)}",
                     fg="yellow",
                     err=True,
                 )
         return endpoint_id
 
-    def _find_endpoint(self, client: httpx.Client, auth: dict[str, str]) -> dict[str, Any] | None:
+    def _find_endpoint(
+        self, client: httpx.Client, auth: dict[str, str], name: str
+    ) -> dict[str, Any] | None:
         offset = 0
         while True:
             resp = client.get("/v1/endpoints", params={"offset": offset}, headers=auth)
@@ -648,7 +691,7 @@ class Launcher:
             page = resp.json()
             items: list[dict[str, Any]] = page.get("items", [])
             for item in items:
-                if item.get("name") == SIM_ENDPOINT:
+                if item.get("name") == name:
                     return item
             offset += len(items)
             if not items or offset >= int(page.get("total", 0)):
@@ -660,7 +703,7 @@ class Launcher:
         self,
         team_key: str | None,
         token_source: str,
-        endpoint_id: str | None,
+        endpoint_ids: dict[str, str],
         ready_s: float,
         migrated_s: float,
     ) -> None:
@@ -678,10 +721,15 @@ class Launcher:
             lines.append(f"  team key     {team_key}")
             lines.append(f"               (saved in {key_file})")
         lines.append(f"  admin token  in {token_source}")
+        for demo in self.demos:
+            if demo.name in endpoint_ids:
+                lines.append(
+                    f"  demo         endpoint '{demo.name}' (id {endpoint_ids[demo.name]}), "
+                    f"simulator at {demo.base_url}"
+                )
+        endpoint_id = endpoint_ids.get(SIM_ENDPOINT)
         if endpoint_id is not None:
             lines += [
-                f"  demo         endpoint '{SIM_ENDPOINT}' (id {endpoint_id}), "
-                f"simulator at {self.sim_url}",
                 "",
                 "Submit a first job:",
                 f"  curl -s -X POST {self.api_url}/v1/jobs -H {key_arg} \\",
@@ -700,18 +748,29 @@ class Launcher:
 @click.command()
 @click.option("--port", type=int, default=None, help="API port (default INFERCOST_PORT or 8000).")
 @click.option("--sim-port", type=int, default=9100, show_default=True, help="Demo simulator port.")
-def up(port: int | None, sim_port: int) -> None:
-    """Run everything here: Postgres, Redis, migrations, API, a worker and a simulator.
+@click.option(
+    "--sim-gpu-port",
+    type=int,
+    default=9101,
+    show_default=True,
+    help="Port of the demo GPU-mode simulator.",
+)
+def up(port: int | None, sim_port: int, sim_gpu_port: int) -> None:
+    """Run everything here: Postgres, Redis, migrations, API, a worker and two simulators.
 
     Without DATABASE_URL / REDIS_URL, Postgres and Redis are embedded under
     INFERCOST_DATA_DIR (default ./.infercost). On first start a `default` team, its key
-    (written to INFERCOST_DATA_DIR/default-team.key) and the demo endpoint `sim-fixed`
-    are created. Ctrl-C stops everything.
+    (written to INFERCOST_DATA_DIR/default-team.key) and the demo endpoints `sim-fixed`
+    and `sim-gpu` are created. Ctrl-C stops everything.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         settings = Settings.from_env()
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    launcher = Launcher(settings, api_port=port or settings.port, sim_port=sim_port)
+    if sim_gpu_port == sim_port:
+        raise click.UsageError("--sim-port and --sim-gpu-port must differ")
+    launcher = Launcher(
+        settings, api_port=port or settings.port, sim_port=sim_port, sim_gpu_port=sim_gpu_port
+    )
     sys.exit(launcher.run())

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
+
+#: Weight precisions an endpoint may declare, and the bytes one parameter takes in each.
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
+BYTES_PER_PARAM: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "fp4": 0.5,
+    "int4": 0.5,
+}
 
 
 @dataclass(frozen=True, slots=True)

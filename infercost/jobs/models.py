@@ -7,9 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Float,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     SmallInteger,
@@ -77,12 +79,18 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     # Price snapshot at measurement time, so a run can be re-priced later without losing this.
     usd_per_hour: Mapped[float | None]
     price_note: Mapped[str | None] = mapped_column(Text)
+    # A hosted API's per-token prices as the run started (then usd_per_hour is null).
+    usd_per_million_input_tokens: Mapped[float | None]
+    usd_per_million_output_tokens: Mapped[float | None]
     # Scalar figures are columns (they are filtered and sorted); distributions are JSONB.
     requests_total: Mapped[int] = mapped_column(default=0)
     requests_succeeded: Mapped[int] = mapped_column(default=0)
     requests_failed: Mapped[int] = mapped_column(default=0)
     duration_s: Mapped[float | None]
     count_source: Mapped[str | None] = mapped_column(String(16))
+    # "exact" (every measured prompt checked with the endpoint's tokenizer), "approximate"
+    # or "mixed"; null for runs measured before prompts said.
+    prompt_lengths: Mapped[str | None] = mapped_column(String(16))
     output_tokens_per_s: Mapped[float | None]
     input_tokens_per_s: Mapped[float | None]
     total_tokens_per_s: Mapped[float | None]
@@ -99,6 +107,8 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     tpot_p50_ms: Mapped[float | None]
     tpot_p95_ms: Mapped[float | None]
     stats: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The telemetry summary over the measured window, with scrape errors (CONTRACT.md).
+    telemetry: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
 class RequestSample(Base):
@@ -124,3 +134,29 @@ class RequestSample(Base):
     error_class: Mapped[str | None] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
     chunk_times_ms: Mapped[list[float]] = mapped_column(ARRAY(Float))
+    # Time to the first visible content (reasoning text excluded), ms from t_send.
+    ttfo_ms: Mapped[float | None]
+    # Tokens each content event carried (continuous usage), parallel to chunk_times_ms;
+    # null when the server did not say (one token per event is then assumed).
+    chunk_tokens: Mapped[list[int] | None] = mapped_column(ARRAY(Integer))
+    # The drawn prompt length, and whether the prompt had exactly that many tokens.
+    n_in_target: Mapped[int | None]
+    prompt_length: Mapped[str | None] = mapped_column(String(16))
+
+
+class TelemetrySample(Base):
+    """One scraped value of an endpoint's Prometheus metrics during a run, written with COPY.
+
+    `t` is seconds from the run's start on the worker's monotonic clock, like request times.
+    """
+
+    __tablename__ = "telemetry_samples"
+    __table_args__ = (Index("ix_telemetry_samples_run_metric", "run_id", "metric", "t"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    t: Mapped[float] = mapped_column(Float)
+    url: Mapped[str] = mapped_column(String(2048))
+    metric: Mapped[str] = mapped_column(String(256))
+    labels: Mapped[dict[str, str]] = mapped_column(JSONB)
+    value: Mapped[float] = mapped_column(Float)

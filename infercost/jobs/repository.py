@@ -32,6 +32,10 @@ SAMPLE_COLUMNS = (
     "error_class",
     "error",
     "chunk_times_ms",
+    "ttfo_ms",
+    "chunk_tokens",
+    "n_in_target",
+    "prompt_length",
 )
 
 

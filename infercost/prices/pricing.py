@@ -36,6 +36,8 @@ class HourlyPrice:
     source: PriceSource | None
     priced_at: datetime | None
     note: str | None = None
+    # A hosted API's USD per million input and output tokens (then usd_per_hour is None).
+    per_token: tuple[float, float] | None = None
 
 
 def rfc3339(at: datetime) -> str:
@@ -44,10 +46,17 @@ def rfc3339(at: datetime) -> str:
 
 
 async def hourly_price(session: AsyncSession, endpoint: Endpoint, at: datetime) -> HourlyPrice:
-    """The endpoint's USD per hour at `at`: its own usd_per_hour, else the price book entry in
-    effect then x gpu_count, else None with a note naming what is missing."""
+    """The endpoint's USD per hour at `at`: its own usd_per_hour, else its per-token prices (a
+    hosted API), else the price book entry in effect then x gpu_count, else None with a note
+    naming what is missing."""
     if endpoint.usd_per_hour is not None:
         return HourlyPrice(endpoint.usd_per_hour, "endpoint", at)
+    if (
+        endpoint.usd_per_million_input_tokens is not None
+        and endpoint.usd_per_million_output_tokens is not None
+    ):
+        per_token = (endpoint.usd_per_million_input_tokens, endpoint.usd_per_million_output_tokens)
+        return HourlyPrice(None, "endpoint", at, per_token=per_token)
     if endpoint.provider is None or endpoint.hardware_id is None:
         return HourlyPrice(
             None,

@@ -87,3 +87,50 @@ async def test_hardware_catalog(team: TeamClient) -> None:
         },
     )
     assert clash.status_code == 409
+
+
+async def test_hosted_api_is_priced_per_token_and_one_way_only(team: TeamClient) -> None:
+    hosted = await team.create_endpoint(
+        name="hosted-mini",
+        base_url="http://10.0.0.9/v1",
+        hardware=None,
+        usd_per_hour=None,
+        usd_per_million_input_tokens=0.15,
+        usd_per_million_output_tokens=0.60,
+    )
+    assert hosted["usd_per_million_input_tokens"] == 0.15
+    assert hosted["usd_per_million_output_tokens"] == 0.60
+    assert hosted["usd_per_hour"] is None
+
+    half = await team.http.post(
+        "/v1/endpoints",
+        json={
+            "name": "half-priced",
+            "base_url": "http://h/v1",
+            "model": "m",
+            "usd_per_million_input_tokens": 0.15,
+        },
+    )
+    assert half.status_code == 422, half.text
+    assert "usd_per_million_output_tokens" in half.json()["detail"]
+
+    both = await team.http.patch(f"/v1/endpoints/{hosted['id']}", json={"usd_per_hour": 3.0})
+    assert both.status_code == 422, both.text
+    assert "not both" in both.json()["detail"]
+
+
+async def test_model_facts_and_a_precision_outside_the_list(team: TeamClient) -> None:
+    created = await team.create_endpoint(
+        name="facts", params_b=8, precision="fp8", kv_bytes_per_token=131072
+    )
+    assert (created["params_b"], created["precision"], created["kv_bytes_per_token"]) == (
+        8,
+        "fp8",
+        131072,
+    )
+    wrong = await team.http.post(
+        "/v1/endpoints",
+        json={"name": "p", "base_url": "http://h/v1", "model": "m", "precision": "fp9"},
+    )
+    assert wrong.status_code == 400, wrong.text
+    assert "bf16" in wrong.json()["detail"]

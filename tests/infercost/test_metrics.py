@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from infercost.metrics import RequestTiming, distribution, inflight_mean, meets_slo, summarize
@@ -114,6 +115,85 @@ def test_itl_is_pooled_over_all_gaps_of_all_requests() -> None:
     assert itl["min"] == pytest.approx(20.0)
     assert itl["p50"] == pytest.approx(30.0)
     assert itl["max"] == pytest.approx(40.0)
+
+
+def test_itl_weights_a_gap_by_the_tokens_its_event_carried() -> None:
+    # Continuous usage said the events carried 1, 3, 1 and 2 tokens.
+    t = req(0, 0.9, [1.00, 1.03, 1.04, 1.10], 1.2, n_out=7)
+    t.chunk_tokens = [1, 3, 1, 2]
+    # gaps 30, 10 and 60 ms, their events carrying 3, 1 and 2 tokens: per-token ITL
+    # 30 / 3 = 10 ms three times, 10 ms once, 60 / 2 = 30 ms twice
+    values, weights = t.itl_gaps()
+    assert values == pytest.approx([0.010, 0.010, 0.030])
+    assert weights == [3, 1, 2]
+    itl = summarize([t]).stats["itl_ms"]
+    # pooled [10, 10, 10, 10, 30, 30]: count 6 tokens, mean (40 + 60) / 6 = 16.667 ms,
+    # which is also (t_last - t_first) / (tokens after the first event) = 100 ms / 6
+    assert itl["count"] == 6
+    assert itl["mean"] == pytest.approx(100.0 / 6)
+    assert itl["p50"] == pytest.approx(10.0)
+    # linear interpolation over the repeated values: p90 at rank 0.9 x 5 = 4.5 -> 30
+    assert itl["p90"] == pytest.approx(30.0)
+    assert itl["max"] == pytest.approx(30.0)
+    # population std of [10, 10, 10, 10, 30, 30]: mean 16.667, variance 88.889
+    assert itl["std"] == pytest.approx(np.sqrt(800 / 9))
+    # TPOT is unchanged by the weighting: (1.10 - 1.00) / (7 - 1)
+    assert t.tpot == pytest.approx(0.1 / 6)
+
+
+def test_itl_without_per_event_counts_is_one_token_per_event() -> None:
+    t = req(0, 0.0, [0.1, 0.2, 0.4], 0.5, n_out=9)
+    # counts that do not cover every event are ignored, as if the server said nothing
+    t.chunk_tokens = [1, 4]
+    values, weights = t.itl_gaps()
+    assert values == pytest.approx([0.1, 0.2])
+    assert weights == [1, 1]
+
+
+def test_weighted_distribution_equals_the_repeated_values() -> None:
+    values = [5.0, 1.0, 3.0]
+    weighted = distribution(values, [2, 1, 3])
+    assert weighted == distribution([5.0, 5.0, 1.0, 3.0, 3.0, 3.0])
+    # all-one weights: exactly the unweighted figures
+    assert distribution(values, [1, 1, 1]) == distribution(values)
+    with pytest.raises(ValueError, match="weights"):
+        distribution(values, [1, 2])
+
+
+def test_ttfo_is_the_first_visible_content_and_is_summarized() -> None:
+    thinking = req(0, 0.0, [0.10, 0.12, 0.14, 0.30], 0.4)
+    thinking.t_first_content = 0.30  # three reasoning events, then the answer
+    plain = req(1, 1.0, [1.05, 1.06], 1.1)
+    plain.t_first_content = 1.05
+    only_reasoning = req(2, 2.0, [2.05], 2.1)  # no visible content at all
+    assert thinking.ttft == pytest.approx(0.10)
+    assert thinking.ttfo == pytest.approx(0.30)
+    assert plain.ttfo == plain.ttft
+    assert only_reasoning.ttfo is None
+    fig = summarize([thinking, plain, only_reasoning])
+    # TTFO over the two requests that had content: [300, 50] ms
+    assert fig.stats["ttfo_ms"]["count"] == 2
+    assert fig.stats["ttfo_ms"]["mean"] == pytest.approx(175.0)
+    assert fig.stats["ttft_ms"]["count"] == 3
+
+
+@pytest.mark.parametrize(
+    ("shapes", "expected"),
+    [
+        (["exact", "exact"], "exact"),
+        (["approximate", "approximate"], "approximate"),
+        (["exact", "approximate"], "mixed"),
+        ([None, None], None),
+    ],
+)
+def test_prompt_lengths_of_a_run(shapes: list[str | None], expected: str | None) -> None:
+    timings = [req(i, float(i), [i + 0.1], i + 0.2) for i in range(len(shapes))]
+    for t, shape in zip(timings, shapes, strict=True):
+        t.prompt_length = shape
+    # a warm-up request does not count
+    warm = req(9, 9.0, [9.1], 9.2, warmup=True)
+    warm.prompt_length = "approximate" if expected == "exact" else "exact"
+    assert summarize([*timings, warm]).prompt_lengths == expected
 
 
 # --- distributions --------------------------------------------------------------------------

@@ -74,6 +74,8 @@ async def test_fixed_sim_figures_match_ground_truth(
         assert 50.0 <= run["ttft_ms"]["p50"] <= 75.0, run["ttft_ms"]
         assert 9.5 <= run["tpot_ms"]["p50"] <= 13.0, run["tpot_ms"]
         assert run["count_source"] == "usage"
+        assert run["prompt_lengths"] == "exact"
+        assert run["ttfo_ms"] == run["ttft_ms"]
         assert run["error_rate"] == 0
         assert run["slo_passed"] is True
         assert run["slo_attainment"] == 1.0
@@ -124,6 +126,7 @@ async def test_fixed_sim_figures_match_ground_truth(
     assert first["warmup"] is True and first["seq"] == 0
     assert len(first["chunk_times_ms"]) == 64
     assert first["chunk_times_ms"][0] == pytest.approx(first["ttft_ms"])
+    assert first["ttfo_ms"] == first["ttft_ms"]
 
     response = await team.http.get(f"/v1/runs/{run_id}/requests", headers={"Accept": "text/csv"})
     assert response.status_code == 200
@@ -142,8 +145,16 @@ async def test_fixed_sim_figures_match_ground_truth(
         "count_source",
         "status",
         "error_class",
+        "ttfo_ms",
+        "n_in_target",
+        "prompt_length",
     ]
     assert len(table) == 54
+    # no reasoning from the simulator: time to first output is time to first token, and its
+    # tokenizer route made every prompt exactly its drawn length
+    assert all(row["ttfo_ms"] == row["ttft_ms"] for row in table)
+    assert all(row["n_in"] == row["n_in_target"] for row in table)
+    assert {row["prompt_length"] for row in table} == {"exact"}
     assert sum(row["warmup"] == "true" for row in table) == 4
     assert {row["n_out"] for row in table} == {"64"}
 

@@ -138,3 +138,31 @@ async def test_a_run_with_no_price_says_what_to_do(team: TeamClient, sim: SimPro
     assert cost["reason"].endswith(
         ": add one with POST /v1/prices or set usd_per_hour on endpoint 'unpriced'"
     )
+
+
+async def test_hosted_api_runs_cost_what_their_tokens_cost(
+    team: TeamClient, sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(
+        base_url=sim.openai_base_url,
+        hardware=None,
+        usd_per_hour=None,
+        usd_per_million_input_tokens=0.40,
+        usd_per_million_output_tokens=1.60,
+    )
+    job = await run_small_job(team, endpoint["id"])
+    run = job["runs"][0]
+    cost = run["cost"]
+    assert cost["pricing"] == "per_token"
+    assert cost["price_source"] == "run"
+    assert cost["input_usd_per_million_tokens"] == 0.40
+    assert cost["output_usd_per_million_tokens"] == 1.60
+    # Blended 3:1 (METRICS.md): (3 x 0.40 + 1.60) / 4 = 0.70.
+    assert cost["blended_usd_per_million_tokens"] == pytest.approx(0.70)
+    # Each request costs n_in x input price + n_out x output price, so per million output
+    # tokens the run costs (input tokens/s x 0.40 + output tokens/s x 1.60) / output tokens/s.
+    in_tps, out_tps = run["input_tokens_per_s"], run["output_tokens_per_s"]
+    expected = (in_tps * 0.40 + out_tps * 1.60) / out_tps
+    assert cost["per_million_output_tokens_usd"] == pytest.approx(expected, rel=1e-9)
+    assert cost["usd_per_hour"] == pytest.approx((in_tps * 0.40 + out_tps * 1.60) * 3600 / 1e6)
+    assert cost["reason"] is None

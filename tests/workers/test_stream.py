@@ -18,8 +18,10 @@ import httpx
 import msgspec
 import pytest
 
+from infercost.metrics import summarize
 from tests.asgi import serve_in_loop
 from workers.loadgen.stream import RawRequest, Target, request_body, send
+from workers.loadgen.tokenize import Tokenizer, count_outputs
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "llama-server"
 EVENT_GAP_S = 0.005
@@ -382,3 +384,237 @@ def test_target_routes_and_headers() -> None:
     completions = Target.for_endpoint("http://h:1/v1", "openai-completions", "m", None, 5.0)
     assert completions.url == "http://h:1/v1/completions"
     assert "Authorization" not in completions.headers
+
+
+def test_continuous_usage_asked_for_only_from_vllm() -> None:
+    def options(engine: str | None) -> Any:
+        target = Target.for_endpoint("http://h:1/v1", "openai-chat", "m", None, 5.0, engine=engine)
+        body = request_body(target, "hi", 4, stream=True, ignore_eos=False, temperature=None)
+        return msgspec.json.decode(body)["stream_options"]
+
+    assert options("vllm") == {"include_usage": True, "continuous_usage_stats": True}
+    assert options("VLLM") == {"include_usage": True, "continuous_usage_stats": True}
+    for other in (None, "sglang", "llama.cpp", "tgi"):
+        assert options(other) == {"include_usage": True}
+
+
+# --- scripted streams: role events, reasoning, missing usage, several tokens per event -------
+
+GAP_S = 0.02
+
+
+def _chunk(delta: dict[str, Any] | None = None, usage: dict[str, int] | None = None) -> bytes:
+    event: dict[str, Any] = {
+        "object": "chat.completion.chunk",
+        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
+    if usage is not None:
+        event["usage"] = usage
+    return b"data: " + msgspec.json.encode(event) + b"\n\n"
+
+
+def _usage(prompt: int, completion: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+# Each scenario: (event, seconds to wait before sending it).
+SCRIPTS: dict[str, list[tuple[bytes, float]]] = {
+    # An empty role-only event at once, then the first content 3 gaps later.
+    "role-then-content": [
+        (_chunk({"role": "assistant", "content": ""}), 0.0),
+        (_chunk({"content": " one"}), 3 * GAP_S),
+        (_chunk({"content": " two"}), GAP_S),
+        (_chunk({"content": " three"}), GAP_S),
+        (_chunk(None, _usage(4, 3)), 0.0),
+    ],
+    # No usage at all; two words (tokens, for the tokenizer below) per event.
+    "no-usage": [
+        (_chunk({"role": "assistant", "content": ""}), 0.0),
+        (_chunk({"content": " one two"}), GAP_S),
+        (_chunk({"content": " three four"}), GAP_S),
+        (_chunk({"content": " five six"}), GAP_S),
+    ],
+    # vLLM continuous usage: cumulative completion_tokens on every event; the events carry
+    # 1, 3 and 2 tokens, and one event in between carries a token but no text yet.
+    "continuous": [
+        (_chunk({"role": "assistant", "content": ""}, _usage(4, 0)), 0.0),
+        (_chunk({"content": " a"}, _usage(4, 1)), GAP_S),
+        (_chunk({"content": " b c d"}, _usage(4, 4)), GAP_S),
+        (_chunk({"content": ""}, _usage(4, 5)), GAP_S),
+        (_chunk({"content": " e f"}, _usage(4, 6)), GAP_S),
+        (_chunk(None, _usage(4, 6)), 0.0),
+    ],
+    # A reasoning model: three reasoning deltas, then the visible answer.
+    "reasoning": [
+        (_chunk({"role": "assistant", "content": ""}), 0.0),
+        (_chunk({"reasoning_content": "Let"}), GAP_S),
+        (_chunk({"reasoning_content": " me"}), GAP_S),
+        (_chunk({"reasoning": " think"}), GAP_S),
+        (_chunk({"content": " Yes"}), GAP_S),
+        (_chunk({"content": "."}), GAP_S),
+        (_chunk(None, _usage(4, 5)), 0.0),
+    ],
+}
+
+
+class ScriptedApp:
+    """Streams SCRIPTS[first path segment] with its delays, then [DONE]; `/<x>/tokenize`
+    counts whitespace-separated words (vLLM's shape). Request bodies are kept."""
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[str, dict[str, Any]]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        body = msgspec.json.decode(raw) if raw else {}
+        self.bodies.append((scope["path"], body))
+        if scope["path"].endswith("/tokenize"):
+            if "messages" in body:
+                text = " ".join(m["content"] for m in body["messages"])
+            else:
+                text = body["prompt"]
+            words = text.split()
+            answer = {"count": len(words), "tokens": list(range(len(words))), "max_model_len": 8}
+            await _whole(send, 200, msgspec.json.encode(answer))
+            return
+        await _start(send, 200, b"text/event-stream")
+        for event, delay in SCRIPTS[scope["path"].split("/")[1]]:
+            await asyncio.sleep(delay)
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+
+
+@pytest.fixture(scope="module")
+async def scripted() -> AsyncIterator[tuple[str, ScriptedApp]]:
+    """uvicorn serving ScriptedApp on a free loopback port."""
+    app = ScriptedApp()
+    async with serve_in_loop(app) as url:
+        yield url, app
+
+
+async def scripted_fetch(
+    base: str, scenario: str, *, engine: str | None = None, keep_text: bool = False
+) -> RawRequest:
+    target = Target.for_endpoint(
+        f"{base}/{scenario}/v1", "openai-chat", "m", None, 5.0, engine=engine
+    )
+    body = request_body(target, "hello there", 8, stream=True, ignore_eos=True, temperature=None)
+    rec = RawRequest(0, False, time.perf_counter_ns(), 2, keep_text=keep_text)
+    async with httpx.AsyncClient() as client:
+        await send(client, target, body, rec, stream=True)
+    assert rec.error_class is None, rec.error
+    return rec
+
+
+async def test_ttft_skips_an_empty_role_event(scripted: tuple[str, ScriptedApp]) -> None:
+    base, _ = scripted
+    rec = await scripted_fetch(base, "role-then-content", keep_text=True)
+    t = rec.timing(rec.t_sched)
+    assert t.ttfb is not None
+    assert t.ttft is not None
+    # the role event is the first byte; the first token came 3 gaps (60 ms) later
+    assert t.ttft - t.ttfb >= 3 * GAP_S * 0.9
+    assert len(t.chunk_times) == 3
+    # no reasoning: time to first output is time to first token
+    assert t.ttfo == t.ttft
+    assert rec.count_source == "usage"
+    assert rec.n_out == 3
+    # usage arrived, so the text kept for a tokenizer count was dropped
+    assert rec.text is None
+    # no continuous usage: nothing said per event, one token per event assumed
+    assert t.chunk_tokens is None
+
+
+async def test_without_usage_the_tokenizer_counts_the_text(
+    scripted: tuple[str, ScriptedApp],
+) -> None:
+    base, app = scripted
+    rec = await scripted_fetch(base, "no-usage", keep_text=True)
+    # at first: three content events, counted as three tokens
+    assert rec.count_source == "events"
+    assert rec.n_out == 3
+    assert rec.n_in == 2  # the local count
+    assert rec.text == [" one two", " three four", " five six"]
+    target = Target.for_endpoint(f"{base}/no-usage/v1", "openai-chat", "m", None, 5.0)
+    tokenizer = Tokenizer.for_target(target)
+    assert tokenizer.url == f"{base}/no-usage/tokenize"
+    async with httpx.AsyncClient() as client:
+        await count_outputs(client, tokenizer, [rec])
+    # then: the endpoint's tokenizer over the received text, six words = six tokens
+    assert rec.count_source == "tokenizer"
+    assert rec.n_out == 6
+    assert rec.text is None
+    path, body = app.bodies[-1]
+    assert path == "/no-usage/tokenize"
+    assert body == {
+        "model": "m",
+        "prompt": " one two three four five six",
+        "add_special_tokens": False,
+    }
+
+
+async def test_without_usage_and_without_keeping_text_events_count(
+    scripted: tuple[str, ScriptedApp],
+) -> None:
+    base, _ = scripted
+    rec = await scripted_fetch(base, "no-usage")
+    assert rec.text is None
+    assert rec.count_source == "events"
+    assert rec.n_out == 3
+    assert rec.timing(rec.t_sched).count_source == "events"
+
+
+async def test_continuous_usage_weights_itl_by_tokens_per_event(
+    scripted: tuple[str, ScriptedApp],
+) -> None:
+    base, app = scripted
+    rec = await scripted_fetch(base, "continuous", engine="vllm")
+    assert app.bodies[-1][1]["stream_options"] == {
+        "include_usage": True,
+        "continuous_usage_stats": True,
+    }
+    assert rec.count_source == "usage"
+    assert rec.n_out == 6
+    # three events with text; the textless event's token goes to the next event with text
+    assert len(rec.chunk_ns) == 3
+    assert rec.chunk_tokens == [1, 3, 2]
+    t = rec.timing(rec.t_sched)
+    assert t.chunk_tokens == [1, 3, 2]
+    gap1 = t.chunk_times[1] - t.chunk_times[0]
+    gap2 = t.chunk_times[2] - t.chunk_times[1]
+    itl = summarize([t]).stats["itl_ms"]
+    # gap1 once at weight 3 (gap1 / 3 each), gap2 at weight 2: five per-token values
+    assert itl["count"] == 5
+    assert itl["mean"] == pytest.approx((gap1 + gap2) * 1000.0 / 5)
+    assert itl["min"] == pytest.approx(min(gap1 / 3, gap2 / 2) * 1000.0)
+    assert itl["max"] == pytest.approx(max(gap1 / 3, gap2 / 2) * 1000.0)
+
+
+async def test_reasoning_counts_for_ttft_and_ttfo_waits_for_content(
+    scripted: tuple[str, ScriptedApp],
+) -> None:
+    base, _ = scripted
+    rec = await scripted_fetch(base, "reasoning", keep_text=True)
+    t = rec.timing(rec.t_sched)
+    # every event with text is timed: three reasoning, two content
+    assert len(t.chunk_times) == 5
+    assert t.ttft is not None
+    assert t.ttfo is not None
+    # TTFT is the first reasoning delta; TTFO the first visible content, three gaps later
+    assert t.ttft == pytest.approx(t.chunk_times[0] - t.t_send)
+    assert t.ttfo == pytest.approx(t.chunk_times[3] - t.t_send)
+    assert t.ttfo - t.ttft >= 3 * GAP_S * 0.9
+    assert rec.n_out == 5
+    fig = summarize([t])
+    assert fig.stats["ttfo_ms"]["count"] == 1
+    assert fig.stats["ttfo_ms"]["mean"] == pytest.approx(t.ttfo * 1000.0)

@@ -21,6 +21,10 @@ class LevelPlan:
     `on_done(rec)` sees every finished request (for calibration and progress).
     With `duration_s`, users start no new request once that long has passed since the
     level began (`measured` then only caps the count; None for no cap).
+    The first `warmup` requests, and with `warmup_s` every request sent in that many
+    seconds from the level's start, are warm-up; `measured` counts only the others, and
+    `duration_s` then starts after the warm-up seconds. `keep_text` keeps each response's
+    text (when the server sends no usage) for counting with the endpoint's tokenizer.
     """
 
     concurrency: int
@@ -30,11 +34,16 @@ class LevelPlan:
     make_request: Callable[[int], tuple[bytes, int]]
     on_done: Callable[[RawRequest], None]
     duration_s: float | None = None
+    warmup_s: float | None = None
+    keep_text: bool = False
 
     @property
     def total(self) -> int | None:
-        """Requests sent at this level, warm-up included; None when only duration_s ends it."""
-        return None if self.measured is None else self.warmup + self.measured
+        """Requests sent at this level, warm-up included; None when only duration_s ends it
+        or when warm-up lasts a time (its count is known only afterwards)."""
+        if self.measured is None or self.warmup_s:
+            return None
+        return self.warmup + self.measured
 
 
 async def run_closed_loop(
@@ -46,23 +55,32 @@ async def run_closed_loop(
     `done` belongs to the caller, so requests that finished survive a cancellation.
     """
     next_seq = 0
-    total = plan.total
-    limit = sys.maxsize if total is None else total
-    deadline = (
-        sys.maxsize if plan.duration_s is None else perf_counter_ns() + round(plan.duration_s * 1e9)
-    )
+    measured_left = sys.maxsize if plan.measured is None else plan.measured
+    start = perf_counter_ns()
+    warm_until = start + round((plan.warmup_s or 0.0) * 1e9)
+    deadline = sys.maxsize if plan.duration_s is None else warm_until + round(plan.duration_s * 1e9)
+    keep_text = plan.keep_text
 
     async def user(slot: int) -> None:
         # Each user keeps its own connection (its slot), as a real client would.
-        nonlocal next_seq
-        while next_seq < limit and perf_counter_ns() < deadline:
+        nonlocal next_seq, measured_left
+        while True:
+            t_sched = perf_counter_ns()
+            if t_sched >= deadline:
+                return
+            warm = next_seq < plan.warmup or t_sched < warm_until
+            if not warm:
+                if measured_left <= 0:
+                    return
+                measured_left -= 1
             seq = next_seq
             next_seq += 1
-            t_sched = perf_counter_ns()
             body, n_in = plan.make_request(seq)
-            rec = RawRequest(seq, seq < plan.warmup, t_sched, n_in)
+            rec = RawRequest(seq, warm, t_sched, n_in, keep_text=keep_text)
             await send(client, target, body, rec, stream=plan.stream, slot=slot)
             done.append(rec)
             plan.on_done(rec)
 
-    await asyncio.gather(*(user(slot) for slot in range(min(plan.concurrency, limit))))
+    total = plan.total
+    users = plan.concurrency if total is None else min(plan.concurrency, total)
+    await asyncio.gather(*(user(slot) for slot in range(users)))

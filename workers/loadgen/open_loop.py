@@ -29,8 +29,8 @@ class RatePlan:
     """One open-loop level: when each request is due, and how to build request `seq`.
 
     `offsets_ns[seq]` is when request `seq` is due, in ns from the level's start, ascending.
-    The first `warmup` requests are warm-up. `make_request` and `on_done` are as in
-    `LevelPlan`.
+    The first `warmup` requests are warm-up. `make_request`, `on_done` and `keep_text` are
+    as in `LevelPlan`.
     """
 
     offsets_ns: Sequence[int]
@@ -38,6 +38,7 @@ class RatePlan:
     stream: bool
     make_request: Callable[[int], tuple[bytes, int]]
     on_done: Callable[[RawRequest], None]
+    keep_text: bool = False
 
     @property
     def total(self) -> int:
@@ -92,7 +93,7 @@ async def run_open_loop(
         for seq, offset in enumerate(plan.offsets_ns):
             due = start + offset
             await _wait_until(due)
-            rec = RawRequest(seq, seq < plan.warmup, due, n_in)
+            rec = RawRequest(seq, seq < plan.warmup, due, n_in, keep_text=plan.keep_text)
             if free_slots:
                 slot = heapq.heappop(free_slots)
             else:

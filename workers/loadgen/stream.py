@@ -54,34 +54,49 @@ class RawRequest:
 
     __slots__ = (
         "chunk_ns",
+        "chunk_tokens",
         "count_source",
         "error",
         "error_class",
         "n_in",
+        "n_in_target",
         "n_out",
         "seq",
         "status",
+        "t_content",
         "t_end",
         "t_first_byte",
         "t_sched",
         "t_send",
+        "text",
+        "tokens_at_chunk",
         "warmup",
     )
 
-    def __init__(self, seq: int, warmup: bool, t_sched: int, n_in_local: int) -> None:
+    def __init__(
+        self, seq: int, warmup: bool, t_sched: int, n_in_local: int, *, keep_text: bool = False
+    ) -> None:
         self.seq = seq
         self.warmup = warmup
         self.t_sched = t_sched
         self.t_send = t_sched
         self.t_first_byte: int | None = None
+        self.t_content: int | None = None
         self.t_end: int | None = None
         self.chunk_ns: list[int] = []
+        # Tokens per content event from continuous usage; emptied unless every event said.
+        self.chunk_tokens: list[int] = []
+        self.tokens_at_chunk = 0
         self.n_in: int | None = n_in_local
+        self.n_in_target = n_in_local
         self.n_out = 0
         self.count_source = "events"
         self.status: int | None = None
         self.error_class: str | None = None
         self.error: str | None = None
+        # The received text, kept only to count it with the endpoint's tokenizer when the
+        # server sent no usage (dropped as soon as usage arrives); None: not collected.
+        self.text: list[str] | None = [] if keep_text else None
 
     def timing(self, origin_ns: int) -> RequestTiming:
         """The request in seconds from `origin_ns`, as the metric definitions take it."""
@@ -101,21 +116,42 @@ class RawRequest:
             status=self.status,
             error_class=self.error_class,
             error=self.error,
+            t_first_content=None if self.t_content is None else (self.t_content - origin_ns) * _NS,
+            chunk_tokens=list(self.chunk_tokens) if self.chunk_tokens else None,
+            n_in_target=self.n_in_target,
         )
 
 
 _DONE = b"[DONE]"
 
 
-def _has_text(event: _Event) -> bool:
-    """True when an event carries content or reasoning text (chat) or text (completions)."""
+#: What an event carries (`_scan`): no text, reasoning text only, or visible content.
+_NO_TEXT, _REASONING, _CONTENT = 0, 1, 2
+
+
+def _scan(event: _Event, keep: list[str] | None) -> int:
+    """What text an event carries: content (chat) or text (completions) is visible output,
+    reasoning_content / reasoning is reasoning. Its text is appended to `keep` when given."""
+    kind = _NO_TEXT
     for choice in event.choices:
         if choice.text:
-            return True
+            kind = _CONTENT
+            if keep is not None:
+                keep.append(choice.text)
+            continue
         part = choice.delta or choice.message
-        if part is not None and (part.content or part.reasoning_content or part.reasoning):
-            return True
-    return False
+        if part is None:
+            continue
+        reasoning = part.reasoning_content or part.reasoning
+        if reasoning:
+            kind = kind or _REASONING
+            if keep is not None:
+                keep.append(reasoning)
+        if part.content:
+            kind = _CONTENT
+            if keep is not None:
+                keep.append(part.content)
+    return kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,17 +164,31 @@ class Target:
     model: str
     headers: dict[str, str]
     timeout_s: float
+    engine: str | None = None
 
     @classmethod
     def for_endpoint(
-        cls, base_url: str, api: str, model: str, api_key: str | None, timeout_s: float
+        cls,
+        base_url: str,
+        api: str,
+        model: str,
+        api_key: str | None,
+        timeout_s: float,
+        *,
+        engine: str | None = None,
     ) -> Target:
         """The target for a registered endpoint (base_url ends before /chat/completions)."""
         route = "/chat/completions" if api == "openai-chat" else "/completions"
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        return cls(base_url.rstrip("/") + route, base_url, api, model, headers, timeout_s)
+        return cls(base_url.rstrip("/") + route, base_url, api, model, headers, timeout_s, engine)
+
+    @property
+    def continuous_usage(self) -> bool:
+        """Whether to ask for usage on every event (vLLM's `continuous_usage_stats`): only
+        vLLM knows the option, and other servers may reject a field they do not know."""
+        return (self.engine or "").strip().lower() == "vllm"
 
 
 async def open_connections(client: httpx.AsyncClient, target: Target, count: int) -> None:
@@ -171,14 +221,18 @@ def request_body(
     ignore_eos: bool,
     temperature: float | None,
 ) -> bytes:
-    """The JSON body for one request, asking for usage in the stream."""
+    """The JSON body for one request, asking for usage in the stream (on every event too,
+    where the engine is vLLM, so an event that carries several tokens says how many)."""
     body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": stream}
     if target.api == "openai-chat":
         body["messages"] = [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
     if stream:
-        body["stream_options"] = {"include_usage": True}
+        options: dict[str, bool] = {"include_usage": True}
+        if target.continuous_usage:
+            options["continuous_usage_stats"] = True
+        body["stream_options"] = options
     if ignore_eos:
         body["ignore_eos"] = True
     if temperature is not None:
@@ -263,12 +317,21 @@ def _parse(payload: bytes) -> _Event:
 
 
 def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
-    if _has_text(event):
+    kind = _scan(event, rec.text)
+    if kind:
         ns.append(now)
+        if kind == _CONTENT and rec.t_content is None:
+            rec.t_content = now
     usage = event.usage
     if usage is not None:
-        if usage.completion_tokens is not None:
-            rec.n_out = usage.completion_tokens
+        completion = usage.completion_tokens
+        if completion is not None:
+            if kind:
+                # Continuous usage: the tokens this event carried (and any that came in
+                # events without text since the last one that had text).
+                rec.chunk_tokens.append(completion - rec.tokens_at_chunk)
+                rec.tokens_at_chunk = completion
+            rec.n_out = completion
             rec.count_source = "usage"
         if usage.prompt_tokens is not None:
             rec.n_in = usage.prompt_tokens
@@ -370,7 +433,13 @@ async def send(
     if rec.t_end is None and rec.error_class is not None:
         rec.t_end = perf_counter_ns()
     if rec.count_source != "usage":
+        # Counted from the events for now; the runner may replace it with the endpoint's
+        # tokenizer count of `rec.text` after the level, off the timed path.
         rec.n_out = len(rec.chunk_ns)
         rec.count_source = "events"
+    else:
+        rec.text = None
+    if len(rec.chunk_tokens) != len(rec.chunk_ns):
+        rec.chunk_tokens.clear()  # only some events said how many tokens they carried
     if rec.n_in is None:
         rec.n_in = fallback_in

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from infercost.hardware.catalog import Precision
 from infercost.prices.models import PricingModel
 
 EndpointName = Annotated[
@@ -26,7 +27,12 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/endpoints. `api_key` is write-only; `base_url` ends before /chat/completions.
 
     Its hourly price is `usd_per_hour` when given; otherwise the price book entry for its
-    `provider`, `hardware` and `pricing_model` (default on-demand), times `gpu_count`.
+    `provider`, `hardware` and `pricing_model` (default on-demand), times `gpu_count`. A
+    hosted API is priced per token instead: `usd_per_million_input_tokens` and
+    `usd_per_million_output_tokens`, both, and no hourly price.
+
+    `params_b`, `precision` and `kv_bytes_per_token` are the model's facts; with `hardware`
+    they give the roofline bounds and each run's efficiency (METRICS.md, Physical limits).
     """
 
     name: EndpointName
@@ -40,8 +46,11 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     usd_per_hour: NonNegative | None = None
     provider: Text | None = None
     pricing_model: PricingModel | None = None
+    usd_per_million_input_tokens: NonNegative | None = None
+    usd_per_million_output_tokens: NonNegative | None = None
     params_b: Positive | None = None
-    precision: Text | None = None
+    precision: Precision | None = None
+    kv_bytes_per_token: Positive | None = None
     api_key: Url | None = None
     metrics_urls: list[Url] = []
     tags: Tags = {}
@@ -61,8 +70,11 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     usd_per_hour: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
     provider: Text | msgspec.UnsetType | None = msgspec.UNSET
     pricing_model: PricingModel | msgspec.UnsetType | None = msgspec.UNSET
+    usd_per_million_input_tokens: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
+    usd_per_million_output_tokens: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
     params_b: Positive | msgspec.UnsetType | None = msgspec.UNSET
-    precision: Text | msgspec.UnsetType | None = msgspec.UNSET
+    precision: Precision | msgspec.UnsetType | None = msgspec.UNSET
+    kv_bytes_per_token: Positive | msgspec.UnsetType | None = msgspec.UNSET
     api_key: Url | msgspec.UnsetType | None = msgspec.UNSET
     metrics_urls: list[Url] | msgspec.UnsetType = msgspec.UNSET
     tags: Tags | msgspec.UnsetType = msgspec.UNSET
@@ -85,8 +97,11 @@ class EndpointRead(msgspec.Struct):
     usd_per_hour: float | None
     provider: str | None
     pricing_model: str
+    usd_per_million_input_tokens: float | None
+    usd_per_million_output_tokens: float | None
     params_b: float | None
     precision: str | None
+    kv_bytes_per_token: float | None
     has_api_key: bool
     metrics_urls: list[str]
     tags: Tags

@@ -25,6 +25,28 @@ def _http_url(field: str, url: str) -> str:
     return url.rstrip("/")
 
 
+def _check_pricing(endpoint: Endpoint) -> None:
+    """Per-token prices come as a pair and exclude an hourly price (one way to price)."""
+    per_token = (endpoint.usd_per_million_input_tokens, endpoint.usd_per_million_output_tokens)
+    if (per_token[0] is None) != (per_token[1] is None):
+        missing = (
+            "usd_per_million_input_tokens"
+            if per_token[0] is None
+            else "usd_per_million_output_tokens"
+        )
+        raise InvalidInput(
+            missing,
+            "a hosted API is priced per input and per output token: give both "
+            "usd_per_million_input_tokens and usd_per_million_output_tokens",
+        )
+    if per_token[0] is not None and endpoint.usd_per_hour is not None:
+        raise InvalidInput(
+            "usd_per_hour",
+            "give usd_per_hour (a deployment you rent by the hour) or per-token prices "
+            "(a hosted API), not both",
+        )
+
+
 class EndpointService:
     """Endpoint rules: unique live names, known hardware, URLs that parse, secrets encrypted."""
 
@@ -71,6 +93,7 @@ class EndpointService:
             endpoint.api_key_encrypted = None if secret is None else self.vault.encrypt(secret)
         for key, value in changes.items():
             setattr(endpoint, key, value)
+        _check_pricing(endpoint)
 
     async def create(self, data: EndpointCreate) -> Endpoint:
         """Register an endpoint."""
@@ -110,8 +133,11 @@ class EndpointService:
             usd_per_hour=endpoint.usd_per_hour,
             provider=endpoint.provider,
             pricing_model=endpoint.pricing_model or DEFAULT_PRICING_MODEL,
+            usd_per_million_input_tokens=endpoint.usd_per_million_input_tokens,
+            usd_per_million_output_tokens=endpoint.usd_per_million_output_tokens,
             params_b=endpoint.params_b,
             precision=endpoint.precision,
+            kv_bytes_per_token=endpoint.kv_bytes_per_token,
             has_api_key=endpoint.api_key_encrypted is not None,
             metrics_urls=list(endpoint.metrics_urls),
             tags=dict(endpoint.tags),

@@ -15,12 +15,44 @@ SloLimit = Annotated[float, msgspec.Meta(gt=0)]
 
 
 class Lengths(msgspec.Struct, forbid_unknown_fields=True):
-    """A token-length distribution: normal(mean, std), clipped to [min, max]."""
+    """A token-length distribution, drawn per request, rounded and clipped to [min, max]
+    (never below 1).
 
-    mean: TokenCount
-    std: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    `normal` (the default): `mean` and optional `std` (0 or absent: every length is the
+    mean). `uniform`: every whole number from `min` to `max` equally likely (both required,
+    no mean or std). `lognormal`: `mean` and `std` (> 0) of the lengths themselves, not of
+    their logarithms: a long right tail, as real prompt and answer lengths have.
+    """
+
+    distribution: Literal["normal", "uniform", "lognormal"] = "normal"
+    mean: TokenCount | None = None
+    std: Annotated[float, msgspec.Meta(ge=0, le=1_000_000)] | None = None
     min: Annotated[int, msgspec.Meta(ge=1)] | None = None
     max: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+    def __post_init__(self) -> None:
+        # Raised here, msgspec reports it at this object's path (a 400 naming the field).
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
+        if self.distribution == "uniform":
+            if self.min is None or self.max is None:
+                raise ValueError(
+                    "a uniform distribution needs min and max (every whole number between "
+                    "them is equally likely)"
+                )
+            if self.mean is not None or self.std is not None:
+                raise ValueError(
+                    "a uniform distribution takes min and max only: leave out mean and std "
+                    "(its mean is (min + max) / 2)"
+                )
+            return
+        if self.mean is None:
+            raise ValueError(f"a {self.distribution} distribution needs mean")
+        if self.distribution == "lognormal" and not self.std:
+            raise ValueError(
+                "a lognormal distribution needs std > 0 (the spread of the lengths); "
+                "for a fixed length give mean alone"
+            )
 
 
 class Workload(msgspec.Struct, forbid_unknown_fields=True):
@@ -44,7 +76,10 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     1/sqrt(k); k = 1 is Poisson). A level sends `requests_per_level` requests (100 when
     neither is given) or runs for `duration_s` seconds: a rate level schedules its requests
     over duration_s, concurrency users start no new request after it. The first
-    `warmup_requests` of each level are stored but left out of every figure.
+    `warmup_requests` of each level, or (instead) every request sent in its first
+    `warmup_s` seconds, are stored but left out of every figure; with warmup_s the
+    measured part (requests_per_level or duration_s) comes after those seconds.
+    `cooldown_s` pauses that long after each level before the next one starts.
     """
 
     mode: Literal["concurrency", "rate"]
@@ -54,9 +89,13 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     requests_per_level: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = None
     duration_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] | None = None
     warmup_requests: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
+    warmup_s: Annotated[float, msgspec.Meta(gt=0, le=3_600)] | None = None
+    cooldown_s: Annotated[float, msgspec.Meta(ge=0, le=3_600)] = 0.0
     arrival: Literal["constant", "poisson", "gamma"] = "poisson"
     burstiness: Annotated[float, msgspec.Meta(gt=0, le=1000)] = 1.0
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300.0
+    # How often the endpoint's metrics_urls are scraped during each level.
+    telemetry_interval_s: Annotated[float, msgspec.Meta(ge=0.1, le=60)] = 1.0
 
 
 class SloLimits(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -127,7 +166,16 @@ class RequestCounts(msgspec.Struct):
 
 
 class Telemetry(msgspec.Struct):
-    """GPU and engine figures over the measured window; null where not scraped."""
+    """GPU and engine figures over the measured window, from the endpoint's metrics_urls
+    (METRICS.md, Telemetry); null where not scraped or not published.
+
+    Fractions 0..1: utilisation, SM/DRAM/tensor activity, KV-cache usage, prefix-cache hit
+    rate; power in W, energy in J, memory in bytes. Gauges are averaged over time; counters
+    (tokens, preemptions, cache hits) are differences over the window. `errors` lists
+    every scrape that failed and why; the run goes on regardless. `sources` names the
+    metric families seen (vllm, sglang, tgi, dcgm); `unmapped` the names published but
+    not understood (stored raw in /v1/runs/{id}/telemetry).
+    """
 
     gpu_util_mean: float | None = None
     gpu_util_p95: float | None = None
@@ -140,6 +188,21 @@ class Telemetry(msgspec.Struct):
     requests_waiting_max: float | None = None
     prefix_cache_hit_rate: float | None = None
     errors: list[str] = []
+    requests_running_max: float | None = None
+    requests_waiting_mean: float | None = None
+    memory_used_bytes_mean: float | None = None
+    dram_active_mean: float | None = None
+    tensor_active_mean: float | None = None
+    energy_j: float | None = None
+    energy_source: str | None = None
+    prompt_tokens: float | None = None
+    generation_tokens: float | None = None
+    preemptions: float | None = None
+    gpu_count: int | None = None
+    per_gpu: dict[str, float] = {}
+    sources: list[str] = []
+    unmapped: list[str] = []
+    samples: int = 0
 
 
 class Cost(msgspec.Struct):
@@ -159,6 +222,10 @@ class Cost(msgspec.Struct):
     reason: str | None = None
     priced_at: datetime | None = None
     price_source: PriceSource | None = None
+    pricing: Literal["per_hour", "per_token"] = "per_hour"
+    input_usd_per_million_tokens: float | None = None
+    output_usd_per_million_tokens: float | None = None
+    blended_usd_per_million_tokens: float | None = None
 
 
 class ClientHealth(msgspec.Struct):
@@ -176,6 +243,24 @@ class ClientHealth(msgspec.Struct):
     rate_held: bool | None = None
 
 
+class Efficiency(msgspec.Struct):
+    """A run against the roofline bounds of its hardware and model (METRICS.md, Physical
+    limits), present when the endpoint gives hardware and params_b.
+
+    Bounds in tokens/s: one stream's decode speed; output throughput at the run's own mean
+    concurrency and context; output throughput no batch can beat. Fractions: `decode` =
+    median per-user speed / decode bound, `throughput` = output tokens/s / bound at the
+    run's concurrency, `peak` = output tokens/s / peak bound.
+    """
+
+    decode_bound_tokens_per_s: float
+    throughput_bound_tokens_per_s: float | None
+    peak_throughput_bound_tokens_per_s: float
+    decode: float | None
+    throughput: float | None
+    peak: float | None
+
+
 class RunSummary(msgspec.Struct):
     """One load level's figures over its measured window (METRICS.md)."""
 
@@ -188,8 +273,13 @@ class RunSummary(msgspec.Struct):
     finished_at: datetime | None
     requests: RequestCounts
     duration_s: float | None
+    # usage, tokenizer or events (or mixed): where n_out came from (METRICS.md).
     count_source: str | None
+    # exact, approximate or mixed: whether prompts had exactly their drawn token count.
+    prompt_lengths: str | None
     ttft_ms: Distribution
+    # Time to first visible content (reasoning excluded); equals ttft_ms without reasoning.
+    ttfo_ms: Distribution
     tpot_ms: Distribution
     itl_ms: Distribution
     e2e_ms: Distribution
@@ -208,6 +298,28 @@ class RunSummary(msgspec.Struct):
     client: ClientHealth | None
     telemetry: Telemetry
     cost: Cost
+    efficiency: Efficiency | None = None
+
+
+class CapacityAtSlo(msgspec.Struct, omit_defaults=False):
+    """The highest load that meets the job's SLO (METRICS.md, cost at SLO).
+
+    Interpolated between the last passing and the first failing level (`between`) when both
+    were measured; `lower_bound` when every level passed (the true capacity is higher).
+    `reason` says why there is none.
+    """
+
+    requests_per_s: float | None = None
+    output_tokens_per_s: float | None = None
+    level: float | None = None
+    interpolated: bool | None = None
+    between: list[float] | None = None
+    lower_bound: bool | None = None
+    client_bound: bool | None = None
+    run_ids: list[uuid.UUID] = []
+    usd_per_hour: float | None = None
+    per_million_output_tokens_usd: float | None = None
+    reason: str | None = None
 
 
 class JobListItem(msgspec.Struct):
@@ -230,6 +342,7 @@ class JobRead(JobListItem):
     load: dict[str, Any]
     slo: dict[str, Any] | None
     runs: list[RunSummary]
+    capacity_at_slo: CapacityAtSlo | None = None
 
 
 class Sample(msgspec.Struct):
@@ -249,6 +362,14 @@ class Sample(msgspec.Struct):
     error_class: str | None
     error: str | None
     chunk_times_ms: list[float]
+    # Time to the first visible content, reasoning excluded (= ttft_ms without reasoning).
+    ttfo_ms: float | None = None
+    # Tokens each content event carried, when the server said (continuous usage).
+    chunk_tokens: list[int] | None = None
+    # The drawn prompt length, and "exact" when the prompt had exactly that many tokens
+    # (checked with the endpoint's tokenizer route) or "approximate".
+    n_in_target: int | None = None
+    prompt_length: str | None = None
 
 
 class SamplePage(msgspec.Struct):
@@ -272,4 +393,7 @@ CSV_COLUMNS = (
     "count_source",
     "status",
     "error_class",
+    "ttfo_ms",
+    "n_in_target",
+    "prompt_length",
 )

@@ -6,7 +6,7 @@ import csv
 import io
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -15,11 +15,20 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from api.db import after_commit
+from api.domain.estimates.evidence import (
+    RunPhysics,
+    capacity_block,
+    model_facts,
+    replica_hardware,
+    run_physics,
+)
 from api.domain.jobs.schemas import (
     CSV_COLUMNS,
+    CapacityAtSlo,
     ClientHealth,
     Cost,
     Distribution,
+    Efficiency,
     JobCreate,
     JobListItem,
     JobRead,
@@ -34,12 +43,14 @@ from api.domain.jobs.schemas import (
 from api.domain.prices.services import aware
 from api.queue import TaskQueue
 from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, planned_requests
-from infercost.cost import run_cost
+from infercost.cost import hosted_run_cost, run_cost
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
+from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.repository import JobRepository
 from infercost.metrics import distribution
+from infercost.planning.roofline import Hardware, ModelFacts
 from infercost.prices.pricing import HourlyPrice, hourly_price
 
 #: The most requests one level may schedule (the bound on requests_per_level, too).
@@ -66,13 +77,18 @@ class Repricing:
 
 def stored_price(run: Run) -> HourlyPrice:
     """The price snapshot the worker stored as the run started; never changed afterwards."""
+    if run.usd_per_million_input_tokens is not None:
+        per_token = (run.usd_per_million_input_tokens, run.usd_per_million_output_tokens or 0.0)
+        return HourlyPrice(None, "run", run.started_at, per_token=per_token)
     priced_at = run.started_at if run.usd_per_hour is not None else None
     return HourlyPrice(run.usd_per_hour, "run", priced_at, run.price_note)
 
 
-def run_summary(run: Run, price: HourlyPrice | None = None) -> RunSummary:
+def run_summary(
+    run: Run, price: HourlyPrice | None = None, physics: RunPhysics | None = None
+) -> RunSummary:
     """The CONTRACT.md run summary of a stored run, priced at `price` (default: the run's
-    stored snapshot). The run itself is only read."""
+    stored snapshot), with its roofline efficiency when known. The run is only read."""
     stats: dict[str, Any] = run.stats or {}
     empty = distribution([])
 
@@ -80,14 +96,24 @@ def run_summary(run: Run, price: HourlyPrice | None = None) -> RunSummary:
         return msgspec.convert(stats.get(name) or empty, Distribution)
 
     price = price or stored_price(run)
-    cost = run_cost(
-        price.usd_per_hour,
-        output_tokens_per_s=run.output_tokens_per_s,
-        total_tokens_per_s=run.total_tokens_per_s,
-        requests_per_s=run.requests_per_s,
-        goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
-        reason=price.note,
-    )
+    if price.per_token is not None:
+        cost = hosted_run_cost(
+            *price.per_token,
+            input_tokens_per_s=run.input_tokens_per_s,
+            output_tokens_per_s=run.output_tokens_per_s,
+            total_tokens_per_s=run.total_tokens_per_s,
+            requests_per_s=run.requests_per_s,
+            goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
+        )
+    else:
+        cost = run_cost(
+            price.usd_per_hour,
+            output_tokens_per_s=run.output_tokens_per_s,
+            total_tokens_per_s=run.total_tokens_per_s,
+            requests_per_s=run.requests_per_s,
+            goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
+            reason=price.note,
+        )
     client = stats.get("client")
     return RunSummary(
         id=run.id,
@@ -105,7 +131,9 @@ def run_summary(run: Run, price: HourlyPrice | None = None) -> RunSummary:
         ),
         duration_s=run.duration_s,
         count_source=run.count_source,
+        prompt_lengths=run.prompt_lengths,
         ttft_ms=dist("ttft_ms"),
+        ttfo_ms=dist("ttfo_ms"),
         tpot_ms=dist("tpot_ms"),
         itl_ms=dist("itl_ms"),
         e2e_ms=dist("e2e_ms"),
@@ -122,12 +150,13 @@ def run_summary(run: Run, price: HourlyPrice | None = None) -> RunSummary:
         slo_passed=run.slo_passed,
         client_bound=run.client_bound,
         client=msgspec.convert(client, ClientHealth) if client else None,
-        telemetry=Telemetry(),
+        telemetry=msgspec.convert(run.telemetry, Telemetry) if run.telemetry else Telemetry(),
         cost=msgspec.structs.replace(
             msgspec.convert(cost, Cost, from_attributes=True),
             priced_at=price.priced_at,
             price_source=price.source,
         ),
+        efficiency=None if physics is None else Efficiency(**asdict(physics)),
     )
 
 
@@ -166,6 +195,10 @@ def sample_read(sample: RequestSample) -> Sample:
         error_class=sample.error_class,
         error=sample.error,
         chunk_times_ms=list(sample.chunk_times_ms),
+        ttfo_ms=sample.ttfo_ms,
+        chunk_tokens=None if sample.chunk_tokens is None else list(sample.chunk_tokens),
+        n_in_target=sample.n_in_target,
+        prompt_length=sample.prompt_length,
     )
 
 
@@ -183,11 +216,8 @@ class JobService:
         self.max_concurrency = max_concurrency
 
     def _check(self, data: JobCreate) -> None:
+        # Length distributions check themselves as they are decoded (schemas.Lengths).
         self._check_load(data.load)
-        for name in ("input_tokens", "output_tokens"):
-            lengths = getattr(data.workload, name)
-            if lengths.min is not None and lengths.max is not None and lengths.min > lengths.max:
-                raise InvalidInput(f"workload.{name}", "min is greater than max")
 
     def _check_load(self, load: Load) -> None:
         """Rules across load fields that the schema alone cannot state."""
@@ -195,6 +225,11 @@ class JobService:
             raise InvalidInput(
                 "load.duration_s",
                 "give load.requests_per_level or load.duration_s, not both",
+            )
+        if load.warmup_s is not None and load.warmup_requests:
+            raise InvalidInput(
+                "load.warmup_s",
+                "give load.warmup_requests (a count) or load.warmup_s (seconds), not both",
             )
         if load.mode == "concurrency":
             fractional = [lvl for lvl in load.levels if not float(lvl).is_integer()]
@@ -290,37 +325,66 @@ class JobService:
         return job
 
     async def read(self, job: Job, pricing: Repricing | None = None) -> JobRead:
-        """The job with its runs, priced as `pricing` asks (default: as measured)."""
+        """The job with its runs, priced as `pricing` asks (default: as measured), and its
+        capacity at the SLO over the levels measured so far."""
         runs = await self.jobs.runs_of_jobs([job.id])
+        summaries = await self.summaries(runs, pricing)
+        by_id = {s.id: s for s in summaries}
+        capacity = capacity_block(runs, job.slo, None)
+        if capacity.get("run_ids"):
+            # Priced like the runs it rests on (the lower level's cost block).
+            basis = by_id[uuid.UUID(capacity["run_ids"][0])]
+            capacity = capacity_block(runs, job.slo, basis.cost.usd_per_hour)
         return JobRead(
             **msgspec.structs.asdict(job_list_item(job)),
             workload=job.workload,
             load=job.load,
             slo=job.slo,
-            runs=await self.summaries(runs, pricing),
+            runs=summaries,
+            capacity_at_slo=msgspec.convert(capacity, CapacityAtSlo) if runs else None,
         )
+
+    async def _physics(self, endpoint_id: uuid.UUID) -> tuple[ModelFacts, Hardware] | None:
+        """The model facts and replica hardware of a run's endpoint, when both are known."""
+        # A run's endpoint is its team's (and stays, soft-deleted, for its history).
+        endpoint = await self.endpoints.get_any(endpoint_id)
+        assert endpoint is not None
+        assert endpoint.team_id == self.team_id
+        facts = model_facts(endpoint)
+        if facts is None or endpoint.hardware_id is None:
+            return None
+        row = await HardwareRepository(self.session).get(self.team_id, endpoint.hardware_id)
+        if row is None:
+            return None
+        return facts, replica_hardware(row, endpoint.precision, endpoint.gpu_count)
 
     async def summaries(
         self, runs: Sequence[Run], pricing: Repricing | None = None
     ) -> list[RunSummary]:
         """Run summaries priced as `pricing` asks; the stored runs are not changed."""
+        physics: dict[uuid.UUID, tuple[ModelFacts, Hardware] | None] = {}
+        for endpoint_id in {r.endpoint_id for r in runs}:
+            physics[endpoint_id] = await self._physics(endpoint_id)
+
+        def summary(run: Run, price: HourlyPrice | None) -> RunSummary:
+            known = physics[run.endpoint_id]
+            return run_summary(run, price, run_physics(run, *known) if known else None)
+
         if pricing is None or (pricing.price_at is None and pricing.usd_per_hour is None):
-            return [run_summary(r) for r in runs]
+            return [summary(r, None) for r in runs]
         if pricing.usd_per_hour is not None:
             explicit = HourlyPrice(pricing.usd_per_hour, "explicit", None)
-            return [run_summary(r, explicit) for r in runs]
+            return [summary(r, explicit) for r in runs]
         assert pricing.price_at is not None
         by_endpoint: dict[uuid.UUID, HourlyPrice] = {}
         for run in runs:
             if run.endpoint_id not in by_endpoint:
-                # A run's endpoint is its team's (and stays, soft-deleted, for its history).
                 endpoint = await self.endpoints.get_any(run.endpoint_id)
                 assert endpoint is not None
-                assert endpoint.team_id == self.team_id
                 by_endpoint[run.endpoint_id] = await hourly_price(
                     self.session, endpoint, pricing.price_at
                 )
-        return [run_summary(r, by_endpoint[r.endpoint_id]) for r in runs]
+        return [summary(r, by_endpoint[r.endpoint_id]) for r in runs]
 
     async def page(self, limit: int, offset: int, status: str | None) -> tuple[list[Job], int]:
         """A page of the team's jobs."""

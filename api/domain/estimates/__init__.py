@@ -1,0 +1,1 @@
+"""Cost at your traffic: capacity at the SLO, roofline efficiency and the planner."""

@@ -1,0 +1,63 @@
+"""POST /v1/estimates; GET /v1/presets, GET /v1/presets/{name}."""
+
+from __future__ import annotations
+
+from litestar import Controller, get, post
+from litestar.di import Provide
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.auth import Caller
+from api.domain.estimates.schemas import EstimateCreate, EstimateRead, PresetRead
+from api.domain.estimates.services import EstimateService
+from infercost.planning.presets import PRESETS, WorkloadPreset, get_preset
+
+
+def provide_estimate_service(db_session: AsyncSession, caller: Caller) -> EstimateService:
+    """The service for the caller's team."""
+    return EstimateService(db_session, caller.team_id)
+
+
+def preset_read(preset: WorkloadPreset) -> PresetRead:
+    """The response shape of a preset."""
+    return PresetRead(
+        name=preset.name,
+        description=preset.description,
+        input_tokens=dict(preset.input_tokens),
+        output_tokens=dict(preset.output_tokens),
+        slo=preset.default_slo(),
+        optimises=preset.optimises,
+        also_watch=list(preset.also_watch),
+    )
+
+
+class EstimateController(Controller):
+    """POST /v1/estimates."""
+
+    path = "/v1/estimates"
+    tags = ["estimates"]
+    dependencies = {"estimates": Provide(provide_estimate_service, sync_to_thread=False)}
+
+    @post("/", status_code=200, summary="Cost and capacity for a traffic profile and SLO")
+    async def create_estimate(
+        self, estimates: EstimateService, data: EstimateCreate
+    ) -> EstimateRead:
+        """Every deployment of the model you have measured (and hosted APIs you have priced),
+        sized for the traffic at the SLO and ranked by USD per hour, cheapest first."""
+        return await estimates.estimate(data)
+
+
+class PresetController(Controller):
+    """GET /v1/presets; GET /v1/presets/{name}."""
+
+    path = "/v1/presets"
+    tags = ["estimates"]
+
+    @get("/", summary="List workload presets")
+    async def list_presets(self, caller: Caller) -> list[PresetRead]:
+        """Application types with their token lengths, default SLO and the figure to watch."""
+        return [preset_read(p) for p in PRESETS.values()]
+
+    @get("/{name:str}", summary="Read a workload preset")
+    async def get_preset(self, caller: Caller, name: str) -> PresetRead:
+        """One preset; an unknown name lists the known ones."""
+        return preset_read(get_preset(name))

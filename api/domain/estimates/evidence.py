@@ -1,0 +1,166 @@
+"""Turning stored runs into planning evidence: capacity at an SLO, and efficiency against
+the roofline bounds of the endpoint's hardware and model (METRICS.md, Cost and Physical
+limits). Used by job reads and by the estimate planner, so both say the same thing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from infercost.cost import per_million
+from infercost.endpoints.models import Endpoint
+from infercost.hardware.catalog import BYTES_PER_PARAM
+from infercost.hardware.models import Hardware as HardwareRow
+from infercost.jobs.models import Run
+from infercost.planning.capacity import Capacity, LevelResult, capacity_at_slo, slo_margin
+from infercost.planning.roofline import (
+    Hardware,
+    ModelFacts,
+    RooflineBounds,
+    batch_throughput_bound_tokens_per_s,
+    roofline_bounds,
+)
+
+#: Most measured requests that may fail for a run to count as passing an estimate's SLO.
+MAX_ERROR_RATE = 0.01
+
+
+def model_facts(endpoint: Endpoint) -> ModelFacts | None:
+    """The endpoint's model facts, when it says how big the model is and at what precision
+    (bf16 when only the size is given)."""
+    if endpoint.params_b is None:
+        return None
+    return ModelFacts(
+        params_b=endpoint.params_b,
+        bytes_per_param=BYTES_PER_PARAM[endpoint.precision or "bf16"],
+        kv_bytes_per_token=endpoint.kv_bytes_per_token,
+    )
+
+
+def replica_hardware(row: HardwareRow, precision: str | None, gpu_count: int) -> Hardware:
+    """One replica's hardware at the serving precision: 8-bit (and narrower) weights use the
+    GPU's fp8 compute where it has one, everything else its bf16 compute."""
+    narrow = BYTES_PER_PARAM[precision or "bf16"] <= 1
+    tflops = row.fp8_tflops if narrow and row.fp8_tflops is not None else row.bf16_tflops
+    return Hardware(
+        memory_bandwidth_bytes_s=row.memory_bandwidth_gbps * 1e9,
+        peak_flops=tflops * 1e12,
+        gpu_count=gpu_count,
+    )
+
+
+def mean_tokens(run: Run) -> tuple[float, float] | None:
+    """Mean prompt and output tokens of a run's successful requests."""
+    if not run.requests_per_s or run.input_tokens_per_s is None or not run.output_tokens_per_s:
+        return None
+    return run.input_tokens_per_s / run.requests_per_s, run.output_tokens_per_s / run.requests_per_s
+
+
+@dataclass(frozen=True, slots=True)
+class RunPhysics:
+    """A run against its limits: the bounds (tokens/s) and its figures as fractions of them.
+
+    decode: the median per-user speed over one stream's decode bound; throughput: output
+    tokens/s over the bound at the run's own mean concurrency and context; peak: output
+    tokens/s over the bound no batch can beat.
+    """
+
+    decode_bound_tokens_per_s: float
+    throughput_bound_tokens_per_s: float | None
+    peak_throughput_bound_tokens_per_s: float
+    decode: float | None
+    throughput: float | None
+    peak: float | None
+
+
+def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> RunPhysics:
+    """The roofline figures of one run (METRICS.md, Physical limits)."""
+    tokens = mean_tokens(run)
+    # Mean context over a request's decode: its prompt and half its output.
+    context = tokens[0] + tokens[1] / 2 if tokens else None
+    bounds: RooflineBounds = roofline_bounds(facts, hardware, context)
+    at_load: float | None = None
+    if context is not None and run.mean_concurrency and run.mean_concurrency >= 0.5:
+        streams = max(1, round(run.mean_concurrency))
+        at_load = batch_throughput_bound_tokens_per_s(facts, hardware, streams, context)
+    speed = ((run.stats or {}).get("per_user_tokens_per_s") or {}).get("p50")
+    out = run.output_tokens_per_s
+    return RunPhysics(
+        decode_bound_tokens_per_s=bounds.decode_tokens_per_s,
+        throughput_bound_tokens_per_s=at_load,
+        peak_throughput_bound_tokens_per_s=bounds.peak_output_tokens_per_s,
+        decode=None if speed is None else float(speed) / bounds.decode_tokens_per_s,
+        throughput=None if not out or at_load is None else out / at_load,
+        peak=None if not out else out / bounds.peak_output_tokens_per_s,
+    )
+
+
+def passes(run: Run, slo: Mapping[str, Mapping[str, float]]) -> tuple[bool, float | None]:
+    """Whether a stored run meets `slo` (which may not be the SLO its job had), and its
+    margin: every limited percentile within its limit, and at most 1% of requests failed."""
+    margin = slo_margin(run.stats or {}, slo)
+    ok = (
+        margin is not None
+        and margin <= 1.0
+        and (run.error_rate or 0.0) <= MAX_ERROR_RATE
+        and run.status == "succeeded"
+    )
+    return ok, margin
+
+
+def capacity_of(
+    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]]
+) -> tuple[Capacity, list[uuid.UUID]] | None:
+    """One job's capacity at `slo` over its finished levels, and the runs it rests on."""
+    usable = [
+        r
+        for r in runs
+        if r.status == "succeeded" and r.requests_per_s and r.output_tokens_per_s is not None
+    ]
+    if not usable or len({r.mode for r in usable}) > 1:
+        return None
+    levels = []
+    for run in usable:
+        ok, margin = passes(run, slo)
+        levels.append(
+            LevelResult(
+                level=run.level,
+                mode="rate" if run.mode == "rate" else "concurrency",
+                requests_per_s=float(run.requests_per_s or 0.0),
+                output_tokens_per_s=float(run.output_tokens_per_s or 0.0),
+                slo_passed=ok,
+                slo_margin=margin,
+                client_bound=bool(run.client_bound),
+            )
+        )
+    found = capacity_at_slo(levels)
+    if found is None:
+        return None
+    return found, [usable[i].id for i in found.basis_run_indices]
+
+
+def capacity_block(
+    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]] | None, usd_per_hour: float | None
+) -> dict[str, Any]:
+    """A job's `capacity_at_slo` block: the capacity and its cost per million output tokens,
+    or a `reason` when there is none."""
+    if not slo:
+        return {"reason": "the job has no SLO, so there is no capacity at the SLO"}
+    found = capacity_of(runs, slo)
+    if found is None:
+        return {"reason": "no finished level met the SLO"}
+    capacity, run_ids = found
+    return {
+        "requests_per_s": capacity.requests_per_s,
+        "output_tokens_per_s": capacity.output_tokens_per_s,
+        "level": capacity.level,
+        "interpolated": capacity.interpolated,
+        "between": list(capacity.between) if capacity.between else None,
+        "lower_bound": capacity.limited_by_measurements,
+        "client_bound": capacity.client_bound,
+        "run_ids": [str(r) for r in run_ids],
+        "usd_per_hour": usd_per_hour,
+        "per_million_output_tokens_usd": per_million(usd_per_hour, capacity.output_tokens_per_s),
+    }

@@ -1,0 +1,526 @@
+"""POST /v1/estimates: what a traffic profile costs on each deployment of a model.
+
+Evidence comes from stored runs: for each endpoint serving the model, the capacity at the
+SLO of its job whose workload is most like the traffic (interpolated between levels), priced
+with the price in effect now, so a change in the price book changes the answer without a
+new measurement. Hosted APIs are priced per token. Hardware with a price but no
+measurement of the model is projected from the model's measured efficiency elsewhere.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.domain.estimates.evidence import (
+    capacity_of,
+    mean_tokens,
+    model_facts,
+    replica_hardware,
+)
+from api.domain.estimates.schemas import (
+    BreakEvenRead,
+    Candidate,
+    DeploymentRead,
+    EstimateCreate,
+    EstimateRead,
+    EvidenceRead,
+    TrafficRead,
+    Unavailable,
+)
+from infercost.endpoints.models import Endpoint
+from infercost.errors import InvalidInput, NotFound
+from infercost.hardware.models import Hardware as HardwareRow
+from infercost.hardware.repository import HardwareRepository
+from infercost.jobs.models import Job, Run
+from infercost.jobs.repository import JobRepository
+from infercost.planning.capacity import Capacity
+from infercost.planning.estimate import (
+    Deployment,
+    Evidence,
+    HostedApi,
+    HostedEstimate,
+    NoEvidence,
+    SelfHostedEstimate,
+    Traffic,
+    plan,
+    project_capacity,
+)
+from infercost.planning.presets import WorkloadPreset, get_preset
+from infercost.planning.repository import EvidenceRepository
+from infercost.planning.roofline import ModelFacts, roofline_bounds
+from infercost.prices.pricing import hourly_price
+
+#: Token lengths within this ratio of the traffic's count as the same workload.
+SIMILAR_WORKLOAD = 0.8
+
+
+def _mean(spec: Mapping[str, Any] | None) -> float | None:
+    """The mean of a stored length distribution (the midpoint for a uniform one)."""
+    if not spec:
+        return None
+    if spec.get("mean") is not None:
+        return float(spec["mean"])
+    if spec.get("min") is not None and spec.get("max") is not None:
+        return (float(spec["min"]) + float(spec["max"])) / 2
+    return None
+
+
+def similarity(job: Job, traffic: Traffic) -> float | None:
+    """How alike a job's token lengths and the traffic's are: the smaller of the two
+    ratios (shorter over longer) of mean prompt and mean output length, 1 = the same."""
+    job_in = _mean(job.workload.get("input_tokens"))
+    job_out = _mean(job.workload.get("output_tokens"))
+    if job_in is None or job_out is None:
+        return None
+
+    def ratio(a: float, b: float) -> float:
+        return min(a, b) / max(a, b) if max(a, b) > 0 else 1.0
+
+    return min(ratio(job_in, traffic.input_tokens), ratio(job_out, traffic.output_tokens))
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One endpoint's best evidence: the job, its runs, its capacity at the SLO."""
+
+    job: Job
+    runs: list[Run]
+    capacity: Capacity
+    run_ids: list[uuid.UUID]
+    similarity: float | None
+
+    def evidence(self) -> tuple[Evidence, ...]:
+        by_id = {r.id: r for r in self.runs}
+        return tuple(Evidence(str(run_id), by_id[run_id].finished_at) for run_id in self.run_ids)
+
+    @property
+    def similar(self) -> bool:
+        """Token lengths close enough to the traffic's to count as the same workload."""
+        return self.similarity is not None and self.similarity >= SIMILAR_WORKLOAD
+
+    @property
+    def measured_at(self) -> datetime | None:
+        return max((r.finished_at for r in self.runs if r.finished_at), default=None)
+
+
+def _resolve_slo(data: EstimateCreate, preset: WorkloadPreset | None) -> dict[str, Any]:
+    slo: dict[str, Any] = msgspec.to_builtins(data.slo) if data.slo is not None else {}
+    if not slo and preset is not None:
+        slo = preset.default_slo()
+    if not slo:
+        raise InvalidInput(
+            "slo",
+            'give an SLO, e.g. {"ttft_ms": {"p95": 500}, "tpot_ms": {"p95": 50}}, or a '
+            "preset whose SLO applies (GET /v1/presets lists them)",
+        )
+    for metric, limits in slo.items():
+        if not limits:
+            raise InvalidInput(
+                f"slo.{metric}",
+                f'{metric} names no statistic: give a percentile and a limit, e.g. {{"p95": 500}}',
+            )
+    return slo
+
+
+def _resolve_traffic(data: EstimateCreate, preset: WorkloadPreset | None) -> Traffic:
+    given = data.traffic
+    input_tokens = given.input_tokens or (_mean(preset.input_tokens) if preset else None)
+    output_tokens = given.output_tokens or (_mean(preset.output_tokens) if preset else None)
+    if input_tokens is None or output_tokens is None:
+        missing = "traffic.input_tokens" if input_tokens is None else "traffic.output_tokens"
+        raise InvalidInput(
+            missing, "give the mean input and output tokens per request, or a preset"
+        )
+    if (given.requests_per_s is None) == (given.requests_per_day is None):
+        raise InvalidInput(
+            "traffic.requests_per_s",
+            "give requests_per_s (the peak rate to size for) or requests_per_day with "
+            "peak_to_mean, one of the two",
+        )
+    if given.requests_per_s is not None:
+        if given.peak_to_mean != 1.0:
+            return Traffic(
+                given.requests_per_s,
+                input_tokens,
+                output_tokens,
+                mean_requests_per_s=given.requests_per_s / given.peak_to_mean,
+            )
+        return Traffic(given.requests_per_s, input_tokens, output_tokens)
+    assert given.requests_per_day is not None
+    return Traffic.from_requests_per_day(
+        given.requests_per_day, input_tokens, output_tokens, given.peak_to_mean
+    )
+
+
+@dataclass(slots=True)
+class _Gathered:
+    """What the endpoints of a model offer: planner inputs, and what to say about each."""
+
+    deployments: list[Deployment] = field(default_factory=list)
+    hosted: list[HostedApi] = field(default_factory=list)
+    similarities: dict[str, float | None] = field(default_factory=dict)
+    providers: dict[str, str | None] = field(default_factory=dict)
+    hosted_notes: dict[str, list[str]] = field(default_factory=dict)
+    unavailable: list[Unavailable] = field(default_factory=list)
+    sources: list[tuple[Endpoint, HardwareRow, Measured, ModelFacts]] = field(default_factory=list)
+    measured_hardware: set[uuid.UUID] = field(default_factory=set)
+
+
+class EstimateService:
+    """Plans one team's traffic on the deployments it has measured."""
+
+    def __init__(self, session: AsyncSession, team_id: uuid.UUID) -> None:
+        self.session = session
+        self.team_id = team_id
+        self.evidence = EvidenceRepository(session)
+        self.hardware = HardwareRepository(session)
+
+    async def _best_measurement(
+        self, endpoint: Endpoint, slo: Mapping[str, Mapping[str, float]], traffic: Traffic
+    ) -> tuple[Measured | None, str]:
+        """The endpoint's job most like the traffic whose levels give a capacity at the SLO
+        (ties: not client-bound, then newest), or None and why not."""
+        jobs = await self.evidence.finished_jobs(endpoint.id)
+        if not jobs:
+            return None, "never measured: submit a job with several load levels"
+        runs = await JobRepository(self.session).runs_of_jobs([j.id for j in jobs])
+        by_job: dict[uuid.UUID, list[Run]] = {}
+        for run in runs:
+            by_job.setdefault(run.job_id, []).append(run)
+        found: list[Measured] = []
+        for job in jobs:
+            capacity = capacity_of(by_job.get(job.id, []), slo)
+            if capacity is not None:
+                found.append(
+                    Measured(
+                        job, by_job[job.id], capacity[0], capacity[1], similarity(job, traffic)
+                    )
+                )
+        if not found:
+            return None, (
+                f"no measured level of its {len(jobs)} latest job(s) met this SLO: measure "
+                "lower load levels, or relax the SLO"
+            )
+        # Newest first already; a stable sort keeps that order among equals.
+        found.sort(key=lambda m: (not m.similar, m.capacity.client_bound))
+        return found[0], ""
+
+    @staticmethod
+    def _deployment(
+        endpoint: Endpoint,
+        hardware: HardwareRow | None,
+        measured: Measured,
+        *,
+        usd_per_hour: float,
+        stale_before: datetime,
+    ) -> Deployment:
+        """A measured endpoint as the planner's input (one replica's capacity and price)."""
+        levels_rps = [r.requests_per_s for r in measured.runs if r.requests_per_s]
+        measured_at = measured.measured_at
+        return Deployment(
+            name=endpoint.name,
+            capacity_rps=measured.capacity.requests_per_s,
+            usd_per_hour=usd_per_hour,
+            gpu_count=endpoint.gpu_count,
+            evidence=measured.evidence(),
+            endpoint_id=str(endpoint.id),
+            model=endpoint.model,
+            engine=endpoint.engine,
+            hardware=hardware.name if hardware else None,
+            measured_range_rps=(min(levels_rps), max(levels_rps)) if levels_rps else None,
+            capacity_is_lower_bound=measured.capacity.limited_by_measurements,
+            client_bound=measured.capacity.client_bound,
+            stale=measured_at is not None and measured_at < stale_before,
+            workload_mismatch=measured.similarity is not None and not measured.similar,
+        )
+
+    async def _projections(
+        self,
+        sources: Sequence[tuple[Endpoint, HardwareRow, Measured, ModelFacts]],
+        measured_hardware: set[uuid.UUID],
+        allowed: set[str] | None,
+        now: datetime,
+    ) -> list[tuple[Deployment, str]]:
+        """Hardware with a price in the book but no measurement of this model, projected
+        from the best-measured source by the ratio of roofline bounds (the smaller of the
+        decode and the peak-throughput ratios, so the projection errs low)."""
+        if not sources:
+            return []
+        endpoint, source_hw, measured, facts = max(
+            sources, key=lambda s: s[2].capacity.requests_per_s / max(s[0].gpu_count, 1)
+        )
+        tokens = mean_tokens(measured.runs[0]) if measured.runs else None
+        context = tokens[0] + tokens[1] / 2 if tokens else None
+        source_bounds = roofline_bounds(
+            facts, replica_hardware(source_hw, endpoint.precision, endpoint.gpu_count), context
+        )
+        out: list[tuple[Deployment, str]] = []
+        for price in await self.evidence.prices_in_effect(self.team_id, now):
+            if price.hardware_id in measured_hardware or price.pricing_model != "on-demand":
+                continue
+            row = await self.hardware.get(self.team_id, price.hardware_id)
+            if row is None or (allowed is not None and row.name not in allowed):
+                continue
+            target = roofline_bounds(
+                facts, replica_hardware(row, endpoint.precision, endpoint.gpu_count), context
+            )
+            ratio_decode = target.decode_tokens_per_s / source_bounds.decode_tokens_per_s
+            ratio_peak = target.peak_output_tokens_per_s / source_bounds.peak_output_tokens_per_s
+            use_decode = ratio_decode <= ratio_peak
+            projected = project_capacity(
+                measured.capacity.requests_per_s,
+                source_bounds.decode_tokens_per_s
+                if use_decode
+                else source_bounds.peak_output_tokens_per_s,
+                target.decode_tokens_per_s if use_decode else target.peak_output_tokens_per_s,
+            )
+            name = f"{row.name} x{endpoint.gpu_count} ({price.provider}, projected)"
+            out.append(
+                (
+                    Deployment(
+                        name=name,
+                        capacity_rps=projected.requests_per_s,
+                        usd_per_hour=price.usd_per_gpu_hour * endpoint.gpu_count,
+                        gpu_count=endpoint.gpu_count,
+                        evidence=measured.evidence(),
+                        endpoint_id=None,
+                        model=endpoint.model,
+                        engine=endpoint.engine,
+                        hardware=row.name,
+                        client_bound=measured.capacity.client_bound,
+                        projection=True,
+                    ),
+                    price.provider,
+                )
+            )
+        return out
+
+    async def _gather(
+        self,
+        found: _Gathered,
+        endpoint: Endpoint,
+        slo: Mapping[str, Mapping[str, float]],
+        traffic: Traffic,
+        *,
+        allowed: set[str] | None,
+        now: datetime,
+        stale_before: datetime,
+    ) -> None:
+        """Add one endpoint to the candidates (or to `unavailable`, saying why)."""
+        hardware = (
+            await self.hardware.get(self.team_id, endpoint.hardware_id)
+            if endpoint.hardware_id
+            else None
+        )
+        if allowed is not None and (hardware is None or hardware.name not in allowed):
+            return
+        measured, why = await self._best_measurement(endpoint, slo, traffic)
+        price = await hourly_price(self.session, endpoint, now)
+        found.providers[endpoint.name] = endpoint.provider
+        if price.per_token is not None:
+            found.hosted.append(
+                HostedApi(
+                    endpoint.name,
+                    *price.per_token,
+                    model=endpoint.model,
+                    evidence=measured.evidence() if measured else (),
+                )
+            )
+            if measured is None and why.startswith("no measured level"):
+                found.hosted_notes[endpoint.name] = [
+                    f"Measured, but no level met this SLO; {why.split(': ', 1)[1]}."
+                ]
+            return
+        if measured is None or price.usd_per_hour is None:
+            reason = why if measured is None else price.note or "no price"
+            found.unavailable.append(Unavailable(endpoint.id, endpoint.name, reason))
+            return
+        if hardware is not None:
+            found.measured_hardware.add(hardware.id)
+        found.deployments.append(
+            self._deployment(
+                endpoint,
+                hardware,
+                measured,
+                usd_per_hour=price.usd_per_hour,
+                stale_before=stale_before,
+            )
+        )
+        found.similarities[endpoint.name] = measured.similarity
+        facts = model_facts(endpoint)
+        if facts is not None and hardware is not None:
+            found.sources.append((endpoint, hardware, measured, facts))
+
+    async def estimate(self, data: EstimateCreate) -> EstimateRead:
+        """Rank every way the team could serve the traffic, cheapest first."""
+        preset = get_preset(data.preset) if data.preset is not None else None
+        slo = _resolve_slo(data, preset)
+        traffic = _resolve_traffic(data, preset)
+        endpoints = await self.evidence.endpoints_serving(self.team_id, data.model)
+        if not endpoints:
+            models = await self.evidence.models(self.team_id)
+            known = ", ".join(models) if models else "none yet"
+            raise NotFound(
+                f"no endpoint of your team serves model '{data.model}', so nothing was "
+                f"measured: register one (POST /v1/endpoints) and benchmark it. Models you "
+                f"serve: {known}"
+            )
+        allowed = set(data.hardware) if data.hardware else None
+        now = datetime.now(UTC)
+        found = _Gathered()
+        for endpoint in endpoints:
+            await self._gather(
+                found,
+                endpoint,
+                slo,
+                traffic,
+                allowed=allowed,
+                now=now,
+                stale_before=now - timedelta(days=data.max_age_days),
+            )
+        if data.include_projections:
+            for deployment, provider in await self._projections(
+                found.sources, found.measured_hardware, allowed, now
+            ):
+                found.deployments.append(deployment)
+                found.providers[deployment.name] = provider
+
+        planned = plan(traffic, found.deployments, found.hosted)
+        traffic_read = TrafficRead(
+            requests_per_s=traffic.requests_per_s,
+            mean_requests_per_s=traffic.average_requests_per_s,
+            peak_to_mean=traffic.peak_to_mean,
+            input_tokens=traffic.input_tokens,
+            output_tokens=traffic.output_tokens,
+        )
+        if isinstance(planned, NoEvidence):
+            return EstimateRead(
+                model=data.model,
+                traffic=traffic_read,
+                slo=slo,
+                preset=data.preset,
+                candidates=[],
+                explanation=None,
+                unavailable=found.unavailable,
+                reason=planned.reason,
+            )
+        candidates = [
+            _candidate(c, found.similarities, found.providers, found.hosted_notes)
+            for c in planned.candidates
+        ]
+        return EstimateRead(
+            model=data.model,
+            traffic=traffic_read,
+            slo=slo,
+            preset=data.preset,
+            candidates=candidates,
+            explanation=_explain(candidates),
+            unavailable=found.unavailable,
+        )
+
+
+def _evidence(items: Sequence[Evidence]) -> list[EvidenceRead]:
+    return [EvidenceRead(uuid.UUID(e.run_id), e.measured_at) for e in items]
+
+
+def _candidate(
+    c: SelfHostedEstimate | HostedEstimate,
+    similarities: Mapping[str, float | None],
+    providers: Mapping[str, str | None],
+    hosted_notes: Mapping[str, list[str]],
+) -> Candidate:
+    if isinstance(c, HostedEstimate):
+        return Candidate(
+            kind="hosted_api",
+            deployment=DeploymentRead(
+                endpoint_id=None,
+                name=c.name,
+                model=c.api.model or "",
+                engine=None,
+                hardware=None,
+                gpu_count=None,
+                provider=providers.get(c.name),
+            ),
+            replicas=None,
+            gpus=None,
+            utilization=None,
+            mean_utilization=None,
+            capacity_rps=None,
+            headroom=None,
+            headroom_rps=None,
+            usd_per_hour=c.usd_per_hour,
+            usd_per_month=c.usd_per_month,
+            per_million_output_tokens_usd=c.per_million_output_tokens_usd,
+            per_million_total_tokens_usd=c.per_million_total_tokens_usd,
+            basis="measured" if c.evidence else "list_price",
+            evidence=_evidence(c.evidence),
+            warnings=[*c.warnings, *hosted_notes.get(c.name, [])],
+            blended_usd_per_million_tokens=c.blended_usd_per_million_tokens,
+        )
+    d = c.deployment
+    return Candidate(
+        kind="self_hosted",
+        deployment=DeploymentRead(
+            endpoint_id=uuid.UUID(d.endpoint_id) if d.endpoint_id else None,
+            name=d.name,
+            model=d.model or "",
+            engine=d.engine,
+            hardware=d.hardware,
+            gpu_count=d.gpu_count,
+            provider=providers.get(d.name),
+        ),
+        replicas=c.replicas,
+        gpus=c.gpus,
+        utilization=c.utilization,
+        mean_utilization=c.mean_utilization,
+        capacity_rps=c.capacity_rps,
+        headroom=c.headroom,
+        headroom_rps=c.headroom_rps,
+        usd_per_hour=c.usd_per_hour,
+        usd_per_month=c.usd_per_month,
+        per_million_output_tokens_usd=c.per_million_output_tokens_usd,
+        per_million_total_tokens_usd=c.per_million_total_tokens_usd,
+        basis=c.basis,
+        evidence=_evidence(c.evidence),
+        warnings=list(c.warnings),
+        workload_similarity=similarities.get(d.name),
+        break_even=None
+        if c.break_even is None
+        else BreakEvenRead(
+            c.break_even.against, c.break_even.break_even_rps, c.break_even.always_cheaper_above_rps
+        ),
+    )
+
+
+def _explain(candidates: Sequence[Candidate]) -> str | None:
+    """One sentence on why the first candidate wins."""
+    if not candidates:
+        return None
+    best = candidates[0]
+    if best.kind == "hosted_api":
+        text = (
+            f"{best.deployment.name} is cheapest: USD {best.usd_per_hour:.2f}/hour at this "
+            f"traffic, USD {best.per_million_output_tokens_usd:.3f} per million output tokens"
+        )
+    else:
+        text = (
+            f"{best.deployment.name} is cheapest: {best.replicas} replica(s), "
+            f"{best.gpus} GPU(s) at {best.utilization or 0:.0%} utilisation for USD "
+            f"{best.usd_per_hour:.2f}/hour, USD {best.per_million_output_tokens_usd:.3f} "
+            "per million output tokens"
+        )
+    if len(candidates) > 1:
+        second = candidates[1]
+        more = second.usd_per_hour / best.usd_per_hour - 1 if best.usd_per_hour > 0 else 0.0
+        text += (
+            f"; next is {second.deployment.name} at USD {second.usd_per_hour:.2f}/hour "
+            f"({more:.0%} more)"
+        )
+    return text + "."

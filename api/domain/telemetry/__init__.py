@@ -1,0 +1,1 @@
+"""GPU and engine telemetry scraped during runs."""

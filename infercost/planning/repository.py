@@ -1,0 +1,73 @@
+"""The rows an estimate rests on: a team's endpoints serving a model, their finished jobs
+and runs, and the price book entries in effect (every read scoped by team_id)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.endpoints.models import Endpoint
+from infercost.jobs.models import Job
+from infercost.prices.models import Price
+
+
+class EvidenceRepository:
+    """Read-only queries for the planner."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def endpoints_serving(self, team_id: uuid.UUID, model: str) -> list[Endpoint]:
+        """The team's live endpoints that serve `model`, by name."""
+        rows = await self.session.scalars(
+            select(Endpoint)
+            .where(
+                Endpoint.team_id == team_id,
+                Endpoint.model == model,
+                Endpoint.deleted_at.is_(None),
+            )
+            .order_by(Endpoint.name)
+        )
+        return list(rows)
+
+    async def models(self, team_id: uuid.UUID) -> list[str]:
+        """Every model the team's live endpoints serve, sorted."""
+        rows = await self.session.scalars(
+            select(Endpoint.model)
+            .where(Endpoint.team_id == team_id, Endpoint.deleted_at.is_(None))
+            .distinct()
+            .order_by(Endpoint.model)
+        )
+        return list(rows)
+
+    async def finished_jobs(self, endpoint_id: uuid.UUID, limit: int = 20) -> list[Job]:
+        """The endpoint's latest jobs that measured something (succeeded, or failed or
+        cancelled after some levels), newest first."""
+        rows = await self.session.scalars(
+            select(Job)
+            .where(
+                Job.endpoint_id == endpoint_id,
+                Job.status.in_(("succeeded", "failed", "cancelled")),
+            )
+            .order_by(Job.finished_at.desc().nulls_last(), Job.created_at.desc())
+            .limit(limit)
+        )
+        return list(rows)
+
+    async def prices_in_effect(self, team_id: uuid.UUID, at: datetime) -> list[Price]:
+        """For each provider, hardware and pricing model, the entry in effect at `at`."""
+        rows = await self.session.scalars(
+            select(Price)
+            .where(Price.team_id == team_id, Price.effective_from <= at)
+            .order_by(
+                Price.provider,
+                Price.hardware_id,
+                Price.pricing_model,
+                Price.effective_from.desc(),
+            )
+            .distinct(Price.provider, Price.hardware_id, Price.pricing_model)
+        )
+        return list(rows)

@@ -1,0 +1,76 @@
+"""End to end on the GPU-like simulator: as load rises, throughput rises then flattens at
+the engine's batch limit, TTFT grows, the GPU gets busier, and each token costs less
+energy and money. Everything is read from the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from infercost.sim.config import SimConfig
+from infercost.sim.process import SimProcess, sim_process
+from tests.conftest import TeamClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
+
+
+@pytest.fixture(scope="module")
+def l4_sim() -> Iterator[SimProcess]:
+    """An 8B bf16 model on one L4 (about 75 ms a decode step), at most 16 in a batch."""
+    config = SimConfig(
+        port=0, mode="gpu", gpu="L4", params_b=8, precision="bf16", max_batch=16, model="m8b"
+    )
+    with sim_process(config) as sim:
+        yield sim
+
+
+async def test_gpu_sim_levels_show_the_shape_of_a_real_deployment(
+    team: TeamClient, l4_sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(
+        base_url=l4_sim.openai_base_url,
+        model="m8b",
+        hardware="L4",
+        usd_per_hour=0.8,
+        params_b=8,
+        precision="bf16",
+        metrics_urls=[l4_sim.base_url + "/metrics"],
+    )
+    response = await team.submit(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"input_tokens": {"mean": 64}, "output_tokens": {"mean": 12}},
+            "load": {
+                "mode": "concurrency",
+                "levels": [1, 4, 16, 64],
+                "duration_s": 4,
+                "telemetry_interval_s": 0.25,
+            },
+        }
+    )
+    assert response.status_code == 202, response.text
+    job = await team.wait_job(response.json()["id"], timeout=180)
+    assert job["status"] == "succeeded", job["error"]
+    runs = {int(r["level"]): r for r in job["runs"]}
+
+    tokens = [runs[n]["output_tokens_per_s"] for n in (1, 4, 16, 64)]
+    assert tokens[0] < tokens[1] < tokens[2], tokens
+    # Beyond the batch limit of 16 the engine is full: throughput flattens.
+    assert tokens[3] == pytest.approx(tokens[2], rel=0.25), tokens
+    ttft = [runs[n]["ttft_ms"]["p50"] for n in (1, 4, 16, 64)]
+    assert ttft[3] > 2 * ttft[2] and ttft[2] >= ttft[0], ttft
+    util = [runs[n]["telemetry"]["gpu_util_mean"] for n in (1, 4, 16, 64)]
+    assert all(u is not None for u in util), util
+    assert util[0] <= util[1] <= util[2] + 0.05, util
+    energy = [runs[n]["telemetry"]["energy_j_per_output_token"] for n in (1, 4, 16, 64)]
+    assert energy[0] > energy[1] > energy[2], energy
+    cost = [runs[n]["cost"]["per_million_output_tokens_usd"] for n in (1, 4, 16, 64)]
+    assert cost[0] > cost[1] > cost[2], cost
+    # The single stream's decode speed against its roofline bound (B / (P x b) on an L4):
+    # the simulator runs at its configured efficiency, 0.7, less step overhead.
+    decode = runs[1]["efficiency"]["decode"]
+    assert 0.5 < decode < 0.75, runs[1]["efficiency"]
+    for run in runs.values():
+        assert run["telemetry"]["errors"] == [], run["telemetry"]["errors"]
+        assert "dcgm" in run["telemetry"]["sources"]

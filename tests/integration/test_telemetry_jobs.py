@@ -1,0 +1,140 @@
+"""Telemetry during a run: the endpoint's metrics URLs are scraped while the level runs;
+values are stored and summarised, and a URL that is down, hangs or returns garbage is
+listed as a telemetry error while the run goes on."""
+
+from __future__ import annotations
+
+import csv
+import io
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from infercost.sim.process import SimProcess
+from tests.conftest import TeamClient, free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
+
+
+class _Hangs(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        time.sleep(6)  # longer than the scraper's 2 s timeout
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+class _Garbage(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"<html><body>{not: prometheus}</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def hanging_url() -> Iterator[str]:
+    yield from _serve(_Hangs)
+
+
+@pytest.fixture(scope="module")
+def garbage_url() -> Iterator[str]:
+    yield from _serve(_Garbage)
+
+
+async def test_bad_metrics_urls_are_errors_and_the_run_goes_on(
+    team: TeamClient, sim: SimProcess, hanging_url: str, garbage_url: str
+) -> None:
+    good = sim.base_url + "/metrics"
+    refused = f"http://127.0.0.1:{free_port()}/metrics"
+    endpoint = await team.create_endpoint(
+        base_url=sim.openai_base_url, metrics_urls=[good, refused, hanging_url, garbage_url]
+    )
+    response = await team.submit(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 16}},
+            "load": {
+                "mode": "concurrency",
+                "levels": [4],
+                "requests_per_level": 60,
+                "telemetry_interval_s": 0.5,
+            },
+        }
+    )
+    assert response.status_code == 202, response.text
+    job = await team.wait_job(response.json()["id"], timeout=90)
+    assert job["status"] == "succeeded", job["error"]
+    run = job["runs"][0]
+    assert run["requests"]["failed"] == 0
+
+    telemetry = run["telemetry"]
+    errors = " | ".join(telemetry["errors"])
+    assert "connection refused" in errors, errors
+    assert "timed out" in errors, errors
+    assert "not Prometheus text" in errors, errors
+    assert refused in errors and hanging_url in errors and garbage_url in errors
+    # The simulator's own engine gauges were read over the window.
+    assert "vllm" in telemetry["sources"]
+    assert telemetry["requests_running_mean"] is not None
+    assert 0 < telemetry["requests_running_mean"] <= 4.5
+
+    # Every scraped value is stored; the series come back as JSON and as CSV.
+    series = (await team.http.get(f"/v1/runs/{run['id']}/telemetry")).json()
+    assert "vllm:num_requests_running" in series["metrics"]
+    running = [s for s in series["series"] if s["metric"] == "vllm:num_requests_running"]
+    assert running and len(running[0]["points"]) >= 3
+    times = [t for t, _ in running[0]["points"]]
+    assert times == sorted(times)
+    assert series["errors"] == telemetry["errors"]
+
+    only = await team.http.get(
+        f"/v1/runs/{run['id']}/telemetry",
+        params={"metric": "vllm:num_requests_running"},
+        headers={"Accept": "text/csv"},
+    )
+    assert only.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(only.text)))
+    assert rows and {r["metric"] for r in rows} == {"vllm:num_requests_running"}
+    assert set(rows[0]) == {"t", "url", "metric", "labels", "value"}
+
+
+async def test_a_run_without_metrics_urls_has_null_telemetry(
+    team: TeamClient, sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    response = await team.submit(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"input_tokens": {"mean": 16}, "output_tokens": {"mean": 4}},
+            "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 3},
+        }
+    )
+    job = await team.wait_job(response.json()["id"], timeout=60)
+    telemetry = job["runs"][0]["telemetry"]
+    assert telemetry["gpu_util_mean"] is None
+    assert telemetry["errors"] == []
+    series = (await team.http.get(f"/v1/runs/{job['runs'][0]['id']}/telemetry")).json()
+    assert series == {"run_id": job["runs"][0]["id"], "metrics": [], "series": [], "errors": []}
