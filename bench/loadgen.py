@@ -1,39 +1,89 @@
-"""How accurate and how cheap is the load generator? Prints figures; asserts nothing.
+"""How fast, how cheap and how accurate is the load generator? Prints figures; asserts nothing.
 
-Runs against `infercost sim --mode fixed` on loopback, whose TTFT and inter-token latency are
-ground truth, at several concurrencies, twice per level:
+One command, `.venv/bin/python bench/loadgen.py`, runs everything against `infercost sim`
+child processes on loopback and ends with each target and whether it was met:
 
-- infercost: the worker's own closed loop (httpx, SSE parsing, timing; workers/loadgen/);
-- baseline: a minimal HTTP/1.1 client on raw asyncio streams, the floor any Python client
-  on this machine could reach against this simulator.
+0. SSE parsing: CPU per event of the parser before 2026-12-02 (one msgspec call per event)
+   and now (one call per read), on reads of 1 and 16 of the simulator's events.
+1. capacity: output tokens/s that one worker process's load generator receives and records
+   at concurrency 256 and 1024, from a simulator sending as fast as it can (ttft 0, itl 0,
+   --burst events per write), next to a minimal raw-socket asyncio reader on the same
+   simulator (the practical limit of this machine). Tokens and concurrency are counted over
+   a fixed window in which every user is busy: tokens whose arrival fell in it, and the
+   time-weighted number of requests in flight (METRICS.md's inflight mean).
+2. client cost: the worker's CPU time (user + system, getrusage) per received token over the
+   same window.
+3. accuracy: with 50 ms TTFT and 10 ms ITL injected, at concurrency 1, 64 and 256, measured
+   TTFT and ITL (METRICS.md definitions) minus the injected values, p50 and p99. Users start
+   spread over one request's duration (LevelPlan.ramp_s), the steady state of a closed loop;
+   all at once, a deterministic server would answer them in lockstep.
+4. simulator fidelity: over the same requests, the simulator's own lateness against its
+   schedule (its GET /stats), so a client error is never blamed on the server or the reverse.
 
-Per level it prints TTFT p50/p99 and TPOT p50 error against ground truth, queue delay p99,
-and the client's CPU time per request, then the ratio of the two clients' CPU per request.
-Usage: `.venv/bin/python bench/loadgen.py [--requests 100] [--levels 1,16,64,256]`.
+Each infercost row names the HTTP transport it ran on: `slots` (workers/loadgen/transport.py,
+what workers use) and `httpcore` (the previous transport, one httpcore pool per slot), so
+one run shows before and after. `--quick` runs shorter windows, for a smoke test;
+`--skip parse,capacity,accuracy` leaves sections out. The machine should be otherwise idle:
+client and simulator are two processes, and on two cores anything else running takes CPU
+from one of them, which shows up as lateness in both (the simulator's own is printed).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import resource
+import threading
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from time import perf_counter_ns
+from typing import Any
 
+import httpx
 import msgspec
 
-from infercost.metrics import RequestTiming, summarize
+from infercost.metrics import RequestTiming, inflight_mean, summarize
+from infercost.sim import wire
 from infercost.sim.config import SimConfig
-from infercost.sim.process import start_sim_process
+from infercost.sim.process import SimProcess, start_sim_process
+from infercost.telemetry import Scraper
+from workers.loadgen import stream
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
-from workers.loadgen.transport import load_client
+from workers.loadgen.transport import SlotTransport, load_client
 
 TTFT_MS = 50.0
 ITL_MS = 10.0
-OUTPUT_TOKENS = 64
+ACC_TOKENS = 64
+CAP_TOKENS = 256
+CAP_BURST = 16
 PROMPT = " ".join(["word"] * 128)
+
+# Targets of issue 3 ("Speed and accuracy").
+CAP_SHARE_TARGET = 0.70  # infercost's rate / the raw reader's
+CONC_HELD_TARGET = 0.95  # mean concurrency / requested
+CPU_US_TARGET = 15.0  # worker CPU per received token
+P50_ERR_TARGET_MS = 1.0
+P99_ERR_TARGET_MS = 5.0
+SIM_P99_TARGET_MS = 1.0
+
+ClientFactory = Callable[[int], AbstractAsyncContextManager[httpx.AsyncClient]]
+
+
+def _httpcore_client(max_concurrency: int) -> httpx.AsyncClient:
+    """The load client before this benchmark's changes: one httpcore pool per slot."""
+    return httpx.AsyncClient(
+        transport=SlotTransport(shared_limit=max_concurrency, backend="httpcore"),
+        timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None),
+        follow_redirects=False,
+    )
+
+
+CLIENTS: dict[str, ClientFactory] = {"slots": load_client, "httpcore": _httpcore_client}
 
 
 def _cpu_s() -> float:
@@ -41,129 +91,440 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def _infercost(base_url: str, conc: int, warmup: int, measured: int) -> list[RequestTiming]:
-    target = Target.for_endpoint(base_url, "openai-chat", "sim-model", None, 120.0)
-    body = request_body(
-        target, PROMPT, OUTPUT_TOKENS, stream=True, ignore_eos=True, temperature=None
-    )
-    plan = LevelPlan(conc, warmup, measured, True, lambda _s: (body, 128), lambda _r: None)
-    done: list[RawRequest] = []
-    origin = time.perf_counter_ns()
-    async with load_client(1024) as client:
-        await open_connections(client, target, conc)
-        origin = time.perf_counter_ns()
-        await run_closed_loop(client, target, plan, done)
-    return [r.timing(origin) for r in done]
+def _run(coro: Awaitable[Any]) -> Any:
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
-async def _baseline(base_url: str, conc: int, warmup: int, measured: int) -> list[RequestTiming]:
-    """The same closed loop on raw sockets: one keep-alive connection per user."""
+def _host_port(base_url: str) -> tuple[str, int]:
     host, port = base_url.split("//")[1].split("/", maxsplit=1)[0].split(":")
+    return host, int(port)
+
+
+def _raw_request(max_tokens: int) -> bytes:
     payload = {
         "model": "sim-model", "messages": [{"role": "user", "content": PROMPT}],
-        "max_tokens": OUTPUT_TOKENS, "stream": True, "stream_options": {"include_usage": True},
+        "max_tokens": max_tokens, "stream": True, "stream_options": {"include_usage": True},
     }  # fmt: skip
     body = msgspec.json.encode(payload)
-    request = (
+    return (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     )
-    origin = time.perf_counter_ns()
-    timings: list[RequestTiming] = []
-    next_seq = 0
-    total = warmup + measured
 
-    async def user() -> None:
-        nonlocal next_seq
-        reader, writer = await asyncio.open_connection(host, int(port))
+
+# --- capacity ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Capacity:
+    tokens_per_s: float
+    mean_concurrency: float
+    cpu_us_per_token: float
+    cpu_util: float
+    errors: int
+    error: str | None = None
+
+
+class _Window:
+    """Marks [t0, t1] (perf_counter_ns) and the process CPU time at each end, from a thread:
+    a busy event loop runs its timers late, a sleeping thread wakes on time."""
+
+    def __init__(self, warm_s: float, window_s: float) -> None:
+        self.warm_s, self.window_s = warm_s, window_s
+        self.t0 = self.t1 = 0
+        self.cpu0 = self.cpu1 = 0.0
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Call as the load starts: t0 is warm_s from now, t1 window_s after t0."""
+        base = perf_counter_ns()
+
+        def marks() -> None:
+            time.sleep(max(0.0, (base - perf_counter_ns()) / 1e9 + self.warm_s))
+            self.t0, self.cpu0 = perf_counter_ns(), _cpu_s()
+            time.sleep(max(0.0, (base - perf_counter_ns()) / 1e9 + self.warm_s + self.window_s))
+            self.t1, self.cpu1 = perf_counter_ns(), _cpu_s()
+
+        self._thread = threading.Thread(target=marks, daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        assert self._thread is not None
+        self._thread.join()
+
+    def result(
+        self, arrivals: list[tuple[int, int]], spans: list[tuple[int, int]], errors: int
+    ) -> Capacity:
+        """arrivals: (ns, tokens) per read or event; spans: (t_send, t_end) per request."""
+        tokens = sum(n for t, n in arrivals if self.t0 <= t <= self.t1)
+        seconds = (self.t1 - self.t0) / 1e9
+        cpu = self.cpu1 - self.cpu0
+        timings = [RequestTiming(0, False, s / 1e9, s / 1e9, t_end=e / 1e9) for s, e in spans]
+        return Capacity(
+            tokens_per_s=tokens / seconds,
+            mean_concurrency=inflight_mean(timings, self.t0 / 1e9, self.t1 / 1e9),
+            cpu_us_per_token=cpu / tokens * 1e6 if tokens else float("inf"),
+            cpu_util=cpu / seconds,
+            errors=errors,
+        )
+
+
+async def _capacity_infercost(
+    factory: ClientFactory, base_url: str, conc: int, window: _Window
+) -> Capacity:
+    target = Target.for_endpoint(base_url, "openai-chat", "sim-model", None, 120.0)
+    body = request_body(target, PROMPT, CAP_TOKENS, stream=True, ignore_eos=True, temperature=None)
+    duration = window.warm_s + window.window_s
+    plan = LevelPlan(conc, 0, None, True, lambda _s: (body, 128), lambda _r: None, duration)
+    done: list[RawRequest] = []
+    async with factory(conc) as client:
+        await open_connections(client, target, conc)
+        window.start()
+        await run_closed_loop(client, target, plan, done)
+    window.join()
+    arrivals: list[tuple[int, int]] = []
+    for r in done:
+        lo = bisect.bisect_left(r.chunk_ns, window.t0)
+        hi = bisect.bisect_right(r.chunk_ns, window.t1)
+        arrivals.append((window.t0, hi - lo))
+    spans = [(r.t_send, r.t_end or window.t1) for r in done]
+    result = window.result(arrivals, spans, sum(r.error_class is not None for r in done))
+    result.error = next((f"{r.error_class}: {r.error}" for r in done if r.error), None)
+    return result
+
+
+async def _capacity_raw(base_url: str, conc: int, window: _Window) -> Capacity:
+    """A closed loop of raw keep-alive connections, counting content events per read."""
+    host, port = _host_port(base_url)
+    request = _raw_request(CAP_TOKENS)
+    arrivals: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = []
+    streams = await asyncio.gather(*(asyncio.open_connection(host, port) for _ in range(conc)))
+
+    async def user(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while next_seq < total:
-                seq, next_seq = next_seq, next_seq + 1
-                t_send = time.perf_counter_ns()
+            while perf_counter_ns() < deadline:
+                t_send = perf_counter_ns()
                 writer.write(request)
-                chunks: list[float] = []
+                tail = b""
                 while True:
-                    data = await reader.read(65536)
-                    now = (time.perf_counter_ns() - origin) / 1e9
-                    chunks.extend(
-                        now for _ in range(data.count(b'"content":"') - data.count(b'"content":""'))
-                    )
-                    if data.endswith(b"0\r\n\r\n"):
+                    data = await reader.read(262144)
+                    if not data:
+                        return
+                    now = perf_counter_ns()
+                    arrivals.append((now, data.count(b'"content":"') - data.count(b'"content":""')))
+                    tail = (tail + data[-5:])[-5:]
+                    if tail == b"0\r\n\r\n":
                         break
-                t = (t_send - origin) / 1e9
-                timings.append(
-                    RequestTiming(
-                        seq, seq < warmup, t, t, t_end=now, chunk_times=chunks, n_out=len(chunks)
-                    )
-                )
+                spans.append((t_send, now))
         finally:
             writer.close()
 
-    await asyncio.gather(*(user() for _ in range(conc)))
-    return timings
+    window.start()
+    deadline = perf_counter_ns() + round((window.warm_s + window.window_s) * 1e9)
+    await asyncio.gather(*(user(r, w) for r, w in streams))
+    window.join()
+    return window.result(arrivals, spans, 0)
 
 
-Client = Callable[[str, int, int, int], Awaitable[list[RequestTiming]]]
+# --- accuracy ---------------------------------------------------------------------------------
 
 
-def _measure(client: Client, base_url: str, conc: int, measured: int) -> dict[str, float]:
-    warmup = min(conc, 16)
-    loop = asyncio.new_event_loop()
+@dataclass
+class Accuracy:
+    ttft_p50: float
+    ttft_p99: float
+    itl_p50: float
+    itl_p99: float
+    queue_p99: float
+    mean_concurrency: float
+    client_bound: bool
+    cpu_us_per_token: float
+    sim: dict[str, Any]
+    errors: int
+
+
+async def _accuracy_infercost(
+    factory: ClientFactory, base_url: str, conc: int, warmup: int, measured: int
+) -> tuple[list[RequestTiming], int, float]:
+    target = Target.for_endpoint(base_url, "openai-chat", "sim-model", None, 120.0)
+    body = request_body(target, PROMPT, ACC_TOKENS, stream=True, ignore_eos=True, temperature=None)
+    # Users start spread over one request's duration: a steady state, not a lockstep herd.
+    ramp_s = (TTFT_MS + (ACC_TOKENS - 1) * ITL_MS) / 1000.0
+    plan = LevelPlan(
+        conc, warmup, measured, True, lambda _s: (body, 128), lambda _r: None, ramp_s=ramp_s
+    )
+    done: list[RawRequest] = []
+    async with factory(conc) as client:
+        await open_connections(client, target, conc)
+        origin, cpu0 = perf_counter_ns(), _cpu_s()
+        await run_closed_loop(client, target, plan, done)
+        cpu = _cpu_s() - cpu0
+    return [r.timing(origin) for r in done], sum(len(r.chunk_ns) for r in done), cpu
+
+
+def _sim_stats(sim: SimProcess, *, reset: bool) -> dict[str, Any]:
+    with httpx.Client(base_url=sim.base_url, timeout=10.0) as http:
+        if reset:
+            http.post("/stats/reset").raise_for_status()
+            return {}
+        stats: dict[str, Any] = http.get("/stats").json()["lateness"]
+        return stats
+
+
+def _accuracy(
+    factory: ClientFactory, sim: SimProcess, conc: int, measured: int, *, scrape_s: float = 0.0
+) -> Accuracy:
+    """One accuracy level; with `scrape_s`, the worker's telemetry scraper reads the
+    simulator's /metrics every scrape_s seconds meanwhile, as it does during a job."""
+    warmup = conc
+    _sim_stats(sim, reset=True)
+    scraper = Scraper([sim.base_url + "/metrics"], interval_s=scrape_s) if scrape_s else None
+    if scraper is not None:
+        scraper.start()
     try:
-        cpu0, wall0 = _cpu_s(), time.perf_counter()
-        timings = loop.run_until_complete(client(base_url, conc, warmup, measured))
-        cpu, wall = _cpu_s() - cpu0, time.perf_counter() - wall0
-        loop.run_until_complete(loop.shutdown_asyncgens())
+        timings, tokens, cpu = _run(
+            _accuracy_infercost(factory, sim.openai_base_url, conc, warmup, measured)
+        )
     finally:
-        loop.close()
+        if scraper is not None:
+            scraper.stop()
+    lateness = _sim_stats(sim, reset=False)
     f = summarize(timings, target_concurrency=conc)
-    return {
-        "ttft_err": (f.stat("ttft_ms", "p50") or 0) - TTFT_MS,
-        "ttft99_err": (f.stat("ttft_ms", "p99") or 0) - TTFT_MS,
-        "tpot_err": (f.stat("tpot_ms", "p50") or 0) - ITL_MS,
-        "queue99": f.stat("queue_delay_ms", "p99") or 0.0,
-        "cpu_ms": cpu / len(timings) * 1000,
-        "cpu_util": cpu / wall,
-        "bound": float(f.client_bound),
-    }
+
+    def stat(name: str, key: str, truth: float) -> float:
+        value = f.stat(name, key)
+        return float("nan") if value is None else value - truth
+
+    return Accuracy(
+        ttft_p50=stat("ttft_ms", "p50", TTFT_MS),
+        ttft_p99=stat("ttft_ms", "p99", TTFT_MS),
+        itl_p50=stat("itl_ms", "p50", ITL_MS),
+        itl_p99=stat("itl_ms", "p99", ITL_MS),
+        queue_p99=f.stat("queue_delay_ms", "p99") or 0.0,
+        mean_concurrency=float(f.client.get("inflight_mean") or 0.0),
+        client_bound=f.client_bound,
+        cpu_us_per_token=cpu / tokens * 1e6 if tokens else float("inf"),
+        sim=lateness,
+        errors=f.requests_failed,
+    )
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+
+def _parse_per_event(chunk: bytes, rec: RawRequest, now: int) -> None:
+    """The SSE parsing of workers/loadgen/stream.py before 2026-12-02: one msgspec call per
+    event. Kept here as the baseline of the parse section."""
+    lines = chunk.split(b"\n")
+    lines.pop()
+    for line in lines:
+        if not line.startswith(b"data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            rec.t_end = now
+            break
+        stream._on_event(stream._parse(payload), rec, rec.chunk_ns, now)
+
+
+def _parse_batched(chunk: bytes, rec: RawRequest, now: int) -> None:
+    """What workers/loadgen/stream.py does with each read now."""
+    lines = chunk.split(b"\n")
+    lines.pop()  # what follows the last newline waits for the next read
+    stream._feed(lines, rec, rec.chunk_ns, now)
+
+
+def _parse_costs() -> dict[tuple[str, int], float]:
+    """CPU microseconds per event for reads of 1 and 16 of the simulator's chat events."""
+    prefix = wire.event_prefix("chat.completion.chunk", "chatcmpl-" + "0" * 32, 0, b'"sim-model"')
+    costs: dict[tuple[str, int], float] = {}
+    for per_read in (1, 16):
+        chunk = b"".join(
+            prefix + wire.CHAT_TOKEN_CHOICES[k % 16] + wire.EVENT_SUFFIX for k in range(per_read)
+        )
+        reads = 40_000 // per_read
+        for name, parse in (("per-event", _parse_per_event), ("batched", _parse_batched)):
+            rec = RawRequest(0, False, 0, 0)
+            t0 = time.process_time()
+            for _ in range(reads):
+                parse(chunk, rec, 0)
+            costs[(name, per_read)] = (time.process_time() - t0) / (reads * per_read) * 1e6
+            assert len(rec.chunk_ns) == reads * per_read
+    return costs
+
+
+# --- main -------------------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--requests", type=int, default=100, help="measured requests per level")
-    parser.add_argument("--levels", default="1,16,64,256")
+    parser.add_argument("--quick", action="store_true", help="short windows (smoke test)")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="infercost transports")
+    parser.add_argument("--capacity-levels", default="256,1024")
+    parser.add_argument("--accuracy-levels", default="1,64,256")
+    parser.add_argument("--skip", default="", help="sections to skip: parse,capacity,accuracy")
+    parser.add_argument(
+        "--scrape-s",
+        type=float,
+        default=0.25,
+        help="also measure accuracy while telemetry is scraped this often (0: don't)",
+    )
     args = parser.parse_args()
-    levels = [int(x) for x in args.levels.split(",")]
-    clients: dict[str, Client] = {"infercost": _infercost, "baseline": _baseline}
+    clients = {name: CLIENTS[name] for name in args.clients.split(",")}
+    skip = set(args.skip.split(","))
+    warm_s, window_s = (1.0, 2.0) if args.quick else (2.0, 5.0)
+    rounds = 2 if args.quick else 5
+    cap_levels = [int(x) for x in args.capacity_levels.split(",")]
+    acc_levels = [int(x) for x in args.accuracy_levels.split(",")]
+    print(f"# bench/loadgen.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC{' (--quick)' * args.quick}")
 
-    sim = start_sim_process(SimConfig(port=0, ttft_ms=TTFT_MS, itl_ms=ITL_MS, model="sim-model"))
-    try:
+    if "parse" not in skip:
+        costs = _parse_costs()
+        print("\n## SSE parsing: CPU per event, the simulator's chat events, before / after")
+        for per_read in (1, 16):
+            before, after = costs[("per-event", per_read)], costs[("batched", per_read)]
+            print(
+                f"{per_read:>2} events per read: per-event {before:5.2f} us, batched "
+                f"{after:5.2f} us ({after / before - 1:+.0%})"
+            )
+
+    capacity: dict[tuple[str, int], Capacity] = {}
+    if "capacity" not in skip:
         print(
-            f"# bench/loadgen.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: sim fixed "
-            f"ttft={TTFT_MS:g} ms itl={ITL_MS:g} ms, {OUTPUT_TOKENS} tokens, "
-            f"{args.requests} measured requests per level (warm-up: min(level, 16))"
+            f"\n## capacity and client cost: sim fixed ttft=0 itl=0 burst={CAP_BURST}, "
+            f"{CAP_TOKENS} tokens per request, closed loop, {warm_s:g} s warm-up then a "
+            f"{window_s:g} s window"
         )
         print(
-            f"{'client':10} {'conc':>5} {'ttft p50 err':>13} {'ttft p99 err':>13} {'tpot p50 err':>13} "
-            f"{'queue p99':>10} {'cpu/req':>9} {'cpu util':>9} {'client_bound':>13}"
+            f"{'client':10} {'conc':>5} {'tokens/s':>10} {'of raw':>7} {'mean conc':>10} "
+            f"{'held':>6} {'cpu/token':>10} {'cpu util':>9} {'errors':>7}"
         )
-        results: dict[tuple[str, int], dict[str, float]] = {}
-        for conc in levels:
-            for name, client in clients.items():
-                r = results[(name, conc)] = _measure(
-                    client, sim.openai_base_url, conc, args.requests
-                )
-                print(
-                    f"{name:10} {conc:>5} {r['ttft_err']:>+10.2f} ms {r['ttft99_err']:>+10.2f} ms "
-                    f"{r['tpot_err']:>+10.3f} ms {r['queue99']:>7.2f} ms {r['cpu_ms']:>6.2f} ms "
-                    f"{r['cpu_util']:>9.2f} {bool(r['bound'])!s:>13}"
-                )
-        print("\n# infercost / baseline, client CPU per request")
-        for conc in levels:
-            ratio = results[("infercost", conc)]["cpu_ms"] / results[("baseline", conc)]["cpu_ms"]
-            print(f"conc {conc:>4}: {ratio:.2f}x")
-    finally:
-        sim.stop()
+        config = SimConfig(port=0, ttft_ms=0.0, itl_ms=0.0, model="sim-model", burst=CAP_BURST)
+        sim = start_sim_process(config)
+        try:
+            for conc in cap_levels:
+                for name in ("raw", *clients):
+                    window = _Window(warm_s, window_s)
+                    url = sim.openai_base_url
+                    r = capacity[(name, conc)] = _run(
+                        _capacity_raw(url, conc, window)
+                        if name == "raw"
+                        else _capacity_infercost(clients[name], url, conc, window)
+                    )
+                    raw = capacity[("raw", conc)].tokens_per_s
+                    print(
+                        f"{name:10} {conc:>5} {r.tokens_per_s:>10,.0f} "
+                        f"{r.tokens_per_s / raw:>7.0%} {r.mean_concurrency:>10.1f} "
+                        f"{r.mean_concurrency / conc:>6.0%} {r.cpu_us_per_token:>7.2f} us "
+                        f"{r.cpu_util:>9.2f} {r.errors:>7}"
+                        + (f"  e.g. {r.error}" if r.error else "")
+                    )
+                    time.sleep(0.5)
+        finally:
+            sim.stop()
+
+    accuracy: dict[tuple[str, int], Accuracy] = {}
+    if "accuracy" not in skip:
+        print(
+            f"\n## accuracy and simulator fidelity: sim fixed ttft={TTFT_MS:g} ms "
+            f"itl={ITL_MS:g} ms, {ACC_TOKENS} tokens per request, closed loop, warm-up = one "
+            f"request per user, then max(20, {rounds} x conc) measured; errors are measured "
+            "minus injected; sim late = the simulator's own lateness over the same requests"
+        )
+        print(
+            f"{'client':13} {'conc':>5} {'ttft p50':>9} {'ttft p99':>9} {'itl p50':>9} "
+            f"{'itl p99':>9} {'queue p99':>10} {'mean conc':>10} {'bound':>6} "
+            f"{'cpu/token':>10} {'sim p50':>8} {'sim p99':>8} {'sim max':>8}"
+        )
+        config = SimConfig(port=0, ttft_ms=TTFT_MS, itl_ms=ITL_MS, model="sim-model")
+        sim = start_sim_process(config)
+        try:
+            runs = [(name, factory, 0.0) for name, factory in clients.items()]
+            if args.scrape_s:
+                first = next(iter(clients))
+                runs.append((f"{first}+scrape", clients[first], args.scrape_s))
+            for conc in acc_levels:
+                for name, factory, scrape_s in runs:
+                    a = accuracy[(name, conc)] = _accuracy(
+                        factory, sim, conc, max(20, rounds * conc), scrape_s=scrape_s
+                    )
+                    print(
+                        f"{name:13} {conc:>5} {a.ttft_p50:>+9.2f} {a.ttft_p99:>+9.2f} "
+                        f"{a.itl_p50:>+9.3f} {a.itl_p99:>+9.3f} {a.queue_p99:>7.2f} ms "
+                        f"{a.mean_concurrency:>10.1f} {a.client_bound!s:>6} "
+                        f"{a.cpu_us_per_token:>7.1f} us {a.sim['p50_ms']:>8.3f} "
+                        f"{a.sim['p99_ms']:>8.3f} {a.sim['max_ms']:>8.3f}"
+                        + (f"  errors {a.errors}" if a.errors else "")
+                    )
+                    time.sleep(0.5)
+        finally:
+            sim.stop()
+
+    _verdicts(clients, capacity, accuracy, cap_levels, acc_levels)
+
+
+def _verdicts(
+    clients: dict[str, ClientFactory],
+    capacity: dict[tuple[str, int], Capacity],
+    accuracy: dict[tuple[str, int], Accuracy],
+    cap_levels: list[int],
+    acc_levels: list[int],
+) -> None:
+    name = next(iter(clients))
+    print(f"\n## targets ({name})")
+
+    def line(what: str, value: str, ok: bool) -> None:
+        print(f"{'met ' if ok else 'MISS'}  {what:58} {value}")
+
+    for conc in cap_levels:
+        r, raw = capacity.get((name, conc)), capacity.get(("raw", conc))
+        if r is None or raw is None:
+            continue
+        share = r.tokens_per_s / raw.tokens_per_s
+        line(
+            f"capacity at {conc}: >= {CAP_SHARE_TARGET:.0%} of raw",
+            f"{share:.0%}",
+            share >= CAP_SHARE_TARGET,
+        )
+        held = r.mean_concurrency / conc
+        line(
+            f"capacity at {conc}: concurrency held >= {CONC_HELD_TARGET:.0%}",
+            f"{held:.1%}",
+            held >= CONC_HELD_TARGET,
+        )
+        line(
+            f"client cost at {conc}: <= {CPU_US_TARGET:g} us/token",
+            f"{r.cpu_us_per_token:.2f} us",
+            r.cpu_us_per_token <= CPU_US_TARGET,
+        )
+    top = max(acc_levels)
+    a = accuracy.get((name, top))
+    if a is not None:
+        p50 = max(abs(a.ttft_p50), abs(a.itl_p50))
+        p99 = max(abs(a.ttft_p99), abs(a.itl_p99))
+        line(
+            f"accuracy at {top}: |p50 error| < {P50_ERR_TARGET_MS:g} ms (TTFT, ITL)",
+            f"{p50:.2f} ms",
+            p50 < P50_ERR_TARGET_MS,
+        )
+        line(
+            f"accuracy at {top}: |p99 error| < {P99_ERR_TARGET_MS:g} ms (TTFT, ITL)",
+            f"{p99:.2f} ms",
+            p99 < P99_ERR_TARGET_MS,
+        )
+        line(f"accuracy at {top}: client_bound false", str(a.client_bound), not a.client_bound)
+        sim99 = float(a.sim["p99_ms"])
+        line(
+            f"simulator at {top}: lateness p99 < {SIM_P99_TARGET_MS:g} ms",
+            f"{sim99:.3f} ms",
+            sim99 < SIM_P99_TARGET_MS,
+        )
 
 
 if __name__ == "__main__":

@@ -70,6 +70,14 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "first token.",
 )
 @click.option(
+    "--burst",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Fixed mode: events per write (each write when its last token is due); with "
+    "--itl-ms 0 a large burst keeps the simulator from bounding a capacity benchmark.",
+)
+@click.option(
     "--gpu",
     default="H200-SXM",
     show_default=True,
@@ -144,6 +152,7 @@ def sim(  # click passes options by keyword
     error_rate: float,
     seed: int,
     max_concurrency: int | None,
+    burst: int,
     gpu: str,
     gpu_count: int,
     params_b: float,
@@ -175,6 +184,7 @@ def sim(  # click passes options by keyword
             error_rate=error_rate,
             seed=seed,
             max_concurrency=max_concurrency,
+            burst=burst,
             gpu=gpu,
             gpu_count=gpu_count,
             params_b=params_b,

@@ -5,7 +5,7 @@ engine (infercost.sim.gpu) emits them.
 
 Plain ASGI under uvicorn rather than Litestar: with hundreds of concurrent streams the event
 path must cost one bytes concatenation and one `send` per token, with no router, response
-class or middleware in between; six routes dispatch on a dict.
+class or middleware in between; eight routes dispatch on a dict.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, Final
 from infercost.sim import wire
 from infercost.sim.config import MAX_MODEL_LEN, SimConfig
 from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, escape_label
+from infercost.sim.lateness import Lateness
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -192,6 +193,8 @@ class SimApp:
         self._model_json = wire.encode(config.model)
         self._ttft_s = config.ttft_ms / 1000.0
         self._itl_s = config.itl_ms / 1000.0
+        # Fixed mode: how late each write went out against its schedule (GET /stats).
+        self.lateness = Lateness()
         self.engine: GpuEngine | None = None
         self._runner: EngineRunner | None = None
         if config.mode == "gpu":
@@ -220,6 +223,8 @@ class SimApp:
             "/tokenize": {"POST": self._tokenize},
             "/metrics": {"GET": self._metrics},
             "/health": {"GET": self._health},
+            "/stats": {"GET": self._stats},
+            "/stats/reset": {"POST": self._stats_reset},
         }
 
     def close(self) -> None:
@@ -277,6 +282,15 @@ class SimApp:
                 return
 
     async def _health(self, receive: Receive, send: Send, arrival: float) -> None:
+        await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
+
+    async def _stats(self, receive: Receive, send: Send, arrival: float) -> None:
+        """The simulator's own lateness against its schedule (fixed mode) since the last reset."""
+        body = wire.encode({"lateness": self.lateness.summary()})
+        await _send_bytes(send, 200, body, _JSON_HEADERS)
+
+    async def _stats_reset(self, receive: Receive, send: Send, arrival: float) -> None:
+        self.lateness.reset()
         await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
 
     async def _models(self, receive: Receive, send: Send, arrival: float) -> None:
@@ -491,24 +505,39 @@ class SimApp:
         n: int,
         include_usage: bool,
     ) -> bool:
-        """Send one event per token at arrival + ttft + k*itl; False if stopped early."""
+        """Send one event per token at arrival + ttft + k*itl; False if stopped early.
+
+        With --burst B, tokens go out B events per write, each write when its last token is
+        due (never early). Every write's lateness against that due time is recorded.
+        """
         loop = asyncio.get_running_loop()
         prefix, choices, finish = self._stream_parts(chat)
         suffix = wire.EVENT_SUFFIX
         await self._start_stream(send, prefix, chat)
         metrics = self.metrics
+        record = self.lateness.record
         first = arrival + self._ttft_s
         itl = self._itl_s
+        burst = self.config.burst
         cycle = len(choices)
-        for k in range(n):
-            await inflight.sleep_until(loop, first + k * itl)
+        k = 0
+        while k < n:
+            end = min(k + burst, n)
+            due = first + (end - 1) * itl
+            if due > loop.time():  # already due (behind, or itl 0): no timer to wait on
+                await inflight.sleep_until(loop, due)
             if inflight.stopped:
                 if not inflight.client_gone:  # shutting down: end the body, no [DONE]
                     await send({"type": "http.response.body", "body": b""})
                 return False
-            body = prefix + choices[k % cycle] + suffix
+            if end - k == 1:
+                body = prefix + choices[k % cycle] + suffix
+            else:
+                body = b"".join([prefix + choices[j % cycle] + suffix for j in range(k, end)])
+            record(loop.time() - due)
             await send({"type": "http.response.body", "body": body, "more_body": True})
-            metrics.generation_tokens += 1
+            metrics.generation_tokens += end - k
+            k = end
         tail = prefix + finish + suffix
         if include_usage:
             tail += wire.usage_event(prefix, prompt_tokens, n)
@@ -527,11 +556,13 @@ class SimApp:
     ) -> bool:
         """Answer once at arrival + ttft + (n-1)*itl, when a stream would have ended."""
         loop = asyncio.get_running_loop()
-        await inflight.sleep_until(loop, arrival + self._ttft_s + (n - 1) * self._itl_s)
+        due = arrival + self._ttft_s + (n - 1) * self._itl_s
+        await inflight.sleep_until(loop, due)
         if inflight.stopped:
             if not inflight.client_gone:
                 await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return False
+        self.lateness.record(loop.time() - due)
         await _send_bytes(send, 200, self._completion_body(chat, prompt_tokens, n), _JSON_HEADERS)
         self.metrics.generation_tokens += n
         return True

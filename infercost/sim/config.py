@@ -65,6 +65,9 @@ class SimConfig:
     # At most this many requests generate at once; the rest wait, in arrival order, before
     # their first token (None: no limit), so load tests meet a server that saturates.
     max_concurrency: int | None = None
+    # Fixed mode: stream this many events per write (each write when its last token is
+    # due), so that at itl 0 the simulator is not the bottleneck of a capacity benchmark.
+    burst: int = 1
     # gpu mode: the hardware (a catalog name), the model and the engine.
     gpu: str = "H200-SXM"
     gpu_count: int = 1
@@ -100,6 +103,8 @@ class SimConfig:
             raise ValueError("model must be a non-empty name")
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+        if self.burst < 1:
+            raise ValueError(f"burst must be >= 1, got {self.burst}")
         self._check_gpu_fields()
         if self.mode == "gpu":
             self._check_gpu_fits()
@@ -171,4 +176,6 @@ class SimConfig:
         text = f"{self.mode}, ttft {self.ttft_ms:g} ms, itl {self.itl_ms:g} ms"
         if self.max_concurrency is not None:
             text += f", max concurrency {self.max_concurrency}"
+        if self.burst > 1:
+            text += f", burst {self.burst}"
         return text

@@ -24,7 +24,11 @@ class LevelPlan:
     The first `warmup` requests, and with `warmup_s` every request sent in that many
     seconds from the level's start, are warm-up; `measured` counts only the others, and
     `duration_s` then starts after the warm-up seconds. `keep_text` keeps each response's
-    text (when the server sends no usage) for counting with the endpoint's tokenizer.
+    text (when the server sends no usage) for counting with the endpoint's tokenizer;
+    `keep_answer` keeps it always (multi-turn sessions send it back).
+    With `ramp_s`, user i sends its first request i/N of ramp_s after the level starts
+    instead of all at once, so that against a server with steady timings the users stay
+    spread out (a steady state) instead of sending, and being answered, in lockstep.
     """
 
     concurrency: int
@@ -36,6 +40,8 @@ class LevelPlan:
     duration_s: float | None = None
     warmup_s: float | None = None
     keep_text: bool = False
+    keep_answer: bool = False
+    ramp_s: float | None = None
 
     @property
     def total(self) -> int | None:
@@ -60,10 +66,16 @@ async def run_closed_loop(
     warm_until = start + round((plan.warmup_s or 0.0) * 1e9)
     deadline = sys.maxsize if plan.duration_s is None else warm_until + round(plan.duration_s * 1e9)
     keep_text = plan.keep_text
+    keep_answer = plan.keep_answer
+
+    total = plan.total
+    users = plan.concurrency if total is None else min(plan.concurrency, total)
 
     async def user(slot: int) -> None:
         # Each user keeps its own connection (its slot), as a real client would.
         nonlocal next_seq, measured_left
+        if plan.ramp_s:
+            await asyncio.sleep(plan.ramp_s * slot / users)
         while True:
             t_sched = perf_counter_ns()
             if t_sched >= deadline:
@@ -76,11 +88,9 @@ async def run_closed_loop(
             seq = next_seq
             next_seq += 1
             body, n_in = plan.make_request(seq)
-            rec = RawRequest(seq, warm, t_sched, n_in, keep_text=keep_text)
+            rec = RawRequest(seq, warm, t_sched, n_in, keep_text=keep_text, keep_answer=keep_answer)
             await send(client, target, body, rec, stream=plan.stream, slot=slot)
             done.append(rec)
             plan.on_done(rec)
 
-    total = plan.total
-    users = plan.concurrency if total is None else min(plan.concurrency, total)
     await asyncio.gather(*(user(slot) for slot in range(users)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any, cast
@@ -47,6 +47,8 @@ class _Event(msgspec.Struct):
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
+# All the events of one read decoded in one call (see _parse_all).
+_decode_events = msgspec.json.Decoder(list[_Event]).decode
 
 
 class RawRequest:
@@ -58,6 +60,7 @@ class RawRequest:
         "count_source",
         "error",
         "error_class",
+        "keep_answer",
         "n_in",
         "n_in_target",
         "n_out",
@@ -74,7 +77,14 @@ class RawRequest:
     )
 
     def __init__(
-        self, seq: int, warmup: bool, t_sched: int, n_in_local: int, *, keep_text: bool = False
+        self,
+        seq: int,
+        warmup: bool,
+        t_sched: int,
+        n_in_local: int,
+        *,
+        keep_text: bool = False,
+        keep_answer: bool = False,
     ) -> None:
         self.seq = seq
         self.warmup = warmup
@@ -96,7 +106,10 @@ class RawRequest:
         self.error: str | None = None
         # The received text, kept only to count it with the endpoint's tokenizer when the
         # server sent no usage (dropped as soon as usage arrives); None: not collected.
-        self.text: list[str] | None = [] if keep_text else None
+        # keep_answer keeps the text even with usage: a multi-turn session sends it back as
+        # the assistant's message of the next turn.
+        self.keep_answer = keep_answer
+        self.text: list[str] | None = [] if keep_text or keep_answer else None
 
     def timing(self, origin_ns: int) -> RequestTiming:
         """The request in seconds from `origin_ns`, as the metric definitions take it."""
@@ -220,12 +233,15 @@ def request_body(
     stream: bool,
     ignore_eos: bool,
     temperature: float | None,
+    messages: list[dict[str, Any]] | None = None,
 ) -> bytes:
     """The JSON body for one request, asking for usage in the stream (on every event too,
-    where the engine is vLLM, so an event that carries several tokens says how many)."""
+    where the engine is vLLM, so an event that carries several tokens says how many).
+    Chat endpoints get `messages` when given (a dataset's chat item), else `prompt` as
+    one user message."""
     body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": stream}
     if target.api == "openai-chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = messages or [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
     if stream:
@@ -294,16 +310,50 @@ async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int])
                 rec.t_first_byte = now
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
-            for line in lines:
-                if not line.startswith(b"data:"):
-                    continue
+            _feed(lines, rec, ns, now)
+    if rec.t_end is None:
+        rec.t_end = perf_counter_ns()
+
+
+def _feed(lines: list[bytes], rec: RawRequest, ns: list[int], now: int) -> None:
+    """Handle the complete lines of one read, all arrived at `now`; [DONE] sets t_end."""
+    if len(lines) <= 2:  # one event and its blank line: the usual read at a steady pace
+        for line in lines:
+            if line.startswith(b"data:"):
                 payload = line[5:].strip()
                 if payload == _DONE:
                     rec.t_end = now
-                    break
+                    return
                 _on_event(_parse(payload), rec, ns, now)
-    if rec.t_end is None:
-        rec.t_end = perf_counter_ns()
+        return
+    payloads = [line[5:].strip() for line in lines if line.startswith(b"data:")]
+    done = _DONE in payloads
+    if done:
+        del payloads[payloads.index(_DONE) :]
+    for event in _parse_all(payloads):
+        _on_event(event, rec, ns, now)
+    if done:
+        rec.t_end = now
+
+
+def _parse_all(payloads: list[bytes]) -> Iterable[_Event]:
+    """The events of one read, in order. One msgspec call for all of them costs far less
+    than one per event when a read brings many (bench/loadgen.py); if that fails, or joins
+    malformed pieces into a different number of events, each is parsed alone so the first
+    bad one raises its own error after the good ones before it were counted."""
+    if len(payloads) > 1:
+        try:
+            events = _decode_events(b"[" + b",".join(payloads) + b"]")
+        except msgspec.DecodeError:
+            pass
+        else:
+            if len(events) == len(payloads):
+                for event in events:
+                    if event.error is not None:
+                        break
+                else:
+                    return events
+    return map(_parse, payloads)
 
 
 def _parse(payload: bytes) -> _Event:
@@ -437,7 +487,7 @@ async def send(
         # tokenizer count of `rec.text` after the level, off the timed path.
         rec.n_out = len(rec.chunk_ns)
         rec.count_source = "events"
-    else:
+    elif not rec.keep_answer:
         rec.text = None
     if len(rec.chunk_tokens) != len(rec.chunk_ns):
         rec.chunk_tokens.clear()  # only some events said how many tokens they carried

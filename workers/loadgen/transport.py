@@ -1,31 +1,321 @@
-"""An httpx transport with one single-connection pool per load-generator slot.
+"""An httpx transport with one keep-alive HTTP/1.1 connection per load-generator slot.
 
 httpcore's connection pool scans every connection it holds, with a readability check (a
 system call) on each idle one, whenever it assigns a request. With one shared pool of N
 keep-alive connections that is O(N) system calls per request, and at 64 closed-loop users
 it made the worker spend 33 ms of CPU per request and queue requests for seconds
-(bench/loadgen.py, 2026-12-02). Here each slot (a closed-loop user, or an open-loop
-in-flight position) owns a pool of exactly one connection, so assigning a request costs
-the same at 1 user as at 1024. Requests without a slot share one ordinary pool.
+(bench/loadgen.py, 2026-12-02). So each slot (a closed-loop user, or an open-loop in-flight
+position) owns exactly one connection, and assigning a request costs the same at 1 user as
+at 1024. Requests without a slot share one ordinary httpx pool.
+
+A slot's connection is `_SlotConnection`: an asyncio protocol that parses responses with
+httptools (C) and hands the body on as the bytes of each socket read, instead of httpcore
+over anyio and h11 (pure Python, a stack of context managers and a parse per HTTP chunk).
+bench/loadgen.py measured that stack as most of the worker's CPU per streamed token
+(2026-12-02). httpx stays the API: requests, responses, errors and the `trace` extension
+(t_send is stamped at `http11.send_request_headers.started`, as with httpcore) are httpx's.
+A slot whose next request goes to another origin (the next job's endpoint) closes its
+connection and opens one there; a connection the server closed is reopened on next use.
+`SlotTransport(backend="httpcore")` keeps the previous per-slot httpcore pools, for the
+benchmark's before/after comparison.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
 
+import httptools
 import httpx
 
 #: Request extension naming the slot whose connection a request should use.
 SLOT = "infercost_slot"
 
+#: Unread response bytes above which a connection stops reading from its socket.
+_HIGH_WATER = 1 << 20
+
+
+class _SlotConnection(asyncio.Protocol):
+    """One HTTP/1.1 connection, one request at a time, parsed by httptools."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.closed = True
+        self.paused = False
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.origin: tuple[str, str, int] = ("", "", 0)
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.headers_done = False
+        self.complete = False
+        self.keep_alive = False
+        self.body: list[bytes] = []
+        self.buffered = 0
+        self.reason = b""
+
+    # -- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.closed = False
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError(f"malformed HTTP response: {exc}"))
+            return
+        if self.buffered > _HIGH_WATER and self.transport is not None and not self.paused:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.complete:
+            return
+        if not self.headers_done:
+            self.error = httpx.RemoteProtocolError(
+                "Server disconnected without sending a response."
+            )
+        elif self._until_close():
+            self.complete = True  # a body without length ends with the connection
+        else:
+            self.error = httpx.RemoteProtocolError(
+                "peer closed connection without sending complete message body"
+            )
+        self._wake()
+
+    # -- httptools callbacks
+
+    def on_status(self, status: bytes) -> None:
+        self.reason += status
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+        self.buffered += len(body)
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+        self.keep_alive = self.parser.should_keep_alive()
+
+    # -- used by the transport and the response stream
+
+    def _until_close(self) -> bool:
+        names = {name.lower() for name, _ in self.headers}
+        return b"content-length" not in names and b"transfer-encoding" not in names
+
+    def _fail(self, error: BaseException) -> None:
+        self.error = error
+        if self.transport is not None:
+            self.transport.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, limit_s: float | None) -> None:
+        """Until something arrives (or the connection ends); ReadTimeout after limit_s."""
+        self.waiter = waiter = asyncio.get_running_loop().create_future()
+        try:
+            if limit_s is None:
+                await waiter
+            else:
+                try:
+                    async with asyncio.timeout(limit_s):
+                        await waiter
+                except TimeoutError:
+                    raise httpx.ReadTimeout(f"no data within {limit_s:g} s") from None
+        finally:
+            self.waiter = None
+
+    def reset(self) -> None:
+        """Ready for the next request on this connection (the parser carries on: HTTP/1.1
+        responses follow one another on a keep-alive connection)."""
+        self.headers = []
+        self.headers_done = False
+        self.complete = False
+        self.keep_alive = False
+        self.body = []
+        self.buffered = 0
+        self.reason = b""
+        self.error = None
+
+    def take(self) -> bytes:
+        """Every body byte received and not yet handed on, as one piece."""
+        body = self.body
+        data = body[0] if len(body) == 1 else b"".join(body)
+        self.body = []
+        self.buffered = 0
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return data
+
+
+class _SlotBody(httpx.AsyncByteStream):
+    """The response body: whatever each read brought, until the message is complete."""
+
+    def __init__(self, slot: _SlotTransport, conn: _SlotConnection, timeout: float | None) -> None:
+        self._slot = slot
+        self._conn = conn
+        self._timeout = timeout
+        self._done = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        while True:
+            if conn.body:
+                yield conn.take()
+                continue
+            if conn.complete:
+                self._done = True
+                return
+            if conn.error is not None:
+                raise conn.error
+            await conn.wait(self._timeout)
+
+    async def aclose(self) -> None:
+        # A body read to its end leaves a reusable connection; anything else closes it.
+        self._slot.release(self._conn, reusable=self._done and self._conn.complete)
+
+
+class _SlotTransport:
+    """The single connection of one slot, opened on first use and after any failure."""
+
+    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+        self._ssl = ssl_context
+        self._conn: _SlotConnection | None = None
+        self.busy = False
+
+    async def _connect(
+        self, origin: tuple[str, str, int], limit_s: float | None
+    ) -> _SlotConnection:
+        scheme, host, port = origin
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(limit_s):
+                _, conn = await loop.create_connection(
+                    _SlotConnection,
+                    host,
+                    port,
+                    ssl=self._ssl if scheme == "https" else None,
+                    server_hostname=host if scheme == "https" else None,
+                )
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"no connection within {limit_s:g} s") from None
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        conn.origin = origin
+        return conn
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        self.busy = True
+        url = request.url
+        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        conn = self._conn
+        if conn is not None and conn.origin != origin:
+            # The slot moved to another server (the next job's endpoint): a new connection.
+            self.release(conn, reusable=False)
+            self.busy = True
+            conn = None
+        if conn is None or conn.closed:
+            try:
+                conn = self._conn = await self._connect(origin, timeouts.get("connect"))
+            finally:
+                self.busy = self._conn is not None and not self._conn.closed
+        conn.reset()
+        read_timeout = timeouts.get("read")
+        try:
+            await self._send(conn, request)
+            while not conn.headers_done:
+                if conn.error is not None:
+                    raise conn.error
+                await conn.wait(read_timeout)
+        except BaseException:
+            self.release(conn, reusable=False)
+            raise
+        return httpx.Response(
+            conn.parser.get_status_code(),
+            headers=conn.headers,
+            stream=_SlotBody(self, conn, read_timeout),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": conn.reason},
+        )
+
+    @staticmethod
+    async def _send(conn: _SlotConnection, request: httpx.Request) -> None:
+        """Write the request in one piece, announcing it to the `trace` extension first."""
+        head = _request_head(request)
+        chunked = request.headers.get("transfer-encoding", "").lower() == "chunked"
+        trace: Callable[[str, dict[str, Any]], Awaitable[None]] | None = request.extensions.get(
+            "trace"
+        )
+        if trace is not None:
+            # t_send (METRICS.md) is stamped here, as it is with httpcore.
+            await trace("http11.send_request_headers.started", {"request": request})
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        parts = [head]
+        async for part in request.stream:
+            parts.append(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+        if chunked:
+            parts.append(b"0\r\n\r\n")
+        if conn.transport is None or conn.closed:
+            raise httpx.WriteError("the connection closed before the request was written")
+        conn.transport.write(b"".join(parts))
+
+    def release(self, conn: _SlotConnection, *, reusable: bool) -> None:
+        """After a response: keep the connection for the next request, or close it."""
+        self.busy = False
+        if reusable and conn.keep_alive and not conn.closed:
+            return
+        if conn.transport is not None:
+            conn.transport.close()
+        conn.closed = True
+        if self._conn is conn:
+            self._conn = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self.release(self._conn, reusable=False)
+
+
+def _request_head(request: httpx.Request) -> bytes:
+    url = request.url
+    target = url.raw_path
+    lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode(), target)]
+    lines.extend(b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw)
+    lines.append(b"\r\n")
+    return b"".join(lines)
+
 
 class SlotTransport(httpx.AsyncBaseTransport):
-    """Routes each request to its slot's own one-connection transport, made on first use."""
+    """Routes each request to its slot's own connection, made on first use."""
 
-    def __init__(self, *, shared_limit: int, verify: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        shared_limit: int,
+        verify: ssl.SSLContext | None = None,
+        backend: Literal["slots", "httpcore"] = "slots",
+    ) -> None:
         self._ssl = verify or ssl.create_default_context()
+        self._backend = backend
         self._one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        self._slots: dict[int, httpx.AsyncHTTPTransport] = {}
+        self._slots: dict[int, _SlotTransport] = {}
+        self._pools: dict[int, httpx.AsyncHTTPTransport] = {}
         self._shared = httpx.AsyncHTTPTransport(
             verify=self._ssl,
             limits=httpx.Limits(
@@ -38,18 +328,30 @@ class SlotTransport(httpx.AsyncBaseTransport):
         slot = request.extensions.get(SLOT)
         if slot is None:
             return await self._shared.handle_async_request(request)
+        if self._backend == "httpcore":
+            pool = self._pools.get(slot)
+            if pool is None:
+                pool = self._pools[slot] = httpx.AsyncHTTPTransport(
+                    verify=self._ssl, limits=self._one
+                )
+            return await pool.handle_async_request(request)
         transport = self._slots.get(slot)
         if transport is None:
-            transport = self._slots[slot] = httpx.AsyncHTTPTransport(
-                verify=self._ssl, limits=self._one
-            )
-        return await transport.handle_async_request(request)
+            transport = self._slots[slot] = _SlotTransport(self._ssl)
+        elif transport.busy:
+            # A slot is one user, one request at a time; a caller that overlaps two gets
+            # the shared pool for the second rather than a corrupted connection.
+            return await self._shared.handle_async_request(request)
+        return await transport.handle(request)
 
     async def aclose(self) -> None:
         """Close every connection."""
-        for transport in (*self._slots.values(), self._shared):
-            await transport.aclose()
+        for transport in self._slots.values():
+            transport.close()
+        for pool in (*self._pools.values(), self._shared):
+            await pool.aclose()
         self._slots.clear()
+        self._pools.clear()
 
 
 def load_client(max_concurrency: int) -> httpx.AsyncClient:
