@@ -15,6 +15,8 @@ from sqlalchemy import text
 import infercost.db.models  # noqa: F401 - every mapper registered before the first query
 from api.auth import provide_caller, provide_settings
 from api.db import provide_db_session
+from api.domain.comparisons.controllers import ComparisonController
+from api.domain.datasets.controllers import DatasetController
 from api.domain.endpoints.controllers import EndpointController
 from api.domain.estimates.controllers import EstimateController, PresetController
 from api.domain.hardware.controllers import HardwareController
@@ -72,6 +74,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             TelemetryController,
             EstimateController,
             PresetController,
+            DatasetController,
+            ComparisonController,
         ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),

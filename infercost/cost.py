@@ -117,3 +117,19 @@ def hosted_run_cost(
             input_usd_per_million, output_usd_per_million
         ),
     )
+
+
+#: A stored run's cost per million output tokens in SQL, priced with its own snapshot: the
+#: same arithmetic, in the same order, as `run_cost` on its usd_per_hour, or
+#: `hosted_run_cost` on its per-token prices (api/domain/jobs/services.py stored_price). It
+#: is a generated column of `runs` so comparisons sort and aggregate it in the database;
+#: tests/api/test_comparisons.py holds it equal to the run summary's figure.
+RUN_PER_MILLION_OUTPUT_TOKENS_SQL = (
+    "CASE WHEN output_tokens_per_s > 0 THEN"
+    " CASE WHEN usd_per_million_input_tokens IS NOT NULL THEN"
+    " CASE WHEN input_tokens_per_s IS NOT NULL THEN"
+    " (input_tokens_per_s * usd_per_million_input_tokens"
+    " + output_tokens_per_s * coalesce(usd_per_million_output_tokens, 0.0)) / 1e6 * 3600.0"
+    " / (output_tokens_per_s * 3600.0) * 1e6 END"
+    " ELSE usd_per_hour / (output_tokens_per_s * 3600.0) * 1e6 END END"
+)

@@ -10,6 +10,8 @@ from celery import Celery
 from infercost.settings import Settings
 
 RUN_JOB_TASK = "benchmark.run_job"
+#: One shard of a sharded level: (job_id, run_id, shard), sent by the job's coordinator.
+RUN_SHARD_TASK = "benchmark.run_shard"
 SWEEP_TASK = "benchmark.sweep"
 
 

@@ -33,6 +33,8 @@ class Settings:
     max_concurrency: int = 1024
     # Celery queue used for benchmark jobs; tests give each run its own.
     queue: str = "benchmarks"
+    # Largest dataset upload accepted (POST /v1/datasets), in bytes.
+    max_dataset_bytes: int = 64 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -51,6 +53,7 @@ class Settings:
             port=_int(env, "INFERCOST_PORT", 8000),
             max_concurrency=_int(env, "INFERCOST_MAX_CONCURRENCY", 1024),
             queue=env.get("INFERCOST_QUEUE") or "benchmarks",
+            max_dataset_bytes=_int(env, "INFERCOST_MAX_DATASET_BYTES", 64 * 1024 * 1024),
         )
 
     def require_database_url(self) -> str:

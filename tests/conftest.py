@@ -281,6 +281,8 @@ async def insert_finished_run(
 
     For tests of reads (tenancy, re-pricing) that need a stored run but no worker: nothing
     is enqueued, so no worker can pick the job up and race the insert. Returns (job, run).
+    `columns` may also set the run's level, mode and status (default 1, concurrency,
+    succeeded); JSONB columns (stats, telemetry) take JSON text.
     """
     team, endpoint = uuid.UUID(team_id), uuid.UUID(endpoint_id)
     job_id = await db.fetchval(
@@ -291,13 +293,20 @@ async def insert_finished_run(
         team,
         endpoint,
     )
-    values = {"requests_total": 0, "requests_succeeded": 0, "requests_failed": 0, **columns}
+    values = {
+        "level": 1.0,
+        "mode": "concurrency",
+        "status": "succeeded",
+        "requests_total": 0,
+        "requests_succeeded": 0,
+        "requests_failed": 0,
+        **columns,
+    }
     names = ", ".join(values)
     params = ", ".join(f"${i}" for i in range(4, 4 + len(values)))
     run_id = await db.fetchval(
-        f"INSERT INTO runs (id, team_id, job_id, endpoint_id, level_index, level, mode, status,"
-        f" created_at, {names}) VALUES (gen_random_uuid(), $1, $2, $3, 0, 1, 'concurrency',"
-        f" 'succeeded', now(), {params}) RETURNING id",
+        f"INSERT INTO runs (id, team_id, job_id, endpoint_id, level_index, created_at, {names})"
+        f" VALUES (gen_random_uuid(), $1, $2, $3, 0, now(), {params}) RETURNING id",
         team,
         job_id,
         endpoint,

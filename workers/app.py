@@ -12,9 +12,9 @@ from typing import Any
 from celery import signals
 
 from infercost.jobs.repository import JobRepository
-from infercost.queue import RUN_JOB_TASK, SWEEP_TASK, make_celery
+from infercost.queue import RUN_JOB_TASK, RUN_SHARD_TASK, SWEEP_TASK, make_celery
 from infercost.settings import Settings
-from workers.runner import run_job
+from workers.runner import run_job, run_shard
 from workers.runtime import Runtime
 
 log = logging.getLogger("infercost.worker")
@@ -75,6 +75,13 @@ def run_job_task(job_id: str) -> None:
     """Run one benchmark job; its state and results go to Postgres."""
     rt = runtime()
     rt.loop.run_until_complete(run_job(rt, uuid.UUID(job_id)))
+
+
+@app.task(name=RUN_SHARD_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)
+def run_shard_task(job_id: str, run_id: str, shard: int, shards: int) -> None:
+    """Run one shard of a sharded level (load.shards); its samples go to Postgres."""
+    rt = runtime()
+    rt.loop.run_until_complete(run_shard(rt, uuid.UUID(job_id), uuid.UUID(run_id), shard, shards))
 
 
 @app.task(name=SWEEP_TASK, time_limit=60)

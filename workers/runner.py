@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from time import perf_counter_ns
 from typing import Any
@@ -26,6 +26,7 @@ from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
+from infercost.jobs.shards import ShardRepository
 from infercost.metrics import RequestTiming, RunFigures, summarize
 from infercost.prices.pricing import hourly_price
 from infercost.security import CredentialError
@@ -45,7 +46,18 @@ from workers.loadgen.tokenize import (
     count_outputs,
     prepare_prompts,
 )
+from workers.replay import DATASET, Replay, load_replay
 from workers.runtime import Runtime
+from workers.sessions import Script, Sessions, script_of
+from workers.shards import (
+    Coordinated,
+    ShardSlot,
+    ShardStopped,
+    coordinate,
+    level_shards,
+    split_plan,
+)
+from workers.sweep import run_sweep
 from workers.telemetry import LevelTelemetry
 
 log = logging.getLogger("infercost.worker")
@@ -119,6 +131,15 @@ def _figures_to_columns(figures: RunFigures) -> dict[str, Any]:
     return columns
 
 
+@dataclass(frozen=True, slots=True)
+class MeasuredLevel:
+    """A stored level: its run, figures, and why it failed (every request failed) or None."""
+
+    run_id: uuid.UUID
+    figures: RunFigures
+    failed: str | None
+
+
 def failure_message(timings: Sequence[RequestTiming]) -> str | None:
     """'all N requests failed: <most common reason>' when nothing succeeded, else None."""
     if not timings or any(t.succeeded for t in timings):
@@ -136,6 +157,10 @@ class JobRunner:
         self.job = job
         self.endpoint = endpoint
         self.progress = _Progress()
+        # The mode of the level being measured: the job's, or (in a sweep) each level's own.
+        self.level_mode: str = job.load["mode"]
+        # This process's shard of a sharded level (workers/shards.py), while it runs one.
+        self.shard: ShardSlot | None = None
         # The current level's scrapes and clock origin (perf_counter seconds).
         self.telemetry = LevelTelemetry([], 1.0)
         self.origin_s = 0.0
@@ -154,6 +179,8 @@ class JobRunner:
         # prompts were checked to be exactly their drawn length, by seq.
         self.tokenizer: Tokenizer | None = None
         self.exact_prompts: list[bool] = []
+        # The job's dataset items (workload.dataset_id), loaded at its first level.
+        self.replay: Replay | None = None
 
     async def _plan(self, level_index: int, level: float) -> LevelPlan | RatePlan:
         """The level's plan: a rate level's schedule, or a concurrency level's users.
@@ -169,7 +196,7 @@ class JobRunner:
         measured: int | None = load.get("requests_per_level")
         duration: float | None = load.get("duration_s")
         offsets_ns: list[int] | None = None
-        if load["mode"] == "rate":
+        if self.level_mode == "rate":
             # A generator of its own, so the schedule never shifts the lengths or prompts.
             offsets = self._schedule(level, np.random.default_rng([seed, level_index, 1]))
             if warmup_s:
@@ -182,6 +209,36 @@ class JobRunner:
             # Unknown until the level ends; more are drawn on demand.
             known = int(measured or 0) + warmup + 1024
         rng = np.random.default_rng([seed, level_index])
+        stream = bool(workload.get("stream", True))
+        sessions = bool(workload.get("sessions"))
+        if sessions:
+            make_request, on_done = await self._session_requests(known, rng)
+        elif workload.get("dataset_id") is not None:
+            make_request, on_done = await self._replay_requests(known, rng)
+        else:
+            make_request, on_done = await self._synthetic_requests(known, rng)
+        keep_text = self.tokenizer is not None
+        if offsets_ns is not None:
+            return RatePlan(offsets_ns, warmup, stream, make_request, on_done, keep_text)
+        return LevelPlan(
+            concurrency=int(level),
+            warmup=warmup,
+            measured=None if duration is not None else int(measured or 0),
+            stream=stream,
+            make_request=make_request,
+            on_done=on_done,
+            duration_s=duration,
+            warmup_s=warmup_s,
+            keep_text=keep_text,
+            keep_answer=sessions,
+        )
+
+    async def _synthetic_requests(
+        self, known: int, rng: np.random.Generator
+    ) -> tuple[Callable[[int], tuple[bytes, int]], Callable[[RawRequest], None]]:
+        """Request `seq`'s body and what to do when it ends, for synthetic prompts of drawn
+        lengths; `known` of them are drawn (and checked) before the level starts."""
+        workload = self.job.workload
         inputs = LengthDraws(workload["input_tokens"], known, rng)
         outputs = LengthDraws(workload["output_tokens"], known, rng)
         prompts = PromptMaker(rng)
@@ -219,20 +276,133 @@ class JobRunner:
             if rec.count_source == "usage" and rec.n_in:
                 prompts.observe(sent_words.pop(rec.seq, 0), rec.n_in)
 
-        keep_text = self.tokenizer is not None
-        if offsets_ns is not None:
-            return RatePlan(offsets_ns, warmup, stream, make_request, on_done, keep_text)
-        return LevelPlan(
-            concurrency=int(level),
-            warmup=warmup,
-            measured=None if duration is not None else int(measured or 0),
-            stream=stream,
-            make_request=make_request,
-            on_done=on_done,
-            duration_s=duration,
-            warmup_s=warmup_s,
-            keep_text=keep_text,
+        return make_request, on_done
+
+    async def _replay_requests(
+        self, known: int, rng: np.random.Generator
+    ) -> tuple[Callable[[int], tuple[bytes, int]], Callable[[RawRequest], None]]:
+        """Request `seq`'s body and what to do when it ends, for a dataset's items (loaded
+        once per job): each item's max_tokens, else a length drawn from output_tokens."""
+        workload = self.job.workload
+        replay = await self._load_replay()
+        # Dataset prompts have no drawn length to check, and no tokenizer route is needed.
+        self.tokenizer = None
+        self.exact_prompts = []
+        spec = workload.get("output_tokens")
+        outputs = LengthDraws(spec, known, rng) if spec else None
+        progress = self.progress
+        stream = bool(workload.get("stream", True))
+        ignore_eos = bool(workload.get("ignore_eos", True))
+        temperature = workload.get("temperature")
+
+        def make_request(seq: int) -> tuple[bytes, int]:
+            item = replay[seq]
+            max_tokens = item.max_tokens
+            if max_tokens is None:
+                # The API refuses a dataset without max_tokens everywhere unless
+                # output_tokens is given.
+                assert outputs is not None
+                max_tokens = outputs[seq]
+            body = request_body(
+                self.target,
+                item.prompt,
+                max_tokens,
+                stream=stream,
+                ignore_eos=ignore_eos,
+                temperature=temperature,
+                messages=item.messages,
+            )
+            return body, item.local_tokens
+
+        def on_done(rec: RawRequest) -> None:
+            progress.in_level += 1
+
+        return make_request, on_done
+
+    async def _load_replay(self) -> Replay:
+        """The job's dataset items, loaded at its first level and kept for the others."""
+        if self.replay is None:
+            workload = self.job.workload
+            self.replay = await load_replay(
+                self.rt.sessionmaker,
+                uuid.UUID(str(workload["dataset_id"])),
+                int(workload.get("seed", 0)),
+            )
+        return self.replay
+
+    async def _session_requests(
+        self, known: int, rng: np.random.Generator
+    ) -> tuple[Callable[[int], tuple[bytes, int]], Callable[[RawRequest], None]]:
+        """Request `seq`'s body and what to do when it ends, for multi-turn sessions
+        (workload.sessions; workers/sessions.py): a dataset's conversations, or synthetic
+        ones whose user messages have drawn input_tokens lengths."""
+        workload = self.job.workload
+        spec = workload["sessions"]
+        seed = int(workload.get("seed", 0))
+        turns = int(spec["turns"])
+        # Prompts grow with the history: there is no drawn length to check.
+        self.tokenizer = None
+        self.exact_prompts = []
+        output_spec = workload.get("output_tokens")
+        outputs = LengthDraws(output_spec, known, rng) if output_spec else None
+        system_tokens = int(spec.get("system_prompt_tokens") or 0)
+        # The same text for every user and level: a generator of its own, from the seed.
+        system_prompt = (
+            PromptMaker(np.random.default_rng([seed, 0, 3])).make(0, system_tokens)
+            if system_tokens
+            else None
         )
+        new_script: Callable[[int], Script]
+        if workload.get("dataset_id") is not None:
+            replay = await self._load_replay()
+
+            def new_script(n: int) -> Script:
+                item = replay[n]
+                return script_of(item.conversation, item.prompt, item.max_tokens)
+
+        else:
+            inputs = LengthDraws(workload["input_tokens"], known, rng)
+            prompts = PromptMaker(rng)
+
+            def new_script(n: int) -> Script:
+                ids = range(n * turns, (n + 1) * turns)
+                return Script(
+                    [
+                        [{"role": "user", "content": prompts.make(i, prompts.words_for(inputs[i]))}]
+                        for i in ids
+                    ]
+                )
+
+        sessions = Sessions(turns, system_prompt, new_script)
+        progress = self.progress
+        stream = bool(workload.get("stream", True))
+        ignore_eos = bool(workload.get("ignore_eos", True))
+        temperature = workload.get("temperature")
+
+        def make_request(seq: int) -> tuple[bytes, int]:
+            messages, max_tokens, local_tokens = sessions.next(seq)
+            if max_tokens is None:
+                # The API asks for output_tokens unless every item gives max_tokens.
+                assert outputs is not None
+                max_tokens = outputs[seq]
+            body = request_body(
+                self.target,
+                "",
+                max_tokens,
+                stream=stream,
+                ignore_eos=ignore_eos,
+                temperature=temperature,
+                messages=messages,
+            )
+            return body, local_tokens
+
+        def on_done(rec: RawRequest) -> None:
+            progress.in_level += 1
+            ok = rec.error_class is None and bool(rec.text)
+            sessions.done(rec.seq, "".join(rec.text or ()) if ok else None)
+            rec.text = None
+
+        return make_request, on_done
 
     async def _prepare_prompts(
         self, prompts: PromptMaker, lengths: list[int]
@@ -246,7 +416,12 @@ class JobRunner:
         self.exact_prompts = []
         if calibration is None:
             return None, []
-        prepared = await prepare_prompts(self.rt.http, tokenizer, calibration, prompts, lengths)
+        shard = self.shard
+        # A shard checks only the prompts it sends: seqs shard.index mod shard.count.
+        mine = None if shard is None else (lambda seq: seq % shard.count == shard.index)
+        prepared = await prepare_prompts(
+            self.rt.http, tokenizer, calibration, prompts, lengths, check=mine
+        )
         self.exact_prompts = [p.exact for p in prepared]
         return calibration, prepared
 
@@ -278,6 +453,11 @@ class JobRunner:
 
     async def _watch(self, level_task: asyncio.Task[None]) -> None:
         """Write progress and a heartbeat, and notice a cancel, about twice a second."""
+        if self.shard is not None:
+            # A shard's own heartbeat (ShardSlot) says when to stop.
+            if await self.shard.watch(level_task):
+                self.progress.cancelled = True
+            return
         while not level_task.done():
             await asyncio.sleep(PROGRESS_INTERVAL_S)
             async with self.rt.sessionmaker() as session:
@@ -293,6 +473,8 @@ class JobRunner:
     async def _run_level(self, level_index: int, level: float) -> tuple[list[RequestTiming], float]:
         """Drive one level; return its requests in seconds from the level's start, and CPU use."""
         plan = await self._plan(level_index, level)
+        if self.shard is not None:
+            plan = split_plan(plan, self.shard.index, self.shard.count)
         done: list[RawRequest] = []
         self.progress.in_level = 0
         self.progress.level_planned = plan.total or 0
@@ -301,14 +483,19 @@ class JobRunner:
             await open_connections(
                 self.rt.http, self.target, min(plan.concurrency, plan.total or plan.concurrency)
             )
+        # A shard starts at the instant agreed with the others: the origin of its samples.
+        start = None if self.shard is None else await self.shard.wait_for_start()
+        # One scraper per level: a sharded level's shard 0 (in the coordinator's process).
+        scrape = self.shard is None or self.shard.index == 0
         self.telemetry = LevelTelemetry(
-            self.endpoint.metrics_urls, float(self.job.load.get("telemetry_interval_s", 1.0))
+            self.endpoint.metrics_urls if scrape else [],
+            float(self.job.load.get("telemetry_interval_s", 1.0)),
         )
         self.telemetry.start()
         proc = psutil.Process()
         cpu_before = sum(proc.cpu_times()[:2])
         wall_before = time.perf_counter()
-        origin = perf_counter_ns()
+        origin = perf_counter_ns() if start is None else start
         self.origin_s = origin / 1e9
         level_task = asyncio.ensure_future(
             run_open_loop(self.rt.http, self.target, plan, done)
@@ -337,6 +524,9 @@ class JobRunner:
             checked = t.seq < len(exact) and exact[t.seq]
             # A checked prompt stays exact only if the server's own count agrees.
             t.prompt_length = EXACT if checked and t.n_in == t.n_in_target else APPROXIMATE
+            if self.replay is not None:
+                # Taken from a dataset: no length was drawn for it.
+                t.prompt_length, t.n_in_target = DATASET, None
         return timings, cpu_util
 
     async def _start_run(self, level_index: int, level: float) -> uuid.UUID:
@@ -351,24 +541,33 @@ class JobRunner:
                 endpoint_id=self.endpoint.id,
                 level_index=level_index,
                 level=float(level),
-                mode=self.job.load["mode"],
+                mode=self.level_mode,
                 status="running",
                 started_at=started_at,
                 usd_per_hour=price.usd_per_hour,
                 price_note=price.note,
                 usd_per_million_input_tokens=price.per_token[0] if price.per_token else None,
                 usd_per_million_output_tokens=price.per_token[1] if price.per_token else None,
+                workload_fingerprint=self.job.workload_fingerprint,
             )
             await JobRepository(session).add_run(run)
             await session.commit()
         return run.id
 
     async def _store_run(
-        self, run_id: uuid.UUID, status: str, timings: list[RequestTiming], figures: RunFigures
+        self,
+        run_id: uuid.UUID,
+        status: str,
+        timings: list[RequestTiming],
+        figures: RunFigures,
+        *,
+        samples: bool = True,
     ) -> None:
+        """Store a level's samples (unless its shards stored them), telemetry and figures."""
         async with self.rt.sessionmaker() as session:
             repo = JobRepository(session)
-            await repo.copy_samples(sample_rows(run_id, timings))
+            if samples:
+                await repo.copy_samples(sample_rows(run_id, timings))
             await TelemetryRepository(session).copy(run_id, self.telemetry.rows(self.origin_s))
             await repo.update_run(
                 run_id,
@@ -380,38 +579,133 @@ class JobRunner:
             await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
             await session.commit()
 
+    async def _run_shards(
+        self, run_id: uuid.UUID, index: int, level: float, shards: int
+    ) -> Coordinated:
+        """Run a level on `shards` worker processes, this one running shard 0, and merge
+        their samples; progress counts every shard's requests."""
+        self.progress.in_level = 0
+        self.progress.level_planned = planned_requests(
+            {**self.job.load, "mode": self.level_mode}, level
+        )
+        own = JobRunner(self.rt, self.job, self.endpoint)
+        own.level_mode = self.level_mode
+
+        async def heartbeat(done: int) -> bool:
+            self.progress.in_level = done
+            async with self.rt.sessionmaker() as session:
+                running = await JobRepository(session).heartbeat(
+                    self.job.id, self.progress.done, self.progress.total
+                )
+                await session.commit()
+            self.progress.cancelled = self.progress.cancelled or not running
+            return running
+
+        outcome = await coordinate(
+            self.rt,
+            self.job.id,
+            run_id,
+            shards,
+            own_shard=lambda slot: own.run_shard(slot, index, level),
+            heartbeat=heartbeat,
+        )
+        # Shard 0 scraped the telemetry, with the agreed instant as its origin.
+        self.telemetry, self.origin_s = own.telemetry, own.origin_s
+        self.progress.in_level = len(outcome.timings)
+        self.progress.cancelled = self.progress.cancelled or outcome.cancelled
+        return outcome
+
+    async def run_shard(self, slot: ShardSlot, index: int, level: float) -> None:
+        """Claim and run this process's shard of a level from the agreed instant, then COPY
+        its samples and finish its row in one transaction (not at all if it was stopped)."""
+        if not await slot.claim():
+            log.info("shard %d of run %s: not queued (duplicate delivery)", slot.index, slot.run_id)
+            return
+        self.shard = slot
+        slot.start_beating(lambda: self.progress.in_level)
+        timings: list[RequestTiming] = []
+        cpu_util: float | None = None
+        error: str | None = None
+        status = "failed"
+        try:
+            timings, cpu_util = await self._run_level(index, level)
+            status = "cancelled" if self.progress.cancelled else "succeeded"
+        except ShardStopped:
+            status = "cancelled"
+        except CredentialError as exc:
+            error = f"{exc}; re-enter the endpoint's api_key with PATCH"
+        except Exception as exc:
+            log.exception("shard %d of run %s failed", slot.index, slot.run_id)
+            error = (
+                f"the worker failed while running this shard ({type(exc).__name__}); "
+                "see the worker log"
+            )
+        finally:
+            await slot.stop_beating()
+        async with self.rt.sessionmaker() as session:
+            if await ShardRepository(session).finish(
+                slot.run_id,
+                slot.index,
+                status,
+                error=error,
+                requests_done=len(timings),
+                cpu_util=cpu_util,
+                started_at=slot.started_at,
+                start_lag_ms=slot.lag_ms,
+            ):
+                await JobRepository(session).copy_samples(sample_rows(slot.run_id, timings))
+                await session.commit()
+
+    async def measure_level(self, index: int, level: float) -> MeasuredLevel:
+        """Run, summarise and store one level in `self.level_mode`; progress moves past it.
+
+        A cancel during the level shows in self.progress.cancelled."""
+        rate_mode = self.level_mode == "rate"
+        run_id = await self._start_run(index, level)
+        shards = level_shards(self.level_mode, level, int(self.job.load.get("shards") or 1))
+        sharded = await self._run_shards(run_id, index, level, shards) if shards > 1 else None
+        cpu_util: float | None
+        if sharded is None:
+            timings, cpu_util = await self._run_level(index, level)
+        else:
+            timings, cpu_util = sharded.timings, sharded.cpu_util
+        figures = summarize(
+            timings,
+            target_concurrency=None if rate_mode else int(level),
+            target_rate=level if rate_mode else None,
+            slo=self.job.slo,
+            client_cpu_util=cpu_util,
+        )
+        status = "cancelled" if self.progress.cancelled else "succeeded"
+        failed = failure_message(timings)
+        if sharded is not None:
+            figures.client["shards"] = sharded.shards
+            failed = sharded.error or failed
+        if failed and not self.progress.cancelled:
+            status = "failed"
+        await self._store_run(run_id, status, timings, figures, samples=sharded is None)
+        self.progress.done_before += self.progress.in_level
+        self.progress.in_level = 0
+        log.info(
+            "job %s level %g (%s): %d requests, %d failed",
+            self.job.id,
+            level,
+            status,
+            len(timings),
+            figures.requests_failed,
+        )
+        return MeasuredLevel(run_id, figures, failed)
+
     async def run(self) -> tuple[str, str | None]:
         """Run every level; return the job's final status and error message."""
         load = self.job.load
-        rate_mode = load["mode"] == "rate"
+        if load["mode"] == "sweep":
+            return await run_sweep(self)
         levels = [float(x) for x in load["levels"]]
         planned = [planned_requests(load, level) for level in levels]
         for index, level in enumerate(levels):
             self.progress.planned_after = sum(planned[index + 1 :])
-            run_id = await self._start_run(index, level)
-            timings, cpu_util = await self._run_level(index, level)
-            figures = summarize(
-                timings,
-                target_concurrency=None if rate_mode else int(level),
-                target_rate=level if rate_mode else None,
-                slo=self.job.slo,
-                client_cpu_util=cpu_util,
-            )
-            status = "cancelled" if self.progress.cancelled else "succeeded"
-            failed = failure_message(timings)
-            if failed and not self.progress.cancelled:
-                status = "failed"
-            await self._store_run(run_id, status, timings, figures)
-            self.progress.done_before += self.progress.in_level
-            self.progress.in_level = 0
-            log.info(
-                "job %s level %g (%s): %d requests, %d failed",
-                self.job.id,
-                level,
-                status,
-                len(timings),
-                figures.requests_failed,
-            )
+            failed = (await self.measure_level(index, level)).failed
             if self.progress.cancelled:
                 return "cancelled", None
             if failed:
@@ -469,3 +763,24 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
     async with rt.sessionmaker() as session:
         await JobRepository(session).finish(job_id, status, error)
         await session.commit()
+
+
+async def run_shard(
+    rt: Runtime, job_id: uuid.UUID, run_id: uuid.UUID, shard: int, count: int
+) -> None:
+    """The body of `benchmark.run_shard`: one shard of a sharded level. A duplicate delivery,
+    or a shard of a job no longer running, does nothing."""
+    async with rt.sessionmaker() as session:
+        found = await ShardRepository(session).run_and_job(run_id)
+        endpoint = (
+            None
+            if found is None
+            else await EndpointRepository(session).get_any(found[1].endpoint_id)
+        )
+    if found is None or endpoint is None or found[1].status != "running":
+        log.info("shard %d of run %s: its job is not running; skipping", shard, run_id)
+        return
+    run, job = found
+    runner = JobRunner(rt, job, endpoint)
+    runner.level_mode = run.mode
+    await runner.run_shard(ShardSlot(rt, job_id, run_id, shard, count), run.level_index, run.level)

@@ -305,8 +305,17 @@ def _shell_path(path: Path) -> str:
 class Launcher:
     """Runs, supervises and stops everything `infercost up` starts."""
 
-    def __init__(self, settings: Settings, api_port: int, sim_port: int, sim_gpu_port: int) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        api_port: int,
+        sim_port: int,
+        sim_gpu_port: int,
+        worker_processes: int = 1,
+    ) -> None:
         self.settings = settings
+        # Worker processes: a job with load.shards K needs K of them.
+        self.worker_processes = worker_processes
         self.data_dir = settings.data_dir.expanduser().resolve()
         self.api_host = settings.host
         self.api_port = api_port
@@ -408,7 +417,7 @@ class Launcher:
         self._migrate(env)
         t_migrated = time.monotonic()
         self._spawn("api", ["api", "--host", self.api_host, "--port", str(self.api_port)], env)
-        self._spawn("worker", ["worker"], env)
+        self._spawn("worker", ["worker", "--concurrency", str(self.worker_processes)], env)
         self._wait_http(f"{self.api_url}/health", "API")
         self._wait_http(f"{fixed.base_url}/models", "simulator")
         self._wait_http(f"{gpu.base_url}/models", "GPU simulator")
@@ -755,7 +764,14 @@ class Launcher:
     show_default=True,
     help="Port of the demo GPU-mode simulator.",
 )
-def up(port: int | None, sim_port: int, sim_gpu_port: int) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Worker processes (a job with load.shards K needs K).",
+)
+def up(port: int | None, sim_port: int, sim_gpu_port: int, workers: int) -> None:
     """Run everything here: Postgres, Redis, migrations, API, a worker and two simulators.
 
     Without DATABASE_URL / REDIS_URL, Postgres and Redis are embedded under
@@ -771,6 +787,10 @@ def up(port: int | None, sim_port: int, sim_gpu_port: int) -> None:
     if sim_gpu_port == sim_port:
         raise click.UsageError("--sim-port and --sim-gpu-port must differ")
     launcher = Launcher(
-        settings, api_port=port or settings.port, sim_port=sim_port, sim_gpu_port=sim_gpu_port
+        settings,
+        api_port=port or settings.port,
+        sim_port=sim_port,
+        sim_gpu_port=sim_gpu_port,
+        worker_processes=workers,
     )
     sys.exit(launcher.run())

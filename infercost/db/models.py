@@ -1,10 +1,25 @@
 """Every table, imported in one place so Alembic and the tests see the whole metadata."""
 
+from infercost.datasets.models import Dataset, DatasetItem
 from infercost.db.base import Base
 from infercost.endpoints.models import Endpoint
 from infercost.hardware.models import Hardware
 from infercost.jobs.models import Job, RequestSample, Run
+from infercost.jobs.shards import RunShard
 from infercost.prices.models import Price
 from infercost.teams.models import ApiKey, Team
 
-__all__ = ["ApiKey", "Base", "Endpoint", "Hardware", "Job", "Price", "RequestSample", "Run", "Team"]
+__all__ = [
+    "ApiKey",
+    "Base",
+    "Dataset",
+    "DatasetItem",
+    "Endpoint",
+    "Hardware",
+    "Job",
+    "Price",
+    "RequestSample",
+    "Run",
+    "RunShard",
+    "Team",
+]

@@ -164,6 +164,20 @@ class JobRepository:
         )
         return list(rows)
 
+    async def set_sweep(
+        self,
+        job_id: uuid.UUID,
+        sweep: dict[str, Any],
+        done: int | None = None,
+        total: int | None = None,
+    ) -> None:
+        """Record a sweep's levels so far and how it stopped, whatever the job's status (a
+        cancelled sweep says so too); with done and total, its progress as well."""
+        values: dict[str, Any] = {"sweep": sweep}
+        if done is not None and total is not None:
+            values.update(progress_done=done, progress_total=total)
+        await self.session.execute(update(Job).where(Job.id == job_id).values(**values))
+
     async def finish(self, job_id: uuid.UUID, status: str, error: str | None = None) -> bool:
         """running -> succeeded|failed; False if the job was cancelled meanwhile."""
         result = await self.session.execute(

@@ -41,7 +41,8 @@ def slo_margin(
 class LevelResult:
     """One measured load level of one replica.
 
-    level: the load the job asked for, streams (concurrency) or requests/s (rate);
+    level: the load the job asked for, streams (concurrency) or requests/s (rate); for a
+    sweep, whose levels mix both, every level is a rate at its measured requests/s;
     requests_per_s and output_tokens_per_s: what was measured; slo_passed: the run's
     verdict; slo_margin: see slo_margin() (None when unknown); client_bound: the load
     generator, not the server, set the pace.

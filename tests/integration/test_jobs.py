@@ -68,10 +68,11 @@ async def test_fixed_sim_figures_match_ground_truth(
     for run in runs:
         assert run["status"] == "succeeded"
         assert run["requests"] == {"total": 50, "succeeded": 50, "failed": 0, "errors": {}}
-        # The simulator never answers early; the upper bounds leave room for a shared,
-        # noisy 2-core machine that also runs the API, Postgres and the simulator.
+        # The simulator never answers early, and a whole response takes 680 ms, so these
+        # bounds catch TTFT taken at the wrong event; they leave room for a shared, noisy
+        # 2-core machine that also runs the API, Postgres and the simulator.
         # bench/loadgen.py measures the client's accuracy properly.
-        assert 50.0 <= run["ttft_ms"]["p50"] <= 75.0, run["ttft_ms"]
+        assert 50.0 <= run["ttft_ms"]["p50"] <= 100.0, run["ttft_ms"]
         assert 9.5 <= run["tpot_ms"]["p50"] <= 13.0, run["tpot_ms"]
         assert run["count_source"] == "usage"
         assert run["prompt_lengths"] == "exact"

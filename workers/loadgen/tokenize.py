@@ -261,11 +261,19 @@ async def prepare_prompts(
     calibration: Calibration,
     maker: PromptMaker,
     lengths: Sequence[int],
+    *,
+    check: Callable[[int], bool] | None = None,
 ) -> list[Prepared]:
     """How to build prompts seq = 0, 1, ... of exactly `lengths[seq]` tokens, checked with
-    the tokenizer; done before a level starts so sends never wait for it."""
+    the tokenizer; done before a level starts so sends never wait for it. Prompts that
+    `check(seq)` rejects (another shard sends them) are only estimated, never sent here."""
+
+    async def estimated(tokens: int) -> Prepared:
+        return Prepared(calibration.words_for(tokens), 0, exact=False)
 
     def call(seq: int, tokens: int) -> Callable[[], Awaitable[Prepared]]:
+        if check is not None and not check(seq):
+            return lambda: estimated(tokens)
         return lambda: exact_words(client, tokenizer, calibration, maker, seq=seq, tokens=tokens)
 
     return await bounded((call(s, n) for s, n in enumerate(lengths)), PARALLEL)

@@ -111,23 +111,27 @@ def passes(run: Run, slo: Mapping[str, Mapping[str, float]]) -> tuple[bool, floa
 
 
 def capacity_of(
-    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]]
+    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]], *, sweep: bool = False
 ) -> tuple[Capacity, list[uuid.UUID]] | None:
-    """One job's capacity at `slo` over its finished levels, and the runs it rests on."""
+    """One job's capacity at `slo` over its finished levels, and the runs it rests on.
+
+    A sweep's runs mix closed-loop and open-loop levels, so each is taken as a load point
+    at the requests/s it carried (mode rate, level = measured requests/s) and they are
+    ordered by that; other jobs' levels keep their own mode and level."""
     usable = [
         r
         for r in runs
         if r.status == "succeeded" and r.requests_per_s and r.output_tokens_per_s is not None
     ]
-    if not usable or len({r.mode for r in usable}) > 1:
+    if not usable or (not sweep and len({r.mode for r in usable}) > 1):
         return None
     levels = []
     for run in usable:
         ok, margin = passes(run, slo)
         levels.append(
             LevelResult(
-                level=run.level,
-                mode="rate" if run.mode == "rate" else "concurrency",
+                level=float(run.requests_per_s or 0.0) if sweep else run.level,
+                mode="rate" if sweep or run.mode == "rate" else "concurrency",
                 requests_per_s=float(run.requests_per_s or 0.0),
                 output_tokens_per_s=float(run.output_tokens_per_s or 0.0),
                 slo_passed=ok,
@@ -142,13 +146,17 @@ def capacity_of(
 
 
 def capacity_block(
-    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]] | None, usd_per_hour: float | None
+    runs: Sequence[Run],
+    slo: Mapping[str, Mapping[str, float]] | None,
+    usd_per_hour: float | None,
+    *,
+    sweep: bool = False,
 ) -> dict[str, Any]:
     """A job's `capacity_at_slo` block: the capacity and its cost per million output tokens,
-    or a `reason` when there is none."""
+    or a `reason` when there is none (`sweep`: see capacity_of)."""
     if not slo:
         return {"reason": "the job has no SLO, so there is no capacity at the SLO"}
-    found = capacity_of(runs, slo)
+    found = capacity_of(runs, slo, sweep=sweep)
     if found is None:
         return {"reason": "no finished level met the SLO"}
     capacity, run_ids = found

@@ -196,7 +196,8 @@ class EstimateService:
             by_job.setdefault(run.job_id, []).append(run)
         found: list[Measured] = []
         for job in jobs:
-            capacity = capacity_of(by_job.get(job.id, []), slo)
+            sweep = job.load.get("mode") == "sweep"
+            capacity = capacity_of(by_job.get(job.id, []), slo, sweep=sweep)
             if capacity is not None:
                 found.append(
                     Measured(
@@ -247,7 +248,7 @@ class EstimateService:
         measured_hardware: set[uuid.UUID],
         allowed: set[str] | None,
         now: datetime,
-    ) -> list[tuple[Deployment, str]]:
+    ) -> list[tuple[Deployment, str, Measured]]:
         """Hardware with a price in the book but no measurement of this model, projected
         from the best-measured source by the ratio of roofline bounds (the smaller of the
         decode and the peak-throughput ratios, so the projection errs low)."""
@@ -261,7 +262,7 @@ class EstimateService:
         source_bounds = roofline_bounds(
             facts, replica_hardware(source_hw, endpoint.precision, endpoint.gpu_count), context
         )
-        out: list[tuple[Deployment, str]] = []
+        out: list[tuple[Deployment, str, Measured]] = []
         for price in await self.evidence.prices_in_effect(self.team_id, now):
             if price.hardware_id in measured_hardware or price.pricing_model != "on-demand":
                 continue
@@ -298,6 +299,7 @@ class EstimateService:
                         projection=True,
                     ),
                     price.provider,
+                    measured,
                 )
             )
         return out
@@ -319,7 +321,13 @@ class EstimateService:
             if endpoint.hardware_id
             else None
         )
-        if allowed is not None and (hardware is None or hardware.name not in allowed):
+        hosted = endpoint.usd_per_million_input_tokens is not None
+        if (
+            allowed is not None
+            and not hosted
+            and (hardware is None or hardware.name not in allowed)
+        ):
+            # A hardware filter narrows self-hosted choices; hosted APIs have no hardware.
             return
         measured, why = await self._best_measurement(endpoint, slo, traffic)
         price = await hourly_price(self.session, endpoint, now)
@@ -386,11 +394,12 @@ class EstimateService:
                 stale_before=now - timedelta(days=data.max_age_days),
             )
         if data.include_projections:
-            for deployment, provider in await self._projections(
+            for deployment, provider, source in await self._projections(
                 found.sources, found.measured_hardware, allowed, now
             ):
                 found.deployments.append(deployment)
                 found.providers[deployment.name] = provider
+                found.similarities[deployment.name] = source.similarity
 
         planned = plan(traffic, found.deployments, found.hosted)
         traffic_read = TrafficRead(

@@ -55,11 +55,35 @@ class Lengths(msgspec.Struct, forbid_unknown_fields=True):
             )
 
 
-class Workload(msgspec.Struct, forbid_unknown_fields=True):
-    """What each request asks for: prompt and output lengths, sampling, streaming."""
+class Sessions(msgspec.Struct, forbid_unknown_fields=True):
+    """Multi-turn conversations (README, "Multi-turn sessions"): each closed-loop user
+    replays a conversation of `turns` turns; every turn sends the whole history (earlier
+    user messages and the model's actual answers) plus a new user message. Every
+    conversation starts with the same system prompt of about `system_prompt_tokens`
+    tokens, so an engine's prefix cache can reuse it."""
 
-    input_tokens: Lengths
-    output_tokens: Lengths
+    turns: Annotated[int, msgspec.Meta(ge=1, le=64)]
+    system_prompt_tokens: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 0
+
+
+class Workload(msgspec.Struct, forbid_unknown_fields=True):
+    """What each request asks for: prompt and output lengths, sampling, streaming.
+
+    Synthetic prompts need `input_tokens` and `output_tokens`. With `dataset_id` the prompts
+    come from that dataset (POST /v1/datasets), sent in an order the seed shuffles, cycling;
+    each item's own max_tokens sets its output length, else `output_tokens` does.
+    `sessions` makes each closed-loop user hold a multi-turn conversation (with a dataset,
+    its conversations are replayed turn by turn; without one, `input_tokens` is the length
+    of each new user message).
+    """
+
+    input_tokens: Lengths | None = None
+    output_tokens: Lengths | None = None
+    dataset_id: uuid.UUID | None = None
+    # A workload preset (GET /v1/presets): its lengths fill input_tokens and output_tokens
+    # left out, and its SLO applies when the job gives none.
+    preset: str | None = None
+    sessions: Sessions | None = None
     ignore_eos: bool = True
     stream: bool = True
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
@@ -80,22 +104,43 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     `warmup_s` seconds, are stored but left out of every figure; with warmup_s the
     measured part (requests_per_level or duration_s) comes after those seconds.
     `cooldown_s` pauses that long after each level before the next one starts.
+
+    "sweep" chooses its own levels (give no `levels`): one synchronous level (1 user), one
+    throughput level (`max_concurrency` users, default 64, at most the server's limit), then
+    `rate_levels` (default 5) request rates evenly spaced strictly between the two levels'
+    measured requests/s, sent by the `arrival` process (constant unless given). With an
+    `slo` it stops after two consecutive rate levels fail it; any level whose error rate is
+    above `max_error_rate` (default 0.05) stops it too. The job's `sweep` block says what
+    was chosen and why it stopped.
     """
 
-    mode: Literal["concurrency", "rate"]
-    levels: Annotated[
-        list[Annotated[float, msgspec.Meta(gt=0)]], msgspec.Meta(min_length=1, max_length=64)
-    ]
+    mode: Literal["concurrency", "rate", "sweep"]
+    # Required for concurrency and rate, never given for a sweep.
+    levels: (
+        Annotated[
+            list[Annotated[float, msgspec.Meta(gt=0)]],
+            msgspec.Meta(min_length=1, max_length=64),
+        ]
+        | None
+    ) = None
     requests_per_level: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] | None = None
     duration_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] | None = None
     warmup_requests: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 0
     warmup_s: Annotated[float, msgspec.Meta(gt=0, le=3_600)] | None = None
     cooldown_s: Annotated[float, msgspec.Meta(ge=0, le=3_600)] = 0.0
-    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
+    # Unset: poisson, or constant for a sweep (stored resolved).
+    arrival: Literal["constant", "poisson", "gamma"] | None = None
     burstiness: Annotated[float, msgspec.Meta(gt=0, le=1000)] = 1.0
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 300.0
     # How often the endpoint's metrics_urls are scraped during each level.
     telemetry_interval_s: Annotated[float, msgspec.Meta(ge=0.1, le=60)] = 1.0
+    # Sweep only; stored resolved (5, min(64, the server's limit), 0.05) for a sweep.
+    rate_levels: Annotated[int, msgspec.Meta(ge=1, le=62)] | None = None
+    max_concurrency: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    max_error_rate: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    # Worker processes that run each level together, starting at one agreed instant; their
+    # samples merge into one run (README, "Shards"). A concurrency level needs >= shards users.
+    shards: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
 
 
 class SloLimits(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -228,6 +273,17 @@ class Cost(msgspec.Struct):
     blended_usd_per_million_tokens: float | None = None
 
 
+class ShardHealth(msgspec.Struct):
+    """One shard of a sharded level: its worker process, requests sent, CPU use, and how
+    far its first send was from the earliest shard's (`start_offset_ms`, one clock)."""
+
+    shard: int
+    worker: str | None
+    requests: int
+    cpu_util: float | None
+    start_offset_ms: float | None
+
+
 class ClientHealth(msgspec.Struct):
     """Whether the load generator, not the server, set the pace.
 
@@ -241,6 +297,8 @@ class ClientHealth(msgspec.Struct):
     concurrency_held: bool | None
     send_rate: float | None = None
     rate_held: bool | None = None
+    # With load.shards > 1: cpu_util is the busiest shard's, and each shard is listed.
+    shards: list[ShardHealth] | None = None
 
 
 class Efficiency(msgspec.Struct):
@@ -299,6 +357,8 @@ class RunSummary(msgspec.Struct):
     telemetry: Telemetry
     cost: Cost
     efficiency: Efficiency | None = None
+    # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
+    workload_fingerprint: str | None = None
 
 
 class CapacityAtSlo(msgspec.Struct, omit_defaults=False):
@@ -322,6 +382,44 @@ class CapacityAtSlo(msgspec.Struct, omit_defaults=False):
     reason: str | None = None
 
 
+class SweepLevel(msgspec.Struct):
+    """One level a sweep chose: `kind` synchronous, throughput or rate; `mode` and `level`
+    as its run has them (users for concurrency, requests/s for rate); `why` it was chosen.
+    The figures the sweep decided on (requests/s, error rate, SLO verdict) and its run are
+    null while it runs."""
+
+    index: int
+    kind: Literal["synchronous", "throughput", "rate"]
+    mode: Literal["concurrency", "rate"]
+    level: float
+    why: str
+    run_id: uuid.UUID | None = None
+    requests_per_s: float | None = None
+    error_rate: float | None = None
+    slo_passed: bool | None = None
+
+
+class Sweep(msgspec.Struct):
+    """What a sweep (load.mode "sweep") measured and why it stopped.
+
+    `planned_levels` = 2 + load.rate_levels. `stopped` is null while it runs, then
+    `completed` (every planned level), `slo_failed_twice` (two rate levels in a row failed
+    the SLO), `error_rate` (a level's error rate above load.max_error_rate),
+    `no_rate_range` (the throughput level served no more requests/s than the synchronous
+    one), `cancelled` or `failed`; `detail` says it in a sentence.
+    """
+
+    planned_levels: int
+    levels: list[SweepLevel]
+    stopped: (
+        Literal[
+            "completed", "slo_failed_twice", "error_rate", "no_rate_range", "cancelled", "failed"
+        ]
+        | None
+    ) = None
+    detail: str | None = None
+
+
 class JobListItem(msgspec.Struct):
     """A job in a listing (runs left out; read the job for them)."""
 
@@ -343,6 +441,10 @@ class JobRead(JobListItem):
     slo: dict[str, Any] | None
     runs: list[RunSummary]
     capacity_at_slo: CapacityAtSlo | None = None
+    # What its runs' workload_fingerprint is (README, "Workload fingerprints").
+    workload_fingerprint: str | None = None
+    # Sweeps only (load.mode "sweep"): the levels chosen and why it stopped.
+    sweep: Sweep | None = None
 
 
 class Sample(msgspec.Struct):

@@ -15,6 +15,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from api.db import after_commit
+from api.domain.datasets.services import workload_dataset
 from api.domain.estimates.evidence import (
     RunPhysics,
     capacity_block,
@@ -32,26 +33,37 @@ from api.domain.jobs.schemas import (
     JobCreate,
     JobListItem,
     JobRead,
+    Lengths,
     Load,
     Progress,
     RequestCounts,
     RunSummary,
     Sample,
     SamplePage,
+    Slo,
+    Sweep,
     Telemetry,
 )
 from api.domain.prices.services import aware
 from api.queue import TaskQueue
-from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, planned_requests
+from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 from infercost.cost import hosted_run_cost, run_cost
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
+from infercost.fingerprint import workload_fingerprint
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.repository import JobRepository
 from infercost.metrics import distribution
+from infercost.planning.presets import get_preset
 from infercost.planning.roofline import Hardware, ModelFacts
 from infercost.prices.pricing import HourlyPrice, hourly_price
+from infercost.sweep import (
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_ERROR_RATE,
+    DEFAULT_RATE_LEVELS,
+    sweep_planned_requests,
+)
 
 #: The most requests one level may schedule (the bound on requests_per_level, too).
 MAX_REQUESTS_PER_LEVEL = 1_000_000
@@ -157,6 +169,7 @@ def run_summary(
             price_source=price.source,
         ),
         efficiency=None if physics is None else Efficiency(**asdict(physics)),
+        workload_fingerprint=run.workload_fingerprint,
     )
 
 
@@ -202,6 +215,11 @@ def sample_read(sample: RequestSample) -> Sample:
     )
 
 
+def _arrival(load: Load) -> Arrival:
+    """The plan's arrival process: as given, else constant for a sweep, poisson otherwise."""
+    return load.arrival or ("constant" if load.mode == "sweep" else "poisson")
+
+
 class JobService:
     """Job rules for one team: valid plans, known endpoints, enqueue after commit."""
 
@@ -218,6 +236,15 @@ class JobService:
     def _check(self, data: JobCreate) -> None:
         # Length distributions check themselves as they are decoded (schemas.Lengths).
         self._check_load(data.load)
+        if data.workload.sessions is not None and (
+            data.load.mode != "concurrency" or data.load.shards > 1
+        ):
+            # A conversation's next turn waits for its answer: only closed-loop users, all
+            # in one process (each shard would replay the same conversations), do that.
+            raise InvalidInput(
+                "workload.sessions",
+                "multi-turn sessions need load.mode 'concurrency' and one shard",
+            )
 
     def _check_load(self, load: Load) -> None:
         """Rules across load fields that the schema alone cannot state."""
@@ -231,30 +258,35 @@ class JobService:
                 "load.warmup_s",
                 "give load.warmup_requests (a count) or load.warmup_s (seconds), not both",
             )
+        self._check_sweep_fields(load)
+        levels = load.levels or []
         if load.mode == "concurrency":
-            fractional = [lvl for lvl in load.levels if not float(lvl).is_integer()]
+            fractional = [lvl for lvl in levels if not float(lvl).is_integer()]
             if fractional:
                 raise InvalidInput(
                     "load.levels",
                     f"{fractional[0]:g} is not a whole number; a concurrency level is a number "
                     "of users (use mode 'rate' for requests per second)",
                 )
-            too_high = [lvl for lvl in load.levels if lvl > self.max_concurrency]
+            # The limit holds per worker process: shards split a level's users among them.
+            too_high = [lvl for lvl in levels if -(-lvl // load.shards) > self.max_concurrency]
             if too_high:
                 raise InvalidInput(
                     "load.levels",
                     f"{too_high[0]:g} exceeds this server's limit of {self.max_concurrency} "
-                    "concurrent requests (INFERCOST_MAX_CONCURRENCY)",
+                    "concurrent requests (INFERCOST_MAX_CONCURRENCY)"
+                    + (f" per shard ({load.shards} shards)" if load.shards > 1 else "")
+                    + "; lower the level or raise load.shards",
                 )
             return
         if load.burstiness != 1.0 and load.arrival != "gamma":
             raise InvalidInput(
                 "load.burstiness",
-                f"applies only to arrival 'gamma' (this plan has '{load.arrival}'); "
+                f"applies only to arrival 'gamma' (this plan has '{_arrival(load)}'); "
                 "set load.arrival to 'gamma' or leave burstiness out",
             )
         if load.duration_s is not None:
-            for rate in load.levels:
+            for rate in levels:
                 planned = planned_requests({"mode": "rate", "duration_s": load.duration_s}, rate)
                 if planned > MAX_REQUESTS_PER_LEVEL:
                     raise InvalidInput(
@@ -270,12 +302,67 @@ class JobService:
                         f"(about {planned} requests); lower it or raise load.duration_s",
                     )
 
+    def _check_sweep_fields(self, load: Load) -> None:
+        """A sweep chooses its own levels; the sweep's own fields apply to nothing else."""
+        if load.mode == "sweep":
+            if load.levels is not None:
+                raise InvalidInput(
+                    "load.levels",
+                    "a sweep chooses its own levels: leave load.levels out (load.rate_levels "
+                    "sets how many request rates it measures, load.max_concurrency the users "
+                    "of its throughput level)",
+                )
+            if load.max_concurrency is not None and load.max_concurrency > self.max_concurrency:
+                raise InvalidInput(
+                    "load.max_concurrency",
+                    f"{load.max_concurrency} exceeds this server's limit of "
+                    f"{self.max_concurrency} concurrent requests (INFERCOST_MAX_CONCURRENCY)",
+                )
+            return
+        if load.levels is None:
+            raise InvalidInput(
+                "load.levels",
+                f"mode '{load.mode}' needs levels ("
+                + ("users" if load.mode == "concurrency" else "requests/s")
+                + ", e.g. [1, 8, 32]); or use mode 'sweep' to have them chosen",
+            )
+        given = [
+            name
+            for name in ("rate_levels", "max_concurrency", "max_error_rate")
+            if getattr(load, name) is not None
+        ]
+        if given:
+            raise InvalidInput(
+                f"load.{given[0]}",
+                f"applies only to mode 'sweep' (this plan has '{load.mode}'); leave it out",
+            )
+
+    def _resolved(self, load: Load) -> Load:
+        """The plan with the defaults that depend on its mode filled in: the arrival process,
+        and a sweep's rate levels, users (capped by this server's limit) and error rate."""
+        resolved = msgspec.structs.replace(load, arrival=_arrival(load))
+        if load.mode != "sweep":
+            return resolved
+        return msgspec.structs.replace(
+            resolved,
+            rate_levels=load.rate_levels or DEFAULT_RATE_LEVELS,
+            max_concurrency=load.max_concurrency
+            or min(DEFAULT_MAX_CONCURRENCY, self.max_concurrency),
+            max_error_rate=(
+                DEFAULT_MAX_ERROR_RATE if load.max_error_rate is None else load.max_error_rate
+            ),
+        )
+
     @staticmethod
     def _stored_load(load: Load) -> dict[str, Any]:
         """The plan as the worker reads it: defaults resolved, whole-number levels as ints."""
         resolved = msgspec.structs.replace(
             load,
-            levels=[int(x) if float(x).is_integer() else x for x in load.levels],
+            levels=(
+                None
+                if load.levels is None
+                else [int(x) if float(x).is_integer() else x for x in load.levels]
+            ),
             requests_per_level=(
                 load.requests_per_level
                 if load.requests_per_level is not None or load.duration_s is not None
@@ -285,14 +372,36 @@ class JobService:
         stored: dict[str, Any] = msgspec.to_builtins(resolved)
         return stored
 
+    @staticmethod
+    def _with_preset(data: JobCreate) -> JobCreate:
+        """The job with its preset's lengths and SLO filled in where it gave none."""
+        name = data.workload.preset
+        if name is None:
+            return data
+        preset = get_preset(name)
+        workload = data.workload
+        if workload.dataset_id is None and workload.input_tokens is None:
+            workload = msgspec.structs.replace(
+                workload, input_tokens=msgspec.convert(dict(preset.input_tokens), Lengths)
+            )
+        if workload.output_tokens is None:
+            workload = msgspec.structs.replace(
+                workload, output_tokens=msgspec.convert(dict(preset.output_tokens), Lengths)
+            )
+        slo = data.slo if data.slo is not None else msgspec.convert(preset.default_slo(), Slo)
+        return msgspec.structs.replace(data, workload=workload, slo=slo)
+
     async def submit(self, data: JobCreate, idempotency_key: str | None) -> tuple[Job, bool]:
         """Store a queued job and enqueue it once committed; the bool says whether it is new."""
+        data = self._with_preset(data)
         self._check(data)
-        if await self.endpoints.get(self.team_id, data.endpoint_id) is None:
+        endpoint = await self.endpoints.get(self.team_id, data.endpoint_id)
+        if endpoint is None:
             raise InvalidInput(
                 "endpoint_id", f"no endpoint {data.endpoint_id} in your team: GET /v1/endpoints"
             )
-        load = self._stored_load(data.load)
+        dataset = await workload_dataset(self.session, self.team_id, data.workload, endpoint.api)
+        load = self._stored_load(self._resolved(data.load))
         plan = {
             "endpoint_id": data.endpoint_id,
             "workload": msgspec.to_builtins(data.workload),
@@ -305,7 +414,15 @@ class JobService:
                 "team_id": self.team_id,
                 "status": "queued",
                 "idempotency_key": idempotency_key,
-                "progress_total": sum(planned_requests(load, lvl) for lvl in load["levels"]),
+                "dataset_id": None if dataset is None else dataset.id,
+                "workload_fingerprint": workload_fingerprint(
+                    plan["workload"], None if dataset is None else dataset.content_sha256
+                ),
+                "progress_total": (
+                    sweep_planned_requests(load)
+                    if load["mode"] == "sweep"
+                    else sum(planned_requests(load, lvl) for lvl in load["levels"])
+                ),
             }
         )
         if created:
@@ -330,11 +447,12 @@ class JobService:
         runs = await self.jobs.runs_of_jobs([job.id])
         summaries = await self.summaries(runs, pricing)
         by_id = {s.id: s for s in summaries}
-        capacity = capacity_block(runs, job.slo, None)
+        sweep = job.load.get("mode") == "sweep"
+        capacity = capacity_block(runs, job.slo, None, sweep=sweep)
         if capacity.get("run_ids"):
             # Priced like the runs it rests on (the lower level's cost block).
             basis = by_id[uuid.UUID(capacity["run_ids"][0])]
-            capacity = capacity_block(runs, job.slo, basis.cost.usd_per_hour)
+            capacity = capacity_block(runs, job.slo, basis.cost.usd_per_hour, sweep=sweep)
         return JobRead(
             **msgspec.structs.asdict(job_list_item(job)),
             workload=job.workload,
@@ -342,6 +460,8 @@ class JobService:
             slo=job.slo,
             runs=summaries,
             capacity_at_slo=msgspec.convert(capacity, CapacityAtSlo) if runs else None,
+            workload_fingerprint=job.workload_fingerprint,
+            sweep=msgspec.convert(job.sweep, Sweep) if job.sweep else None,
         )
 
     async def _physics(self, endpoint_id: uuid.UUID) -> tuple[ModelFacts, Hardware] | None:

@@ -1,0 +1,189 @@
+"""GET /v1/comparisons (JSON or CSV); GET /v1/comparisons/frontier."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+import msgspec
+from litestar import Controller, MediaType, Request, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import Parameter
+from litestar.response.base import ASGIResponse
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.auth import Caller
+from api.domain.comparisons.schemas import ComparisonPage, FrontierRead
+from api.domain.comparisons.services import (
+    ComparisonQuery,
+    ComparisonService,
+    comparison_csv,
+    comparison_filter,
+    parse_figures,
+    parse_sort,
+)
+from api.schemas import Limit, Offset
+from infercost.comparisons.repository import FIGURES, SORT_KEYS, Aggregate, GroupBy
+
+Many = Annotated[list[str] | None, Parameter(description="repeat to match any of several")]
+Since = Annotated[
+    datetime | None, Parameter(description="RFC 3339: runs finished at or after this time")
+]
+Until = Annotated[datetime | None, Parameter(description="RFC 3339: runs finished before this")]
+SloPassed = Annotated[
+    bool | None, Parameter(description="only runs that passed (true) or failed (false) their SLO")
+]
+IncludeClientBound = Annotated[
+    bool,
+    Parameter(description="keep runs flagged client_bound (left out by default)"),
+]
+AggregateParam = Annotated[
+    Aggregate,
+    Parameter(
+        description="how repeated runs of one deployment and level combine: median of each "
+        "figure (default), or the latest run's figures"
+    ),
+]
+
+
+def provide_comparison_service(db_session: AsyncSession, caller: Caller) -> ComparisonService:
+    """The service for the caller's team."""
+    return ComparisonService(db_session, caller.team_id)
+
+
+class ComparisonController(Controller):
+    """GET /v1/comparisons; GET /v1/comparisons/frontier."""
+
+    path = "/v1/comparisons"
+    tags = ["comparisons"]
+    dependencies = {"comparisons": Provide(provide_comparison_service, sync_to_thread=False)}
+
+    @get(
+        "/",
+        summary="Figures side by side across models, hardware, engines and time",
+        description=(
+            "One row per deployment (model, engine, hardware, GPU count), load level and "
+            "workload fingerprint, over your team's succeeded runs; `Accept: text/csv` for a "
+            f"spreadsheet. Figures: {', '.join(FIGURES)}. Sort keys: those figures and "
+            f"{', '.join(SORT_KEYS)}."
+        ),
+        responses={
+            200: ResponseSpec(
+                data_container=ComparisonPage,
+                description="A page of rows (JSON), or the same rows as CSV (Accept: text/csv)",
+            )
+        },
+    )
+    async def list_comparisons(
+        self,
+        *,
+        request: Request[object, object, State],
+        comparisons: ComparisonService,
+        model: Many = None,
+        hardware: Many = None,
+        engine: Many = None,
+        endpoint_id: Annotated[
+            list[uuid.UUID] | None, Parameter(description="repeat to match any of several")
+        ] = None,
+        tag: Annotated[
+            list[str] | None,
+            Parameter(description="endpoint tag key:value (or just key); repeat: all must match"),
+        ] = None,
+        workload_fingerprint: Many = None,
+        since: Since = None,
+        until: Until = None,
+        slo_passed: SloPassed = None,
+        include_client_bound: IncludeClientBound = False,
+        group_by: Annotated[
+            GroupBy,
+            Parameter(
+                description="deployment_level: a row per deployment and level; deployment: a "
+                "row per deployment, at its level with the highest output tokens/s"
+            ),
+        ] = "deployment_level",
+        aggregate: AggregateParam = "median",
+        figures: Annotated[
+            str | None,
+            Parameter(description="comma-separated figure names (default: all)"),
+        ] = None,
+        sort: Annotated[
+            str | None,
+            Parameter(description="comma-separated keys, '-' for descending, nulls last"),
+        ] = None,
+        limit: Annotated[
+            Limit | None, Parameter(description="rows per page: 50 for JSON, all for CSV")
+        ] = None,
+        offset: Offset = 0,
+    ) -> ASGIResponse:
+        """Filtered, grouped, aggregated, sorted, paged; warns when rows mix workloads."""
+        csv = "text/csv" in request.headers.get("accept", "")
+        query = ComparisonQuery(
+            filter=comparison_filter(
+                models=model or (),
+                hardware=hardware or (),
+                engines=engine or (),
+                endpoint_ids=endpoint_id or (),
+                tags=tag or (),
+                fingerprints=workload_fingerprint or (),
+                since=since,
+                until=until,
+                slo_passed=slo_passed,
+                include_client_bound=include_client_bound,
+            ),
+            figures=parse_figures(figures),
+            sort=parse_sort(sort),
+            group_by=group_by,
+            aggregate=aggregate,
+            limit=limit if limit is not None or csv else 50,
+            offset=offset,
+        )
+        page = await comparisons.compare(query)
+        if csv:
+            headers = {
+                "Content-Disposition": 'attachment; filename="comparison.csv"',
+                "X-Total-Count": str(page.total),
+            }
+            if page.mixed_workloads:
+                headers["X-Mixed-Workloads"] = "true"
+            return ASGIResponse(
+                body=comparison_csv(page).encode(),
+                media_type="text/csv; charset=utf-8",
+                headers=headers,
+            )
+        return ASGIResponse(body=msgspec.json.encode(page), media_type=MediaType.JSON)
+
+    @get("/frontier", summary="Throughput per GPU against per-user speed: the frontier")
+    async def frontier(
+        self,
+        *,
+        comparisons: ComparisonService,
+        model: str,
+        workload_fingerprint: Annotated[
+            str | None,
+            Parameter(description="the workload; may be left out when the model has only one"),
+        ] = None,
+        since: Since = None,
+        until: Until = None,
+        slo_passed: SloPassed = None,
+        include_client_bound: IncludeClientBound = False,
+        aggregate: AggregateParam = "median",
+        include_dominated: Annotated[
+            bool, Parameter(description="also return the points not on the frontier")
+        ] = False,
+    ) -> FrontierRead:
+        """Every measured deployment and level of one model on one workload as a point (x:
+        median per-user tokens/s, y: output tokens/s per GPU, with cost per million output
+        tokens); the points no other beats on both axes, by x ascending."""
+        f = comparison_filter(
+            fingerprints=[workload_fingerprint] if workload_fingerprint else (),
+            since=since,
+            until=until,
+            slo_passed=slo_passed,
+            include_client_bound=include_client_bound,
+        )
+        return await comparisons.frontier(
+            model, f, aggregate=aggregate, include_dominated=include_dominated
+        )

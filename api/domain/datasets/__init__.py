@@ -1,0 +1,1 @@
+"""Datasets: upload prompt files, list, read and delete them."""

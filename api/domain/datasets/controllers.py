@@ -1,0 +1,159 @@
+"""Dataset routes: POST (the file is the body), GET, DELETE /v1/datasets."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from litestar import Controller, Request, Response, delete, get, post
+from litestar.di import Provide
+from litestar.openapi.spec import (
+    OpenAPIFormat,
+    OpenAPIMediaType,
+    OpenAPIType,
+    Operation,
+    RequestBody,
+    Schema,
+)
+from litestar.params import Parameter
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.auth import Caller
+from api.domain.datasets.schemas import DatasetRead
+from api.domain.datasets.services import DatasetService, TooLarge
+from api.schemas import Limit, Offset, Page
+from infercost.datasets.models import DatasetFormat
+from infercost.errors import InfercostError
+from infercost.settings import Settings
+
+#: Content types of an upload, and the format each means when `format` is not given.
+CONTENT_FORMATS = {
+    "application/x-ndjson": "jsonl",
+    "application/jsonl": "jsonl",
+    "application/x-jsonlines": "jsonl",
+    "application/json": "sharegpt",
+}
+
+
+_FILE = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
+
+
+@dataclass
+class UploadOperation(Operation):
+    """The upload's OpenAPI entry: the body is the file itself, not JSON of a schema."""
+
+    def __post_init__(self) -> None:
+        self.request_body = RequestBody(
+            required=True,
+            description="the dataset file: JSONL (one prompt or chat item a line) or ShareGPT",
+            content=dict.fromkeys(CONTENT_FORMATS, _FILE),
+        )
+
+
+class UnsupportedType(InfercostError):
+    """A body whose content type says nothing about its format."""
+
+    status_code = 415
+    title = "Unsupported media type"
+
+
+def provide_dataset_service(db_session: AsyncSession, caller: Caller) -> DatasetService:
+    """The service for the caller's team."""
+    return DatasetService(db_session, caller.team_id)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MiB"
+
+
+async def read_capped(request: Request[Any, Any, Any], cap: int) -> tuple[bytes, str]:
+    """The body and its sha256, refusing (413) as soon as it exceeds `cap` bytes: an
+    announced Content-Length over the cap is refused before anything is read."""
+    too_large = TooLarge(
+        f"the dataset is over this server's limit of {_mib(cap)} ({cap} bytes, "
+        "INFERCOST_MAX_DATASET_BYTES): split it or ask an admin to raise the limit"
+    )
+    announced = request.headers.get("content-length")
+    if announced is not None and announced.isdigit() and int(announced) > cap:
+        raise too_large
+    body = bytearray()
+    digest = hashlib.sha256()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > cap:
+            raise too_large
+        digest.update(chunk)
+    return bytes(body), digest.hexdigest()
+
+
+class DatasetController(Controller):
+    """POST, GET /v1/datasets; GET, DELETE /v1/datasets/{id}."""
+
+    path = "/v1/datasets"
+    tags = ["datasets"]
+    dependencies = {"datasets": Provide(provide_dataset_service, sync_to_thread=False)}
+
+    # The size limit is this server's setting, enforced while reading (read_capped).
+    @post(
+        "/",
+        status_code=201,
+        summary="Upload a dataset",
+        request_max_body_size=None,
+        operation_class=UploadOperation,
+    )
+    async def upload_dataset(
+        self,
+        request: Request[Any, Any, Any],
+        datasets: DatasetService,
+        settings: Settings,
+        name: Annotated[
+            str | None,
+            Parameter(description="a name to show (default: from the hash)", max_length=200),
+        ] = None,
+        fmt: Annotated[
+            DatasetFormat | None,
+            Parameter(
+                query="format",
+                description="jsonl (prompt or messages per line) or sharegpt (conversations); "
+                "default from Content-Type: application/json is sharegpt, "
+                "application/x-ndjson or application/jsonl is jsonl",
+            ),
+        ] = None,
+    ) -> Response[DatasetRead]:
+        """The body is the file. JSONL: one `{"prompt": "...", "max_tokens"?: n}` or
+        `{"messages": [{"role", "content"}, ...], "max_tokens"?: n}` a line. ShareGPT: a JSON
+        array (or JSONL) of `{"conversations": [{"from": "human"|"gpt"|"system", "value"}]}`.
+        201 with the new dataset; 200 with the existing one when your team already uploaded
+        these exact bytes; 413 over INFERCOST_MAX_DATASET_BYTES; 422 naming the bad line."""
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        resolved = fmt or CONTENT_FORMATS.get(content_type)
+        if resolved is None:
+            raise UnsupportedType(
+                f"cannot tell the dataset's format from Content-Type '{content_type or 'none'}': "
+                "send application/x-ndjson (JSONL) or application/json (ShareGPT), "
+                "or add ?format=jsonl or ?format=sharegpt"
+            )
+        data, sha256 = await read_capped(request, settings.max_dataset_bytes)
+        dataset, created = await datasets.upload(data, sha256, name=name, fmt=resolved)
+        return Response(dataset, status_code=201 if created else 200)
+
+    @get("/", summary="List datasets")
+    async def list_datasets(
+        self, datasets: DatasetService, limit: Limit = 50, offset: Offset = 0
+    ) -> Page[DatasetRead]:
+        """Your team's datasets, newest first."""
+        items, total = await datasets.page(limit, offset)
+        return Page(items=items, total=total, limit=limit, offset=offset)
+
+    @get("/{dataset_id:uuid}", summary="Read a dataset")
+    async def get_dataset(self, datasets: DatasetService, dataset_id: uuid.UUID) -> DatasetRead:
+        """One dataset's description and content hash."""
+        return await datasets.read(dataset_id)
+
+    @delete("/{dataset_id:uuid}", summary="Delete a dataset")
+    async def delete_dataset(self, datasets: DatasetService, dataset_id: uuid.UUID) -> None:
+        """Remove a dataset (204). One that jobs used is kept for them but hidden: it is no
+        longer listed and new jobs cannot name it."""
+        await datasets.delete(dataset_id)

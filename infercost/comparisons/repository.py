@@ -1,0 +1,416 @@
+"""The comparison query: a team's finished runs, filtered, grouped by deployment and load
+level, aggregated in the database, sorted and paged. It reads run-level columns only (the
+generated figure columns of `runs`), never the JSONB summaries or the raw samples."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    and_,
+    any_,
+    case,
+    distinct,
+    func,
+    literal,
+    or_,
+    select,
+)
+from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
+
+from infercost.endpoints.models import Endpoint
+from infercost.hardware.models import Hardware
+from infercost.jobs.models import Run
+
+GroupBy = Literal["deployment", "deployment_level"]
+Aggregate = Literal["median", "latest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One figure a comparison can show: its per-run value and what it means."""
+
+    value: ColumnElement[Any] | InstrumentedAttribute[Any]
+    description: str
+
+
+# A hosted API (no hardware) says nothing about its GPUs, so it has no per-GPU figure.
+_PER_GPU: ColumnElement[Any] = case(
+    (Endpoint.hardware_id.is_(None), literal(None)),
+    else_=Run.output_tokens_per_s / Endpoint.gpu_count,
+)
+
+
+#: Every figure GET /v1/comparisons can show, in their default order (METRICS.md defines each).
+FIGURES: dict[str, Figure] = {
+    "ttft_p50_ms": Figure(Run.ttft_p50_ms, "time to first token, median"),
+    "ttft_p95_ms": Figure(Run.ttft_p95_ms, "time to first token, p95"),
+    "tpot_p50_ms": Figure(Run.tpot_p50_ms, "time per output token, median"),
+    "tpot_p95_ms": Figure(Run.tpot_p95_ms, "time per output token, p95"),
+    "itl_p50_ms": Figure(Run.itl_p50_ms, "inter-token latency, median"),
+    "itl_p95_ms": Figure(Run.itl_p95_ms, "inter-token latency, p95"),
+    "e2e_p50_ms": Figure(Run.e2e_p50_ms, "end-to-end latency, median"),
+    "e2e_p95_ms": Figure(Run.e2e_p95_ms, "end-to-end latency, p95"),
+    "per_user_tokens_per_s_p50": Figure(
+        Run.per_user_tokens_per_s_p50, "per-user speed (1 / TPOT), median"
+    ),
+    "output_tokens_per_s": Figure(Run.output_tokens_per_s, "output tokens/s"),
+    "input_tokens_per_s": Figure(Run.input_tokens_per_s, "input tokens/s"),
+    "total_tokens_per_s": Figure(Run.total_tokens_per_s, "input + output tokens/s"),
+    "output_tokens_per_s_per_gpu": Figure(
+        _PER_GPU, "output tokens/s / gpu_count (null without hardware, e.g. hosted APIs)"
+    ),
+    "requests_per_s": Figure(Run.requests_per_s, "successful requests/s"),
+    "mean_concurrency": Figure(Run.mean_concurrency, "mean concurrency (Little's law)"),
+    "error_rate": Figure(Run.error_rate, "failed / all measured requests"),
+    "goodput_rps": Figure(Run.goodput_rps, "requests/s meeting the SLO"),
+    "slo_attainment": Figure(Run.slo_attainment, "requests meeting the SLO / all"),
+    "gpu_util_mean": Figure(Run.gpu_util_mean, "GPU utilisation 0..1, time-averaged"),
+    "cost_per_million_output_tokens_usd": Figure(
+        Run.cost_per_million_output_tokens_usd,
+        "USD per million output tokens at the run's stored price (per GPU-hour or per token)",
+    ),
+}
+
+#: Sort keys besides the figures.
+SORT_KEYS = ("model", "engine", "hardware", "gpu_count", "mode", "level", "runs", "measured_at")
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonFilter:
+    """Which runs a comparison reads; lists match any of their values, tags all of theirs."""
+
+    models: Sequence[str] = ()
+    hardware: Sequence[str] = ()
+    engines: Sequence[str] = ()
+    endpoint_ids: Sequence[uuid.UUID] = ()
+    tags: Sequence[tuple[str, str | None]] = ()
+    fingerprints: Sequence[str] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    slo_passed: bool | None = None
+    include_client_bound: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonRow:
+    """One deployment (at one load level) over the runs it aggregates."""
+
+    model: str
+    engine: str | None
+    hardware: str | None
+    gpu_count: int
+    mode: str
+    level: float
+    workload_fingerprint: str | None
+    runs: int
+    run_ids: list[uuid.UUID]
+    endpoint_ids: list[uuid.UUID]
+    client_bound: bool
+    slo_passed: bool | None
+    first_measured_at: datetime | None
+    last_measured_at: datetime | None
+    figures: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonResult:
+    """A page of rows, how many rows match in all, and the workloads they come from."""
+
+    rows: list[ComparisonRow]
+    total: int
+    fingerprints: list[str | None]
+
+
+def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = [Run.team_id == team_id, Run.status == "succeeded"]
+    if f.models:
+        where.append(Endpoint.model.in_(f.models))
+    if f.hardware:
+        where.append(func.lower(Hardware.name).in_([h.lower() for h in f.hardware]))
+    if f.engines:
+        where.append(Endpoint.engine.in_(f.engines))
+    if f.endpoint_ids:
+        where.append(Run.endpoint_id.in_(f.endpoint_ids))
+    for key, value in f.tags:
+        where.append(
+            Endpoint.tags.has_key(key) if value is None else Endpoint.tags.contains({key: value})
+        )
+    if f.fingerprints:
+        where.append(Run.workload_fingerprint.in_(f.fingerprints))
+    if f.since is not None:
+        where.append(Run.finished_at >= f.since)
+    if f.until is not None:
+        where.append(Run.finished_at < f.until)
+    if f.slo_passed is not None:
+        where.append(Run.slo_passed.is_(f.slo_passed))
+    if not f.include_client_bound:
+        where.append(or_(Run.client_bound.is_(None), Run.client_bound.is_(False)))
+    return where
+
+
+_DEPLOYMENT_KEYS = ("model", "engine", "hardware", "gpu_count")
+_LEVEL_KEYS = ("workload_fingerprint", "mode", "level")
+
+
+def _aggregate(
+    value: ColumnElement[Any] | InstrumentedAttribute[Any],
+    how: Aggregate,
+    finished_at: ColumnElement[Any] | InstrumentedAttribute[Any],
+    run_id: ColumnElement[Any] | InstrumentedAttribute[Any],
+) -> ColumnElement[Any]:
+    if how == "median":
+        return func.percentile_cont(0.5).within_group(value)
+    newest_first = aggregate_order_by(value, finished_at.desc().nullslast(), run_id.desc())
+    return func.array_agg(newest_first)[1]
+
+
+def _deployments(team_id: uuid.UUID) -> CTE:
+    """The team's endpoints, each with the number of its deployment: endpoints serving one
+    model with one engine on the same hardware and GPU count share a number, and numbers
+    follow that order, so runs group and sort by one integer instead of four texts."""
+    return (
+        select(
+            Endpoint.id.label("endpoint_id"),
+            func.dense_rank()
+            .over(order_by=(Endpoint.model, Endpoint.engine, Hardware.name, Endpoint.gpu_count))
+            .label("deployment"),
+            Endpoint.model.label("model"),
+            Endpoint.engine.label("engine"),
+            Hardware.name.label("hardware"),
+            Endpoint.gpu_count.label("gpu_count"),
+        )
+        .select_from(Endpoint)
+        .outerjoin(Hardware, Hardware.id == Endpoint.hardware_id)
+        .where(Endpoint.team_id == team_id)
+        .cte("deployments")
+    )
+
+
+def _groups(
+    team_id: uuid.UUID,
+    f: ComparisonFilter,
+    deployments: CTE,
+    *,
+    figures: Sequence[str],
+    group_by: GroupBy,
+    aggregate: Aggregate,
+) -> CTE:
+    """One row per group with its run ids and only what choosing and ordering the groups
+    needs (the sort figures), read from the covering index ix_runs_comparisons: cheap over
+    thousands of groups, where every figure of every group is not."""
+    d = deployments.c
+    # Byte order ("C") for the texts: grouping sorts 10^4 runs, and locale-aware comparison
+    # would cost more than everything else together.
+    level_keys: list[ColumnElement[Any]] = [
+        Run.workload_fingerprint.collate("C").label("workload_fingerprint"),
+        Run.mode.collate("C").label("mode"),
+        Run.level.label("level"),
+    ]
+    levels = (
+        select(
+            d.deployment,
+            *level_keys,
+            func.count().label("runs"),
+            func.max(Run.finished_at).label("last_measured_at"),
+            func.array_agg(Run.id).label("run_ids"),
+            *(
+                _aggregate(FIGURES[n].value, aggregate, Run.finished_at, Run.id).label(n)
+                for n in figures
+            ),
+        )
+        .select_from(Run)
+        .join(Endpoint, Endpoint.id == Run.endpoint_id)
+        .outerjoin(Hardware, Hardware.id == Endpoint.hardware_id)
+        .join(deployments, d.endpoint_id == Run.endpoint_id)
+        .where(and_(*_where(team_id, f)))
+        .group_by(d.deployment, *level_keys)
+    )
+    if group_by == "deployment_level":
+        return levels.cte("groups")
+    sub = levels.subquery("levels")
+    return (
+        select(sub)
+        .distinct(sub.c.deployment, sub.c.workload_fingerprint)
+        .order_by(
+            sub.c.deployment,
+            sub.c.workload_fingerprint,
+            sub.c.output_tokens_per_s.desc().nullslast(),
+            sub.c.level.desc(),
+        )
+        .cte("groups")
+    )
+
+
+async def compare(
+    session: AsyncSession,
+    team_id: uuid.UUID,
+    f: ComparisonFilter,
+    *,
+    figures: Sequence[str],
+    group_by: GroupBy = "deployment_level",
+    aggregate: Aggregate = "median",
+    sort: Sequence[tuple[str, bool]] = (),
+    limit: int | None = None,
+    offset: int = 0,
+) -> ComparisonResult:
+    """Rows of the comparison, sorted by `sort` ((key, descending) pairs; nulls last) and
+    then by deployment and level, one page of them, with the total and the fingerprints of
+    every matching row (not just this page's).
+
+    A row is one deployment, load level and workload (group_by deployment_level; repeated
+    runs aggregated by `aggregate`), or one deployment and workload at its level with the
+    highest output tokens/s (group_by deployment). The groups are chosen and ordered over
+    narrow rows first; every figure is then aggregated for the page's groups only, from
+    their runs looked up by id.
+    """
+    sort_figures = [k for k, _ in sort if k in FIGURES]
+    shown = list(dict.fromkeys([*figures, *sort_figures]))
+    choose = list(
+        dict.fromkeys(sort_figures + (["output_tokens_per_s"] if group_by == "deployment" else []))
+    )
+    deployments = _deployments(team_id)
+    groups = _groups(
+        team_id, f, deployments, figures=choose, group_by=group_by, aggregate=aggregate
+    )
+    g = groups.c
+    info = (
+        select(*(deployments.c[k] for k in ("deployment", *_DEPLOYMENT_KEYS)))
+        .distinct(deployments.c.deployment)
+        .order_by(deployments.c.deployment)
+        .subquery("info")
+    )
+    column = {"measured_at": g.last_measured_at, "runs": g.runs, "mode": g.mode, "level": g.level}
+    column.update({k: info.c[k] for k in _DEPLOYMENT_KEYS})
+    order: list[ColumnElement[Any]] = []
+    for key, descending in sort:
+        col = column[key] if key in column else g[key]
+        order.append(col.desc().nullslast() if descending else col.asc().nullslast())
+    order += [g.deployment.asc(), g.workload_fingerprint.asc().nullslast(), g.mode, g.level]
+    fingerprints = select(func.array_agg(distinct(g.workload_fingerprint))).scalar_subquery()
+    page_query = (
+        select(
+            g.deployment,
+            *(g[k] for k in _LEVEL_KEYS),
+            g.run_ids,
+            func.row_number().over(order_by=order).label("position"),
+            func.count().over().label("total"),
+            fingerprints.label("fingerprints"),
+        )
+        .select_from(groups)
+        .order_by(*order)
+        .offset(offset)
+    )
+    if any(key in _DEPLOYMENT_KEYS for key, _ in sort):
+        # Their names only when sorted by them: the deployment number already orders by
+        # model, engine, hardware and GPU count.
+        page_query = page_query.join(info, info.c.deployment == g.deployment)
+    if limit is not None:
+        page_query = page_query.limit(limit)
+    page = page_query.cte("page")
+    # The page's runs, one line each in page order, aggregated here: thousands of tiny
+    # per-group medians are far cheaper in Python than as ordered-set aggregates in SQL.
+    runs_query = (
+        select(
+            page.c.position,
+            page.c.total,
+            # Once, not on every line: it is the same list for the whole page.
+            case((page.c.position == offset + 1, page.c.fingerprints)).label("fingerprints"),
+            *(info.c[k] for k in _DEPLOYMENT_KEYS),
+            *(page.c[k] for k in _LEVEL_KEYS),
+            Run.id.label("run_id"),
+            Run.endpoint_id.label("endpoint_id"),
+            Run.finished_at.label("finished_at"),
+            Run.client_bound.label("client_bound"),
+            Run.slo_passed.label("slo_passed"),
+            *(FIGURES[n].value.label(n) for n in shown),
+        )
+        .select_from(page)
+        .join(info, info.c.deployment == page.c.deployment)
+        .join(Run, Run.id == any_(page.c.run_ids))
+        .join(Endpoint, Endpoint.id == Run.endpoint_id)
+        .order_by(page.c.position)
+    )
+    result = (await session.execute(runs_query)).all()
+    if result:
+        total, seen = int(result[0].total), list(result[0].fingerprints or [])
+    else:
+        summary = (
+            await session.execute(
+                select(func.count(), func.array_agg(distinct(g.workload_fingerprint)))
+            )
+        ).one()
+        total, seen = int(summary[0]), list(summary[1] or [])
+    rows = [
+        _row(list(runs), shown, aggregate)
+        for _, runs in itertools.groupby(result, key=lambda r: r[0])
+    ]
+    # Nulls (runs measured before fingerprints) last, so the list reads the same every time.
+    return ComparisonResult(rows, total, sorted(seen, key=lambda x: (x is None, x or "")))
+
+
+#: Positions of the lines of the page query (after position, total and fingerprints).
+_MODEL, _ENGINE, _HARDWARE, _GPUS, _FINGERPRINT, _MODE, _LEVEL = range(3, 10)
+_RUN_ID, _ENDPOINT_ID, _FINISHED, _CLIENT_BOUND, _SLO_PASSED, _FIGURES = range(10, 16)
+
+
+def _newest(run: Sequence[Any]) -> tuple[bool, datetime, uuid.UUID]:
+    """Order of "latest": by finish time, then id, as `_aggregate` orders in SQL."""
+    return (run[_FINISHED] is not None, run[_FINISHED] or datetime.min, run[_RUN_ID])
+
+
+def median(values: Sequence[float]) -> float | None:
+    """The median as Postgres's percentile_cont(0.5) computes it (same arithmetic), so a
+    row shows exactly the value it was sorted by."""
+    if len(values) <= 1:
+        return values[0] if values else None
+    ordered = sorted(values)
+    position = 0.5 * (len(ordered) - 1)
+    low, high = ordered[math.floor(position)], ordered[math.ceil(position)]
+    return low + (high - low) * (position - math.floor(position))
+
+
+def _row(
+    runs: Sequence[Sequence[Any]], figures: Sequence[str], aggregate: Aggregate
+) -> ComparisonRow:
+    """One row from the lines of its runs (all of one group, at least one)."""
+    first = runs[0]
+    by_time = sorted(runs, key=_newest) if len(runs) > 1 else runs
+    columns = list(zip(*runs, strict=True))
+    finished = [t for t in columns[_FINISHED] if t is not None]
+    passed = [p for p in columns[_SLO_PASSED] if p is not None]
+    values: dict[str, float | None]
+    if aggregate == "median":
+        values = {
+            name: median([v for v in columns[_FIGURES + i] if v is not None])
+            for i, name in enumerate(figures)
+        }
+    else:
+        values = {name: by_time[-1][_FIGURES + i] for i, name in enumerate(figures)}
+    return ComparisonRow(
+        model=first[_MODEL],
+        engine=first[_ENGINE],
+        hardware=first[_HARDWARE],
+        gpu_count=first[_GPUS],
+        mode=first[_MODE],
+        level=first[_LEVEL],
+        workload_fingerprint=first[_FINGERPRINT],
+        runs=len(runs),
+        run_ids=[r[_RUN_ID] for r in by_time],
+        endpoint_ids=sorted(set(columns[_ENDPOINT_ID])),
+        client_bound=any(columns[_CLIENT_BOUND]),
+        slo_passed=all(passed) if passed else None,
+        first_measured_at=min(finished, default=None),
+        last_measured_at=max(finished, default=None),
+        figures=values,
+    )

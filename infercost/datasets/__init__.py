@@ -1,0 +1,1 @@
+"""Uploaded prompt datasets: parsing, storage and the items a job replays."""

@@ -1,0 +1,167 @@
+"""Shards of a run: the worker processes that run one load level together (load.shards).
+
+The worker running the job (the coordinator) inserts one row per shard, queues a
+`benchmark.run_shard` task for each other shard and runs shard 0 itself. Each shard claims
+its row with a guarded status change, prepares its requests, says it is ready, waits for
+the agreed instant (`start_at`, written by the coordinator once every shard is ready),
+runs, COPYs its samples and finishes its row. While it lives it sends a heartbeat with its
+request count, so the coordinator can count progress and notice a shard that died.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    SmallInteger,
+    String,
+    Text,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from infercost.db.base import Base, utcnow
+from infercost.jobs.models import Job, RequestSample, Run
+
+SHARD_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+#: Statuses a shard never leaves.
+SHARD_DONE = ("succeeded", "failed", "cancelled")
+
+
+class RunShard(Base):
+    """One shard of a run: its state, the agreed and the actual start, and client health."""
+
+    __tablename__ = "run_shards"
+    __table_args__ = (CheckConstraint(f"status IN {SHARD_STATUSES}", name="status"),)
+
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    # host:pid of the worker process that claimed it.
+    worker: Mapped[str | None] = mapped_column(String(255))
+    claimed_at: Mapped[datetime | None]
+    # Prepared (prompts built and checked, connections open) and waiting for start_at.
+    ready_at: Mapped[datetime | None]
+    # The agreed instant every shard starts at; the clock origin of its samples.
+    start_at: Mapped[datetime | None]
+    # When this shard's load actually began (wall clock, microseconds), and how late that
+    # was against start_at on this host's clock.
+    started_at: Mapped[datetime | None]
+    start_lag_ms: Mapped[float | None] = mapped_column(Float)
+    heartbeat_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    requests_done: Mapped[int] = mapped_column(default=0)
+    # CPU seconds per second of the shard's process while its load ran.
+    cpu_util: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class ShardRepository:
+    """Shard rows and a run's samples read back; callers commit."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, run_id: uuid.UUID, shards: int) -> None:
+        """Insert the run's shard rows, all queued."""
+        await self.session.execute(
+            insert(RunShard).values([{"run_id": run_id, "shard": i} for i in range(shards)])
+        )
+
+    async def claim(self, run_id: uuid.UUID, shard: int, worker: str) -> bool:
+        """queued -> running, guarded, so a duplicate delivery finds nothing to claim."""
+        now = utcnow()
+        claimed = await self.session.scalar(
+            update(RunShard)
+            .where(RunShard.run_id == run_id, RunShard.shard == shard, RunShard.status == "queued")
+            .values(status="running", worker=worker, claimed_at=now, heartbeat_at=now)
+            .returning(RunShard.shard)
+        )
+        return claimed is not None
+
+    async def beat(
+        self, run_id: uuid.UUID, shard: int, job_id: uuid.UUID, done: int, *, ready: bool
+    ) -> tuple[bool, datetime | None]:
+        """Record that the shard lives, its requests so far, and (once) that it is ready.
+
+        Returns whether it should go on (its row still running and its job still running)
+        and the agreed start instant once the coordinator has set it.
+        """
+        values: dict[str, Any] = {"heartbeat_at": utcnow(), "requests_done": done}
+        if ready:
+            # The first moment it said so.
+            values["ready_at"] = func.coalesce(RunShard.ready_at, func.now())
+        row = (
+            await self.session.execute(
+                update(RunShard)
+                .where(
+                    RunShard.run_id == run_id, RunShard.shard == shard, RunShard.status == "running"
+                )
+                .values(**values)
+                .returning(RunShard.start_at)
+            )
+        ).first()
+        if row is None:
+            return False, None
+        job_status = await self.session.scalar(select(Job.status).where(Job.id == job_id))
+        return job_status == "running", row[0]
+
+    async def finish(self, run_id: uuid.UUID, shard: int, status: str, **values: Any) -> bool:
+        """running -> a final status with its figures; False if it was stopped meanwhile."""
+        result = await self.session.execute(
+            update(RunShard)
+            .where(RunShard.run_id == run_id, RunShard.shard == shard, RunShard.status == "running")
+            .values(status=status, finished_at=utcnow(), heartbeat_at=utcnow(), **values)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def of_run(self, run_id: uuid.UUID) -> list[RunShard]:
+        """The run's shards in order, read fresh."""
+        rows = await self.session.scalars(
+            select(RunShard)
+            .where(RunShard.run_id == run_id)
+            .order_by(RunShard.shard)
+            .execution_options(populate_existing=True)
+        )
+        return list(rows)
+
+    async def set_start(self, run_id: uuid.UUID, start_at: datetime) -> None:
+        """Tell every shard of the run the instant to start at."""
+        await self.session.execute(
+            update(RunShard).where(RunShard.run_id == run_id).values(start_at=start_at)
+        )
+
+    async def stop(self, run_id: uuid.UUID, status: str, error: str) -> None:
+        """Stop every shard not finished yet (a queued one will then never be claimed)."""
+        await self.session.execute(
+            update(RunShard)
+            .where(RunShard.run_id == run_id, RunShard.status.in_(("queued", "running")))
+            .values(status=status, error=error, finished_at=utcnow())
+        )
+
+    async def run_and_job(self, run_id: uuid.UUID) -> tuple[Run, Job] | None:
+        """A shard's run and its job (None when either is gone)."""
+        row = (
+            await self.session.execute(
+                select(Run, Job).join(Job, Job.id == Run.job_id).where(Run.id == run_id)
+            )
+        ).first()
+        return None if row is None else (row[0], row[1])
+
+    async def samples(self, run_id: uuid.UUID) -> list[RequestSample]:
+        """Every stored sample of the run, in seq order."""
+        rows = await self.session.scalars(
+            select(RequestSample).where(RequestSample.run_id == run_id).order_by(RequestSample.seq)
+        )
+        return list(rows)

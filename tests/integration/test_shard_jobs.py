@@ -1,0 +1,229 @@
+"""Sharded levels end to end: two worker processes run each level together, starting at
+one agreed instant, and their samples merge into one run."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import asyncpg
+import pytest
+
+import workers.shards
+from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.sim.process import SimProcess
+from tests.conftest import ROOT, TeamClient, _log_file, _stop, insert_finished_run
+from workers.shards import ShardSlot, ShardStopped, coordinate
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "second_worker")]
+
+
+@pytest.fixture(scope="module")
+def second_worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """Another `infercost worker` on the same queue: a shard needs a process of its own."""
+    with _log_file("worker-2") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from infercost.cli import main; main()", "worker"],
+            env=service_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        try:
+            time.sleep(1.0)
+            assert proc.poll() is None, "the second worker exited; see test-artifacts/worker-2.log"
+            yield proc
+        finally:
+            _stop(proc, 20.0)
+
+
+def sharded_job(endpoint_id: str, **load: Any) -> dict[str, Any]:
+    plan: dict[str, Any] = {"shards": 2, "warmup_requests": 4, "requests_per_level": 40}
+    plan.update(load)
+    return {
+        "endpoint_id": endpoint_id,
+        "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 8}},
+        "load": plan,
+    }
+
+
+async def samples(team: TeamClient, run_id: str) -> list[dict[str, Any]]:
+    page = (await team.http.get(f"/v1/runs/{run_id}/requests", params={"limit": 5000})).json()
+    assert page["next_after"] is None
+    return list(page["items"])
+
+
+async def shard_rows(db: asyncpg.Connection, run_id: str) -> list[asyncpg.Record]:
+    return list(
+        await db.fetch(
+            "SELECT * FROM run_shards WHERE run_id = $1 ORDER BY shard", uuid.UUID(run_id)
+        )
+    )
+
+
+async def test_two_shards_run_each_level_together(
+    team: TeamClient, sim: SimProcess, db: asyncpg.Connection
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    response = await team.submit(sharded_job(endpoint["id"], mode="concurrency", levels=[4, 2]))
+    assert response.status_code == 202, response.text
+    final = await team.wait_job(response.json()["id"], timeout=90)
+    assert final["status"] == "succeeded", final["error"]
+    assert final["load"]["shards"] == 2
+    # Progress counted both shards' requests.
+    assert final["progress"] == {"done": 88, "total": 88}
+
+    assert [r["level"] for r in final["runs"]] == [4, 2]
+    for run in final["runs"]:
+        assert run["requests"] == {"total": 40, "succeeded": 40, "failed": 0, "errors": {}}
+        rows = await samples(team, run["id"])
+        # Every request of both shards, each seq once: shard i sent seqs i, i + 2, ...
+        assert [s["seq"] for s in rows] == list(range(44))
+        assert [s["seq"] for s in rows if s["warmup"]] == [0, 1, 2, 3]
+        # Each shard checked its own prompts with the tokenizer route: all exact.
+        assert {s["prompt_length"] for s in rows} == {"exact"}
+
+        shards = await shard_rows(db, run["id"])
+        assert [s["status"] for s in shards] == ["succeeded", "succeeded"]
+        assert shards[0]["worker"] != shards[1]["worker"]
+        assert [s["requests_done"] for s in shards] == [22, 22]
+        assert shards[0]["start_at"] == shards[1]["start_at"]
+        started = [s["started_at"] for s in shards]
+        assert abs((started[0] - started[1]).total_seconds()) < 0.05, started
+        # On the shared clock (origin: the agreed instant) each shard's first send came
+        # within 50 ms of the other's.
+        first = [min(s["t_send"] for s in rows if s["seq"] % 2 == i) for i in range(2)]
+        assert abs(first[0] - first[1]) < 0.05, first
+        assert all(0 <= t < 0.05 for t in first), first
+
+        client = run["client"]
+        assert [s["shard"] for s in client["shards"]] == [0, 1]
+        assert [s["requests"] for s in client["shards"]] == [22, 22]
+        assert client["cpu_util"] == max(s["cpu_util"] for s in client["shards"])
+        # Both shards' users were in flight at once: the merged run held the level.
+        assert client["concurrency_held"] is True, client
+        assert run["mean_concurrency"] > run["level"] * 0.8
+
+
+async def test_a_sharded_rate_level_keeps_the_level_schedule(
+    team: TeamClient, sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    body = sharded_job(endpoint["id"], mode="rate", levels=[20], arrival="constant")
+    response = await team.submit(body)
+    assert response.status_code == 202, response.text
+    final = await team.wait_job(response.json()["id"], timeout=90)
+    assert final["status"] == "succeeded", final["error"]
+    [run] = final["runs"]
+    assert run["requests"]["total"] == 40
+    rows = await samples(team, run["id"])
+    assert [s["seq"] for s in rows] == list(range(44))
+    # The two shards' arrivals interleave into the one constant schedule of 20/s.
+    gaps = [b["t_sched"] - a["t_sched"] for a, b in itertools.pairwise(rows)]
+    assert all(abs(g - 0.05) < 0.005 for g in gaps), gaps
+    assert run["client"]["rate_held"] is True, run["client"]
+    assert run["requests_per_s"] == pytest.approx(20, rel=0.15)
+
+
+async def test_cancelling_a_sharded_job_stops_every_shard(
+    team: TeamClient, sim: SimProcess, db: asyncpg.Connection
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    # About 20 s of load (2 users, ~1 s a request), cancelled after a few requests.
+    body = sharded_job(endpoint["id"], mode="concurrency", levels=[2])
+    body["workload"]["output_tokens"] = {"mean": 100}
+    job_id = (await team.submit(body)).json()["id"]
+    deadline = time.monotonic() + 30
+    while (job := (await team.http.get(f"/v1/jobs/{job_id}")).json())["progress"]["done"] < 4:
+        assert time.monotonic() < deadline, job
+        await asyncio.sleep(0.2)
+    assert (await team.http.post(f"/v1/jobs/{job_id}/cancel")).status_code == 200
+    # Both shards notice within a heartbeat or two, store what they measured and stop.
+    while True:
+        rows = await db.fetch(
+            "SELECT s.status, s.requests_done FROM run_shards s JOIN runs r ON r.id = s.run_id"
+            " WHERE r.job_id = $1 ORDER BY s.shard",
+            uuid.UUID(job_id),
+        )
+        if all(r["status"] != "running" for r in rows):
+            break
+        assert time.monotonic() < deadline + 10, rows
+        await asyncio.sleep(0.2)
+    assert [r["status"] for r in rows] == ["cancelled", "cancelled"]
+    assert all(r["requests_done"] > 0 for r in rows)
+    # The coordinator then stores the run over what both shards measured.
+    run: dict[str, Any] = {"status": "running"}
+    while run["status"] == "running":
+        assert time.monotonic() < deadline + 20, run
+        await asyncio.sleep(0.2)
+        [run] = (await team.http.get(f"/v1/jobs/{job_id}/runs")).json()
+    assert run["status"] == "cancelled"
+    stored = await samples(team, run["id"])
+    assert {s["seq"] % 2 for s in stored} == {0, 1}
+
+
+async def test_the_concurrency_limit_holds_per_shard(team: TeamClient) -> None:
+    endpoint = await team.create_endpoint()
+    body = sharded_job(endpoint["id"], mode="concurrency", levels=[100_000], shards=3)
+    response = await team.submit(body)
+    assert response.status_code == 422, response.text
+    assert "per shard (3 shards)" in response.json()["detail"]
+
+
+async def test_a_level_fails_when_too_few_shards_start(
+    team: TeamClient, database_url: str, db: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The coordinator on its own, against the real database: shard 1's task is queued but no
+    # worker takes it, so after the start timeout the level fails and says what to do.
+    monkeypatch.setattr(workers.shards, "START_TIMEOUT_S", 1.0)
+    endpoint = await team.create_endpoint()
+    job_id, run_id = await insert_finished_run(db, team.team_id, endpoint["id"])
+    engine = make_engine(database_url)
+    rt: Any = SimpleNamespace(sessionmaker=make_sessionmaker(engine))
+    queued: list[tuple[str, list[Any]]] = []
+    outcomes: list[str] = []
+
+    async def own_shard(slot: ShardSlot) -> None:
+        assert await slot.claim()
+        slot.start_beating(lambda: 0)
+        try:
+            await slot.wait_for_start()
+        except ShardStopped:
+            outcomes.append("stopped")
+        finally:
+            await slot.stop_beating()
+
+    async def heartbeat(done: int) -> bool:
+        return True
+
+    try:
+        outcome = await coordinate(
+            rt,
+            uuid.UUID(job_id),
+            uuid.UUID(run_id),
+            2,
+            own_shard=own_shard,
+            heartbeat=heartbeat,
+            enqueue=lambda name, args: queued.append((name, args)),
+        )
+        # A late or duplicate delivery of shard 1 finds nothing to claim.
+        late = ShardSlot(rt, uuid.UUID(job_id), uuid.UUID(run_id), 1, 2)
+        assert not await late.claim()
+    finally:
+        await engine.dispose()
+    assert queued == [("benchmark.run_shard", [job_id, run_id, 1, 2])]
+    assert outcome.error == (
+        "only 1 of 2 shards started within 1 s: run more workers, e.g. `infercost worker` "
+        "2 times or `infercost worker --concurrency 2`"
+    )
+    assert outcome.timings == []
+    assert outcomes == ["stopped"]
+    rows = await shard_rows(db, run_id)
+    assert [r["status"] for r in rows] == ["failed", "failed"]

@@ -1,0 +1,87 @@
+"""Replaying an uploaded dataset: its items loaded once per job, sent in a seeded order."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from infercost.datasets.repository import DatasetRepository
+
+#: Characters per token assumed for a local prompt count (English text, common tokenizers);
+#: the server's usage.prompt_tokens replaces it whenever the server sends usage.
+CHARS_PER_TOKEN = 4.0
+
+#: How samples mark a prompt taken from a dataset (no length was drawn for it).
+DATASET = "dataset"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayItem:
+    """What one request sends: a completion prompt or chat messages, and its max_tokens."""
+
+    prompt: str
+    messages: list[dict[str, Any]] | None
+    max_tokens: int | None
+    local_tokens: int
+    # The item's messages as uploaded: what a multi-turn session replays turn by turn.
+    conversation: list[dict[str, Any]] | None = None
+
+
+def _first_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A conversation up to and including its first user message (system prompt kept)."""
+    for index, message in enumerate(messages):
+        if message["role"] == "user":
+            return messages[: index + 1]
+    return messages
+
+
+def _item(
+    prompt: str | None,
+    messages: list[dict[str, Any]] | None,
+    max_tokens: int | None,
+    sharegpt: bool,
+) -> ReplayItem:
+    conversation = messages
+    if messages is not None and sharegpt:
+        # A ShareGPT conversation sent alone is its first turn; its recorded answers are
+        # the model's to write.
+        messages = _first_turn(messages)
+    chars = len(prompt) if prompt is not None else sum(len(m["content"]) for m in messages or [])
+    return ReplayItem(
+        prompt=prompt or "",
+        messages=messages,
+        max_tokens=max_tokens,
+        local_tokens=max(1, round(chars / CHARS_PER_TOKEN)),
+        conversation=conversation,
+    )
+
+
+class Replay:
+    """A dataset's items in the order a job sends them: a permutation drawn from the
+    job's seed, the same for every level (so levels send the same prompts), cycling."""
+
+    def __init__(self, items: list[ReplayItem], seed: int) -> None:
+        self.items = items
+        self.order: list[int] = np.random.default_rng([seed, 0, 2]).permutation(len(items)).tolist()
+
+    def __getitem__(self, seq: int) -> ReplayItem:
+        return self.items[self.order[seq % len(self.order)]]
+
+
+async def load_replay(
+    sessionmaker: async_sessionmaker[AsyncSession], dataset_id: uuid.UUID, seed: int
+) -> Replay:
+    """Load a dataset's items (deleted datasets too: a job replays what it was given)."""
+    async with sessionmaker() as session:
+        repo = DatasetRepository(session)
+        dataset = await repo.get_any(dataset_id)
+        if dataset is None:
+            raise LookupError(f"dataset {dataset_id} no longer exists")
+        sharegpt = dataset.format == "sharegpt"
+        rows = await repo.items(dataset_id)
+        items = [_item(r.prompt, r.messages, r.max_tokens, sharegpt) for r in rows]
+    return Replay(items, seed)
