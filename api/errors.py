@@ -12,7 +12,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 
 from infercost.errors import InfercostError
 
@@ -95,6 +95,36 @@ def _validation_problem(
     return problem(request, 400, "Invalid request", detail, errors=errors)
 
 
+def _database_problem(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    """A database error as a problem: a value refused (422), a concurrent change (409), or
+    the database unreachable (503)."""
+    if isinstance(exc, IntegrityError):
+        # A concurrent change removed or took what this request relied on.
+        log.warning("integrity error on %s %s", request.method, request.url.path)
+        return problem(
+            request,
+            409,
+            "Conflict",
+            "this conflicts with a change made at the same time (something it refers to was "
+            "removed or taken): read the current state and retry",
+        )
+    if isinstance(exc, DataError):
+        log.warning("data error on %s %s", request.method, request.url.path)
+        return problem(
+            request,
+            422,
+            "Invalid input",
+            "the database refused a value in this request (for example a NUL character or a "
+            "number out of range): check the values sent",
+        )
+    log.error(
+        "dependency unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__
+    )
+    return problem(
+        request, 503, "Service unavailable", "the database is not answering; retry shortly"
+    )
+
+
 def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     if isinstance(exc, InfercostError):
         return problem(request, exc.status_code, exc.title, exc.detail, **exc.extra)
@@ -106,16 +136,8 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
         if exc.status_code == 404 and detail in ("Not Found", ""):
             detail = f"no route {request.method} {request.url.path}: see /schema for the API"
         return problem(request, exc.status_code, title, detail)
-    if isinstance(exc, OperationalError | DBAPIError | ConnectionError | OSError):
-        log.error(
-            "dependency unavailable on %s %s: %s",
-            request.method,
-            request.url.path,
-            type(exc).__name__,
-        )
-        return problem(
-            request, 503, "Service unavailable", "the database is not answering; retry shortly"
-        )
+    if isinstance(exc, DBAPIError | ConnectionError | OSError):
+        return _database_problem(request, exc)
     incident = uuid.uuid4().hex[:12]
     log.exception("unhandled error %s on %s %s", incident, request.method, request.url.path)
     return problem(

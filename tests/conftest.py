@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,10 +158,11 @@ def api_server(service_env: dict[str, str]) -> Iterator[Api]:
             _stop(proc)
 
 
-@pytest.fixture(scope="session")
-def worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """`infercost worker`: a real Celery worker process consuming this session's queue."""
-    with _log_file("worker") as log:
+@contextmanager
+def running_worker(service_env: dict[str, str], name: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`infercost worker` as a subprocess on this session's queue, logging to
+    test-artifacts/<name>.log; stopped on exit."""
+    with _log_file(name) as log:
         proc = subprocess.Popen(
             [sys.executable, "-c", "from infercost.cli import main; main()", "worker"],
             env=service_env,
@@ -171,12 +173,17 @@ def worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
         try:
             time.sleep(1.0)
             if proc.poll() is not None:
-                pytest.fail(
-                    f"the worker exited with {proc.returncode}; see test-artifacts/worker.log"
-                )
+                pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
             yield proc
         finally:
             _stop(proc, 20.0)
+
+
+@pytest.fixture(scope="session")
+def worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """`infercost worker`: a real Celery worker process consuming this session's queue."""
+    with running_worker(service_env, "worker") as proc:
+        yield proc
 
 
 @pytest.fixture(scope="session")

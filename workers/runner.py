@@ -43,6 +43,7 @@ from workers.loadgen.tokenize import (
     Calibration,
     Prepared,
     Tokenizer,
+    TokenizerError,
     count_outputs,
     prepare_prompts,
 )
@@ -285,8 +286,9 @@ class JobRunner:
         once per job): each item's max_tokens, else a length drawn from output_tokens."""
         workload = self.job.workload
         replay = await self._load_replay()
-        # Dataset prompts have no drawn length to check, and no tokenizer route is needed.
-        self.tokenizer = None
+        # Dataset prompts have no drawn length to check; the tokenizer route, where there is
+        # one, still counts output when the server sends no usage.
+        self.tokenizer = await self._output_counter()
         self.exact_prompts = []
         spec = workload.get("output_tokens")
         outputs = LengthDraws(spec, known, rng) if spec else None
@@ -340,8 +342,9 @@ class JobRunner:
         spec = workload["sessions"]
         seed = int(workload.get("seed", 0))
         turns = int(spec["turns"])
-        # Prompts grow with the history: there is no drawn length to check.
-        self.tokenizer = None
+        # Prompts grow with the history: there is no drawn length to check; the tokenizer
+        # route, where there is one, still counts output when the server sends no usage.
+        self.tokenizer = counter = await self._output_counter()
         self.exact_prompts = []
         output_spec = workload.get("output_tokens")
         outputs = LengthDraws(output_spec, known, rng) if output_spec else None
@@ -400,9 +403,20 @@ class JobRunner:
             progress.in_level += 1
             ok = rec.error_class is None and bool(rec.text)
             sessions.done(rec.seq, "".join(rec.text or ()) if ok else None)
-            rec.text = None
+            if counter is None:
+                rec.text = None  # kept only for the tokenizer's count after the level
 
         return make_request, on_done
+
+    async def _output_counter(self) -> Tokenizer | None:
+        """The endpoint's tokenizer route when it answers (one probe), to count output
+        tokens of responses without usage (METRICS.md n_out); else None."""
+        tokenizer = Tokenizer.for_target(self.target)
+        try:
+            await tokenizer.count(self.rt.http, "hello", as_prompt=False)
+        except TokenizerError:
+            return None
+        return tokenizer
 
     async def _prepare_prompts(
         self, prompts: PromptMaker, lengths: list[int]
@@ -563,21 +577,45 @@ class JobRunner:
         *,
         samples: bool = True,
     ) -> None:
-        """Store a level's samples (unless its shards stored them), telemetry and figures."""
+        """Store a level's samples (unless its shards stored them) and figures, then its
+        telemetry in a transaction of its own: a telemetry value the database refuses costs
+        the telemetry, never the measured level."""
+        summary = self.telemetry.summary(timings, self.origin_s, self.endpoint.gpu_count)
         async with self.rt.sessionmaker() as session:
             repo = JobRepository(session)
             if samples:
                 await repo.copy_samples(sample_rows(run_id, timings))
-            await TelemetryRepository(session).copy(run_id, self.telemetry.rows(self.origin_s))
             await repo.update_run(
                 run_id,
                 status=status,
                 finished_at=utcnow(),
-                telemetry=self.telemetry.summary(timings, self.origin_s, self.endpoint.gpu_count),
+                telemetry=summary,
                 **_figures_to_columns(figures),
             )
             await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
             await session.commit()
+        rows = self.telemetry.rows(self.origin_s)
+        if not rows:
+            return
+        try:
+            async with self.rt.sessionmaker() as session:
+                await TelemetryRepository(session).copy(run_id, rows)
+                await session.commit()
+        except Exception as exc:
+            log.exception("run %s: storing %d telemetry values failed", run_id, len(rows))
+            note = (
+                f"the scraped values could not be stored ({type(exc).__name__}); "
+                "the figures above were computed from them"
+            )
+            async with self.rt.sessionmaker() as session:
+                await JobRepository(session).update_run(
+                    run_id,
+                    telemetry={
+                        **(summary or {}),
+                        "errors": [*(summary or {}).get("errors", []), note],
+                    },
+                )
+                await session.commit()
 
     async def _run_shards(
         self, run_id: uuid.UUID, index: int, level: float, shards: int
@@ -663,12 +701,21 @@ class JobRunner:
         rate_mode = self.level_mode == "rate"
         run_id = await self._start_run(index, level)
         shards = level_shards(self.level_mode, level, int(self.job.load.get("shards") or 1))
-        sharded = await self._run_shards(run_id, index, level, shards) if shards > 1 else None
-        cpu_util: float | None
-        if sharded is None:
-            timings, cpu_util = await self._run_level(index, level)
-        else:
-            timings, cpu_util = sharded.timings, sharded.cpu_util
+        try:
+            sharded = await self._run_shards(run_id, index, level, shards) if shards > 1 else None
+            cpu_util: float | None
+            if sharded is None:
+                timings, cpu_util = await self._run_level(index, level)
+            else:
+                timings, cpu_util = sharded.timings, sharded.cpu_util
+        except Exception:
+            # The run row must not stay 'running' after its level broke off.
+            async with self.rt.sessionmaker() as session:
+                await JobRepository(session).update_run(
+                    run_id, status="failed", finished_at=utcnow()
+                )
+                await session.commit()
+            raise
         figures = summarize(
             timings,
             target_concurrency=None if rate_mode else int(level),

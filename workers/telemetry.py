@@ -27,12 +27,22 @@ def measured_window(timings: Sequence[RequestTiming]) -> tuple[float, float] | N
     return start, max(ends) if ends else start
 
 
+#: Scraped values kept per level before unmapped metrics are dropped (about 100 MB).
+MAX_KEPT_VALUES = 500_000
+
+
 class LevelTelemetry:
     """The scrapes of one level; a no-op when the endpoint has no metrics URLs."""
 
     def __init__(self, urls: Sequence[str], interval_s: float, timeout_s: float = 2.0) -> None:
         self._scraper = (
-            Scraper(list(urls), interval_s=interval_s, timeout_s=timeout_s, keep_unmapped=True)
+            Scraper(
+                list(urls),
+                interval_s=interval_s,
+                timeout_s=timeout_s,
+                keep_unmapped=True,
+                max_samples=MAX_KEPT_VALUES,
+            )
             if urls
             else None
         )

@@ -183,6 +183,11 @@ def parse_dataset(data: bytes, fmt: str) -> Parsed:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise DatasetError(f"line {line}", "not UTF-8 text") from None
+    nul = data.find(b"\\u0000")
+    if nul >= 0:
+        # Valid JSON, but Postgres stores no NUL character in text or JSONB.
+        line = data.count(b"\n", 0, nul) + 1
+        raise DatasetError(f"line {line}", "contains a NUL character (\\u0000): remove it")
     parsed = Parsed()
     if fmt == "sharegpt" and text.lstrip().startswith("["):
         _parse_array(data, parsed)

@@ -106,6 +106,7 @@ class Scraper:
         *,
         keep_unmapped: bool = True,
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_samples: int | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
@@ -116,6 +117,9 @@ class Scraper:
         self.timeout_s = float(timeout_s)
         self.keep_unmapped = keep_unmapped
         self.max_body_bytes = max_body_bytes
+        # Past this many kept values, only mapped metrics are kept (a long level against an
+        # exporter publishing thousands of series must not fill the worker's memory).
+        self.max_samples = max_samples
         self._clock = clock
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -217,6 +221,18 @@ class Scraper:
         with self._lock:
             self._samples.extend(samples)
             self._scrapes[url] += 1
+            if (
+                self.keep_unmapped
+                and self.max_samples is not None
+                and len(self._samples) > self.max_samples
+            ):
+                self.keep_unmapped = False
+                self._record_error(
+                    url,
+                    t,
+                    f"more than {self.max_samples:,} values kept; from here on only the "
+                    "metrics infercost maps are kept",
+                )
 
     def _record_error(self, url: str, t: float, reason: str) -> None:
         key = (url, reason)

@@ -41,3 +41,11 @@ def test_errors_name_the_place(data: bytes, fmt: str, where: str) -> None:
     with pytest.raises(DatasetError) as caught:
         parse_dataset(data, fmt)
     assert caught.value.where == where
+
+
+def test_a_nul_character_is_refused_with_its_line() -> None:
+    data = b'{"prompt": "fine"}\n{"prompt": "a\\u0000b"}\n'
+    with pytest.raises(DatasetError) as caught:
+        parse_dataset(data, "jsonl")
+    assert "line 2" in str(caught.value)
+    assert "NUL" in str(caught.value)

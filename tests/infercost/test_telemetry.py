@@ -572,6 +572,19 @@ def test_keep_unmapped_false_keeps_only_known_metrics(exporter: _Exporter) -> No
     assert "vllm:time_to_first_token_seconds_bucket" in scraper.result.unmapped
 
 
+def test_past_max_samples_only_mapped_metrics_are_kept(exporter: _Exporter) -> None:
+    url = exporter.base + "/metrics"
+    with Scraper([url], interval_s=0.05, max_samples=5) as scraper:
+        time.sleep(0.3)
+    result = scraper.result
+    assert result is not None
+    first_t = min(s.t for s in result.samples)
+    later = [s for s in result.samples if s.t > first_t]
+    assert later, "no scrape after the first"
+    assert all(lookup(s.metric) is not None for s in later)
+    assert any("more than 5 values kept" in e.reason for e in result.errors)
+
+
 def test_scrape_once(exporter: _Exporter, closed_port: int) -> None:
     ok = scrape_once(exporter.base + "/metrics", timeout_s=1.0)
     assert ok.errors == []

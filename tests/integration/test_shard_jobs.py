@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ import pytest
 import workers.shards
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.sim.process import SimProcess
-from tests.conftest import ROOT, TeamClient, _log_file, _stop, insert_finished_run
+from tests.conftest import TeamClient, insert_finished_run, running_worker
 from workers.shards import ShardSlot, ShardStopped, coordinate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "second_worker")]
@@ -28,20 +27,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "second
 @pytest.fixture(scope="module")
 def second_worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
     """Another `infercost worker` on the same queue: a shard needs a process of its own."""
-    with _log_file("worker-2") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from infercost.cli import main; main()", "worker"],
-            env=service_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        try:
-            time.sleep(1.0)
-            assert proc.poll() is None, "the second worker exited; see test-artifacts/worker-2.log"
-            yield proc
-        finally:
-            _stop(proc, 20.0)
+    with running_worker(service_env, "worker-2") as proc:
+        yield proc
 
 
 def sharded_job(endpoint_id: str, **load: Any) -> dict[str, Any]:

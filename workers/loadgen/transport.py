@@ -82,8 +82,10 @@ class _SlotConnection(asyncio.Protocol):
             self.error = httpx.RemoteProtocolError(
                 "Server disconnected without sending a response."
             )
-        elif self._until_close():
-            self.complete = True  # a body without length ends with the connection
+        elif self._until_close() and exc is None:
+            # A body without length ends with the connection: a clean close ends it, a
+            # reset (exc) breaks it.
+            self.complete = True
         else:
             self.error = httpx.RemoteProtocolError(
                 "peer closed connection without sending complete message body"
