@@ -11,10 +11,11 @@ class or middleware in between; eight routes dispatch on a dict.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
 from infercost.sim import wire
@@ -444,33 +445,41 @@ class SimApp:
         metrics = self.metrics
         metrics.running += 1
         metrics.prompt_tokens += prompt_tokens
+        try:
+            async with self._tracked(receive) as inflight:
+                if stream:
+                    done = await self._stream(
+                        send=send,
+                        inflight=inflight,
+                        arrival=arrival,
+                        chat=chat,
+                        prompt_tokens=prompt_tokens,
+                        n=n,
+                        include_usage=include_usage,
+                    )
+                else:
+                    done = await self._respond(
+                        send=send,
+                        inflight=inflight,
+                        arrival=arrival,
+                        chat=chat,
+                        prompt_tokens=prompt_tokens,
+                        n=n,
+                    )
+                if done:
+                    metrics.request_success += 1
+        finally:
+            metrics.running -= 1
+
+    @contextlib.asynccontextmanager
+    async def _tracked(self, receive: Receive) -> AsyncIterator[_Inflight]:
+        """An in-flight request: stopped by shutdown (close) or by its client leaving."""
         inflight = _Inflight()
         self._inflight.add(inflight)
         watcher = asyncio.create_task(inflight.watch(receive))
         try:
-            if stream:
-                done = await self._stream(
-                    send=send,
-                    inflight=inflight,
-                    arrival=arrival,
-                    chat=chat,
-                    prompt_tokens=prompt_tokens,
-                    n=n,
-                    include_usage=include_usage,
-                )
-            else:
-                done = await self._respond(
-                    send=send,
-                    inflight=inflight,
-                    arrival=arrival,
-                    chat=chat,
-                    prompt_tokens=prompt_tokens,
-                    n=n,
-                )
-            if done:
-                metrics.request_success += 1
+            yield inflight
         finally:
-            metrics.running -= 1
             self._inflight.discard(inflight)
             watcher.cancel()
 
@@ -628,30 +637,26 @@ class SimApp:
         if problem is not None:
             await _send_error(send, 400, problem, "invalid_request_error")
             return
-        inflight = _Inflight()
-        request = GpuRequest(prompt_tokens, n, on_progress=inflight.notify)
-        self._inflight.add(inflight)
-        watcher = asyncio.create_task(inflight.watch(receive))
-        try:
-            runner.submit(request)
-            if stream:
-                done = await self._stream_gpu(
-                    send=send,
-                    inflight=inflight,
-                    request=request,
-                    chat=chat,
-                    include_usage=include_usage,
-                )
-            else:
-                done = await self._respond_gpu(
-                    send=send, inflight=inflight, request=request, chat=chat
-                )
-            if done:
-                self.metrics.request_success += 1
-        finally:
-            runner.cancel(request)  # frees its KV if the client left early; else a no-op
-            self._inflight.discard(inflight)
-            watcher.cancel()
+        async with self._tracked(receive) as inflight:
+            request = GpuRequest(prompt_tokens, n, on_progress=inflight.notify)
+            try:
+                runner.submit(request)
+                if stream:
+                    done = await self._stream_gpu(
+                        send=send,
+                        inflight=inflight,
+                        request=request,
+                        chat=chat,
+                        include_usage=include_usage,
+                    )
+                else:
+                    done = await self._respond_gpu(
+                        send=send, inflight=inflight, request=request, chat=chat
+                    )
+                if done:
+                    self.metrics.request_success += 1
+            finally:
+                runner.cancel(request)  # frees its KV if the client left early; else a no-op
 
     async def _stream_gpu(
         self,

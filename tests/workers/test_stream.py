@@ -8,6 +8,7 @@ server writes the bytes itself, and a real httpx.AsyncClient talks to them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -298,8 +299,10 @@ async def test_stalled_server_times_out(replay: tuple[str, ReplayApp]) -> None:
     assert 0.3 <= (rec.t_end - rec.t_sched) * 1e-9 < 3.0
 
 
-async def test_connection_closed_mid_stream_is_stream_broken() -> None:
-    events = sse_events(fixture_bytes("chat-stream-usage.sse"))[:2]  # role, first content
+@contextlib.asynccontextmanager
+async def truncated_stream_server(events: list[bytes], gap_s: float) -> AsyncIterator[str]:
+    """A raw HTTP server on loopback that streams `events` as chunks `gap_s` apart, then
+    closes the connection without the terminating zero-length chunk; yields its /v1 URL."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -312,18 +315,23 @@ async def test_connection_closed_mid_stream_is_stream_broken() -> None:
         for event in events:
             writer.write(b"%x\r\n%s\r\n" % (len(event), event))
             await writer.drain()
-            await asyncio.sleep(EVENT_GAP_S)
-        # closed without the terminating zero-length chunk
+            await asyncio.sleep(gap_s)
         writer.close()
         await writer.wait_closed()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
-        rec = await fetch(f"http://127.0.0.1:{port}/v1")
+        yield f"http://127.0.0.1:{port}/v1"
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_connection_closed_mid_stream_is_stream_broken() -> None:
+    events = sse_events(fixture_bytes("chat-stream-usage.sse"))[:2]  # role, first content
+    async with truncated_stream_server(events, EVENT_GAP_S) as url:
+        rec = await fetch(url)
     assert rec.status == 200
     assert rec.error_class == "stream_broken"
     assert rec.error is not None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -13,7 +12,12 @@ import httpx
 import pytest
 
 from tests.asgi import serve_in_loop
-from tests.workers.test_stream import ReplayApp, fixture_bytes, sse_events
+from tests.workers.test_stream import (
+    ReplayApp,
+    fixture_bytes,
+    sse_events,
+    truncated_stream_server,
+)
 from workers.loadgen.stream import RawRequest, Target, request_body, send
 from workers.loadgen.transport import SLOT, load_client
 
@@ -219,30 +223,8 @@ async def test_slot_connection_refused_is_a_connect_error() -> None:
 
 async def test_slot_connection_closed_mid_stream_is_stream_broken() -> None:
     events = sse_events(fixture_bytes("chat-stream-usage.sse"))[:2]  # role, first content
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        match = re.search(rb"content-length:\s*(\d+)", head, re.IGNORECASE)
-        await reader.readexactly(int(match.group(1)) if match else 0)
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n"
-        )
-        for event in events:
-            writer.write(b"%x\r\n%s\r\n" % (len(event), event))
-            await writer.drain()
-            await asyncio.sleep(0.005)
-        writer.close()  # without the terminating zero-length chunk
-        await writer.wait_closed()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        async with load_client(4) as client:
-            rec = await slot_fetch(client, f"http://127.0.0.1:{port}/v1")
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with truncated_stream_server(events, 0.005) as url, load_client(4) as client:
+        rec = await slot_fetch(client, url)
     assert rec.status == 200
     assert rec.error_class == "stream_broken"
     assert rec.error is not None

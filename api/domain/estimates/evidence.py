@@ -5,7 +5,7 @@ limits). Used by job reads and by the estimate planner, so both say the same thi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,18 +148,20 @@ def capacity_of(
 def capacity_block(
     runs: Sequence[Run],
     slo: Mapping[str, Mapping[str, float]] | None,
-    usd_per_hour: float | None,
+    usd_per_hour_of: Callable[[uuid.UUID], float | None],
     *,
     sweep: bool = False,
 ) -> dict[str, Any]:
     """A job's `capacity_at_slo` block: the capacity and its cost per million output tokens,
-    or a `reason` when there is none (`sweep`: see capacity_of)."""
+    priced like the (lower) run it rests on (`usd_per_hour_of` a run id), or a `reason` when
+    there is none (`sweep`: see capacity_of)."""
     if not slo:
         return {"reason": "the job has no SLO, so there is no capacity at the SLO"}
     found = capacity_of(runs, slo, sweep=sweep)
     if found is None:
         return {"reason": "no finished level met the SLO"}
     capacity, run_ids = found
+    usd_per_hour = usd_per_hour_of(run_ids[0])
     return {
         "requests_per_s": capacity.requests_per_s,
         "output_tokens_per_s": capacity.output_tokens_per_s,

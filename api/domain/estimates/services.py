@@ -110,6 +110,17 @@ class Measured:
         return max((r.finished_at for r in self.runs if r.finished_at), default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class Unmeasured:
+    """Why an endpoint has no capacity at the SLO, and (when it was measured) what to do."""
+
+    reason: str
+    advice: str | None = None
+
+    def sentence(self) -> str:
+        return self.reason if self.advice is None else f"{self.reason}: {self.advice}"
+
+
 def _resolve_slo(data: EstimateCreate, preset: WorkloadPreset | None) -> dict[str, Any]:
     slo: dict[str, Any] = msgspec.to_builtins(data.slo) if data.slo is not None else {}
     if not slo and preset is not None:
@@ -184,12 +195,12 @@ class EstimateService:
 
     async def _best_measurement(
         self, endpoint: Endpoint, slo: Mapping[str, Mapping[str, float]], traffic: Traffic
-    ) -> tuple[Measured | None, str]:
+    ) -> Measured | Unmeasured:
         """The endpoint's job most like the traffic whose levels give a capacity at the SLO
-        (ties: not client-bound, then newest), or None and why not."""
+        (ties: not client-bound, then newest), or why there is none."""
         jobs = await self.evidence.finished_jobs(endpoint.id)
         if not jobs:
-            return None, "never measured: submit a job with several load levels"
+            return Unmeasured("never measured: submit a job with several load levels")
         runs = await JobRepository(self.session).runs_of_jobs([j.id for j in jobs])
         by_job: dict[uuid.UUID, list[Run]] = {}
         for run in runs:
@@ -205,13 +216,13 @@ class EstimateService:
                     )
                 )
         if not found:
-            return None, (
-                f"no measured level of its {len(jobs)} latest job(s) met this SLO: measure "
-                "lower load levels, or relax the SLO"
+            return Unmeasured(
+                f"no measured level of its {len(jobs)} latest job(s) met this SLO",
+                advice="measure lower load levels, or relax the SLO",
             )
         # Newest first already; a stable sort keeps that order among equals.
         found.sort(key=lambda m: (not m.similar, m.capacity.client_bound))
-        return found[0], ""
+        return found[0]
 
     @staticmethod
     def _deployment(
@@ -329,7 +340,8 @@ class EstimateService:
         ):
             # A hardware filter narrows self-hosted choices; hosted APIs have no hardware.
             return
-        measured, why = await self._best_measurement(endpoint, slo, traffic)
+        best = await self._best_measurement(endpoint, slo, traffic)
+        measured = best if isinstance(best, Measured) else None
         price = await hourly_price(self.session, endpoint, now)
         found.providers[endpoint.name] = endpoint.provider
         if price.per_token is not None:
@@ -341,13 +353,13 @@ class EstimateService:
                     evidence=measured.evidence() if measured else (),
                 )
             )
-            if measured is None and why.startswith("no measured level"):
+            if isinstance(best, Unmeasured) and best.advice is not None:
                 found.hosted_notes[endpoint.name] = [
-                    f"Measured, but no level met this SLO; {why.split(': ', 1)[1]}."
+                    f"Measured, but no level met this SLO; {best.advice}."
                 ]
             return
-        if measured is None or price.usd_per_hour is None:
-            reason = why if measured is None else price.note or "no price"
+        if isinstance(best, Unmeasured) or price.usd_per_hour is None:
+            reason = best.sentence() if isinstance(best, Unmeasured) else price.note or "no price"
             found.unavailable.append(Unavailable(endpoint.id, endpoint.name, reason))
             return
         if hardware is not None:
@@ -356,15 +368,15 @@ class EstimateService:
             self._deployment(
                 endpoint,
                 hardware,
-                measured,
+                best,
                 usd_per_hour=price.usd_per_hour,
                 stale_before=stale_before,
             )
         )
-        found.similarities[endpoint.name] = measured.similarity
+        found.similarities[endpoint.name] = best.similarity
         facts = model_facts(endpoint)
         if facts is not None and hardware is not None:
-            found.sources.append((endpoint, hardware, measured, facts))
+            found.sources.append((endpoint, hardware, best, facts))
 
     async def estimate(self, data: EstimateCreate) -> EstimateRead:
         """Rank every way the team could serve the traffic, cheapest first."""

@@ -448,11 +448,9 @@ class JobService:
         summaries = await self.summaries(runs, pricing)
         by_id = {s.id: s for s in summaries}
         sweep = job.load.get("mode") == "sweep"
-        capacity = capacity_block(runs, job.slo, None, sweep=sweep)
-        if capacity.get("run_ids"):
-            # Priced like the runs it rests on (the lower level's cost block).
-            basis = by_id[uuid.UUID(capacity["run_ids"][0])]
-            capacity = capacity_block(runs, job.slo, basis.cost.usd_per_hour, sweep=sweep)
+        capacity = capacity_block(
+            runs, job.slo, lambda run_id: by_id[run_id].cost.usd_per_hour, sweep=sweep
+        )
         return JobRead(
             **msgspec.structs.asdict(job_list_item(job)),
             workload=job.workload,
