@@ -45,6 +45,7 @@ import numpy as np
 from cryptography.fernet import Fernet
 
 from infercost.db.migrate import upgrade_head
+from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.metrics import STAT_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +76,8 @@ NOW = datetime(2026, 12, 2, tzinfo=UTC)
 DIST_SHAPE = {"mean": 1.05, "std": 0.2, "min": 0.6, "p50": 1.0, "p90": 1.4, "p95": 1.6,
               "p99": 2.1, "p999": 2.8, "max": 3.2}  # fmt: skip
 RUN_COLUMNS = (
-    "id", "team_id", "job_id", "endpoint_id", "level_index", "level", "mode", "status",
+    "id", "team_id", "job_id", "endpoint_id", "deployment_id", "level_index", "level", "mode",
+    "status",
     "created_at", "started_at", "finished_at", "usd_per_hour", "usd_per_million_input_tokens",
     "usd_per_million_output_tokens", "requests_total", "requests_succeeded", "requests_failed",
     "duration_s", "count_source", "prompt_lengths", "output_tokens_per_s", "input_tokens_per_s",
@@ -244,7 +246,8 @@ def run_rows(
             started = finished - timedelta(seconds=duration * (len(LEVELS) - index))
             run_id = uuid.uuid4()
             rows.append((
-                run_id, uuid.UUID(team), job_id, uuid.UUID(ep["id"]), index, float(level),
+                run_id, uuid.UUID(team), job_id, uuid.UUID(ep["id"]), ep["deployment_id"], index,
+                float(level),
                 "concurrency", "succeeded", started, started, started + timedelta(seconds=duration),
                 usd, ep.get("usd_per_million_input_tokens"), ep.get("usd_per_million_output_tokens"),
                 n, n, 0, duration, "usage", "exact", out, out * in_len / out_len,
@@ -296,11 +299,17 @@ async def load(database: str, api: Api, args: argparse.Namespace) -> dict[str, A
         other, other_key = await make_team(client, api.admin, "bench-other")
         endpoints = await make_endpoints(client, key, rng)
         other_endpoints = await make_endpoints(client, other_key, rng)
-    mine = round(args.runs * 0.9)
-    jobs, runs, plans = run_rows(endpoints, team, mine, rng)
-    jobs2, runs2, plans2 = run_rows(other_endpoints, other, args.runs - mine, rng)
     conn = await asyncpg.connect(database)
     try:
+        # Each endpoint's deployment, as the worker records it when a run starts.
+        for ep in endpoints + other_endpoints:
+            ep["deployment_id"] = await conn.fetchval(
+                DEPLOYMENT_OF_ENDPOINT_SQL,
+                uuid.UUID(ep["id"]),
+            )
+        mine = round(args.runs * 0.9)
+        jobs, runs, plans = run_rows(endpoints, team, mine, rng)
+        jobs2, runs2, plans2 = run_rows(other_endpoints, other, args.runs - mine, rng)
         started = time.perf_counter()
         await conn.copy_records_to_table(
             "jobs", records=jobs + jobs2,

@@ -27,6 +27,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from infercost.db.migrate import upgrade_head
+from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, start_sim_process
 
@@ -91,6 +92,9 @@ def service_env(database_url: str) -> dict[str, str]:
         INFERCOST_ADMIN_TOKEN=secrets.token_urlsafe(24),
         INFERCOST_SECRET_KEYS=Fernet.generate_key().decode(),
         INFERCOST_DATA_DIR=str(ROOT / ".infercost-test"),
+        # Webhook retries after 1, 2, 4 s (four attempts), so retry tests take seconds.
+        INFERCOST_WEBHOOK_BACKOFF_S="1",
+        INFERCOST_WEBHOOK_MAX_ATTEMPTS="4",
     )
     return env
 
@@ -300,7 +304,10 @@ async def insert_finished_run(
         team,
         endpoint,
     )
+    # The deployment the endpoint describes now, as the worker records it for a run.
+    deployment_id = await db.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, endpoint)
     values = {
+        "deployment_id": deployment_id,
         "level": 1.0,
         "mode": "concurrency",
         "status": "succeeded",

@@ -24,6 +24,7 @@ from infercost.arrivals import arrival_offsets, planned_requests
 from infercost.db.base import utcnow
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
+from infercost.jobs.deployments import deployment_of
 from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.shards import ShardRepository
@@ -32,6 +33,8 @@ from infercost.prices.pricing import hourly_price
 from infercost.security import CredentialError
 from infercost.telemetry.store import TelemetryRepository
 from infercost.workload import LengthDraws, PromptMaker
+from workers.finish import finish_job
+from workers.live import LiveLevel
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
@@ -165,6 +168,9 @@ class JobRunner:
         # The current level's scrapes and clock origin (perf_counter seconds).
         self.telemetry = LevelTelemetry([], 1.0)
         self.origin_s = 0.0
+        # The run being measured and its running figures, which the heartbeat writes.
+        self.run_id: uuid.UUID | None = None
+        self.live: LiveLevel | None = None
         api_key = (
             rt.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
         )
@@ -475,9 +481,10 @@ class JobRunner:
         while not level_task.done():
             await asyncio.sleep(PROGRESS_INTERVAL_S)
             async with self.rt.sessionmaker() as session:
-                running = await JobRepository(session).heartbeat(
-                    self.job.id, self.progress.done, self.progress.total
-                )
+                repo = JobRepository(session)
+                running = await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
+                if self.live is not None and self.run_id is not None:
+                    await repo.update_run(self.run_id, live=self.live.figures(perf_counter_ns()))
                 await session.commit()
             if not running:
                 self.progress.cancelled = True
@@ -511,6 +518,7 @@ class JobRunner:
         wall_before = time.perf_counter()
         origin = perf_counter_ns() if start is None else start
         self.origin_s = origin / 1e9
+        self.live = LiveLevel(done, plan.total, origin, seed=level_index)
         level_task = asyncio.ensure_future(
             run_open_loop(self.rt.http, self.target, plan, done)
             if isinstance(plan, RatePlan)
@@ -549,10 +557,13 @@ class JobRunner:
         started_at = utcnow()
         async with self.rt.sessionmaker() as session:
             price = await hourly_price(session, self.endpoint, started_at)
+            deployment_id = await deployment_of(session, self.endpoint)
             run = Run(
                 team_id=self.job.team_id,
                 job_id=self.job.id,
                 endpoint_id=self.endpoint.id,
+                deployment_id=deployment_id,
+                engine_version=self.endpoint.engine_version,
                 level_index=level_index,
                 level=float(level),
                 mode=self.level_mode,
@@ -590,6 +601,7 @@ class JobRunner:
                 status=status,
                 finished_at=utcnow(),
                 telemetry=summary,
+                live=None,
                 **_figures_to_columns(figures),
             )
             await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
@@ -700,6 +712,7 @@ class JobRunner:
         A cancel during the level shows in self.progress.cancelled."""
         rate_mode = self.level_mode == "rate"
         run_id = await self._start_run(index, level)
+        self.run_id = run_id
         shards = level_shards(self.level_mode, level, int(self.job.load.get("shards") or 1))
         try:
             sharded = await self._run_shards(run_id, index, level, shards) if shards > 1 else None
@@ -712,7 +725,7 @@ class JobRunner:
             # The run row must not stay 'running' after its level broke off.
             async with self.rt.sessionmaker() as session:
                 await JobRepository(session).update_run(
-                    run_id, status="failed", finished_at=utcnow()
+                    run_id, status="failed", finished_at=utcnow(), live=None
                 )
                 await session.commit()
             raise
@@ -807,9 +820,7 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
             )
     if status == "cancelled":
         return
-    async with rt.sessionmaker() as session:
-        await JobRepository(session).finish(job_id, status, error)
-        await session.commit()
+    await finish_job(rt, job_id, status, error)
 
 
 async def run_shard(

@@ -5,7 +5,6 @@ generated figure columns of `runs`), never the JSONB summaries or the raw sample
 from __future__ import annotations
 
 import itertools
-import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,8 +28,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from infercost.endpoints.models import Endpoint
-from infercost.hardware.models import Hardware
-from infercost.jobs.models import Run
+from infercost.jobs.deployments import Deployment
+from infercost.jobs.models import Job, Run
 
 GroupBy = Literal["deployment", "deployment_level"]
 Aggregate = Literal["median", "latest"]
@@ -46,8 +45,8 @@ class Figure:
 
 # A hosted API (no hardware) says nothing about its GPUs, so it has no per-GPU figure.
 _PER_GPU: ColumnElement[Any] = case(
-    (Endpoint.hardware_id.is_(None), literal(None)),
-    else_=Run.output_tokens_per_s / Endpoint.gpu_count,
+    (Deployment.hardware.is_(None), literal(None)),
+    else_=Run.output_tokens_per_s / Deployment.gpu_count,
 )
 
 
@@ -96,6 +95,10 @@ class ComparisonFilter:
     endpoint_ids: Sequence[uuid.UUID] = ()
     tags: Sequence[tuple[str, str | None]] = ()
     fingerprints: Sequence[str] = ()
+    #: Workload presets the runs' jobs named (workload.preset).
+    presets: Sequence[str] = ()
+    modes: Sequence[str] = ()
+    levels: Sequence[float] = ()
     since: datetime | None = None
     until: datetime | None = None
     slo_passed: bool | None = None
@@ -134,20 +137,32 @@ class ComparisonResult:
 
 def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]:
     where: list[ColumnElement[bool]] = [Run.team_id == team_id, Run.status == "succeeded"]
-    if f.models:
-        where.append(Endpoint.model.in_(f.models))
-    if f.hardware:
-        where.append(func.lower(Hardware.name).in_([h.lower() for h in f.hardware]))
-    if f.engines:
-        where.append(Endpoint.engine.in_(f.engines))
-    if f.endpoint_ids:
-        where.append(Run.endpoint_id.in_(f.endpoint_ids))
-    for key, value in f.tags:
-        where.append(
-            Endpoint.tags.has_key(key) if value is None else Endpoint.tags.contains({key: value})
+    # Model, engine, hardware and GPU count as the run measured them (its deployment);
+    # tags are the endpoint's as they are now (they label, they do not measure).
+    any_of: list[tuple[Any, Sequence[Any]]] = [
+        (Deployment.model, f.models),
+        (func.lower(Deployment.hardware), [h.lower() for h in f.hardware]),
+        (Deployment.engine, f.engines),
+        (Run.endpoint_id, f.endpoint_ids),
+        (Run.workload_fingerprint, f.fingerprints),
+        (Run.mode, f.modes),
+        (Run.level, [float(x) for x in f.levels]),
+    ]
+    where += [column.in_(values) for column, values in any_of if values]
+    if f.tags:
+        tagged = select(Endpoint.id).where(Endpoint.team_id == team_id)
+        for key, value in f.tags:
+            tagged = tagged.where(
+                Endpoint.tags.has_key(key)
+                if value is None
+                else Endpoint.tags.contains({key: value})
+            )
+        where.append(Run.endpoint_id.in_(tagged))
+    if f.presets:
+        named = select(Job.id).where(
+            Job.team_id == team_id, Job.workload["preset"].astext.in_(f.presets)
         )
-    if f.fingerprints:
-        where.append(Run.workload_fingerprint.in_(f.fingerprints))
+        where.append(Run.job_id.in_(named))
     if f.since is not None:
         where.append(Run.finished_at >= f.since)
     if f.until is not None:
@@ -176,24 +191,28 @@ def _aggregate(
 
 
 def _deployments(team_id: uuid.UUID) -> CTE:
-    """The team's endpoints, each with the number of its deployment: endpoints serving one
-    model with one engine on the same hardware and GPU count share a number, and numbers
-    follow that order, so runs group and sort by one integer instead of four texts."""
+    """The team's deployments, each with its number in (model, engine, hardware, GPU count)
+    order, so runs group and sort by one integer instead of four texts."""
     return (
         select(
-            Endpoint.id.label("endpoint_id"),
-            func.dense_rank()
-            .over(order_by=(Endpoint.model, Endpoint.engine, Hardware.name, Endpoint.gpu_count))
+            Deployment.id.label("deployment_id"),
+            func.row_number()
+            .over(
+                order_by=(
+                    Deployment.model,
+                    Deployment.engine,
+                    Deployment.hardware,
+                    Deployment.gpu_count,
+                )
+            )
             .label("deployment"),
-            Endpoint.model.label("model"),
-            Endpoint.engine.label("engine"),
-            Hardware.name.label("hardware"),
-            Endpoint.gpu_count.label("gpu_count"),
+            Deployment.model.label("model"),
+            Deployment.engine.label("engine"),
+            Deployment.hardware.label("hardware"),
+            Deployment.gpu_count.label("gpu_count"),
         )
-        .select_from(Endpoint)
-        .outerjoin(Hardware, Hardware.id == Endpoint.hardware_id)
-        .where(Endpoint.team_id == team_id)
-        .cte("deployments")
+        .where(Deployment.team_id == team_id)
+        .cte("numbered")
     )
 
 
@@ -230,9 +249,8 @@ def _groups(
             ),
         )
         .select_from(Run)
-        .join(Endpoint, Endpoint.id == Run.endpoint_id)
-        .outerjoin(Hardware, Hardware.id == Endpoint.hardware_id)
-        .join(deployments, d.endpoint_id == Run.endpoint_id)
+        .join(Deployment, Deployment.id == Run.deployment_id)
+        .join(deployments, d.deployment_id == Run.deployment_id)
         .where(and_(*_where(team_id, f)))
         .group_by(d.deployment, *level_keys)
     )
@@ -284,12 +302,8 @@ async def compare(
         team_id, f, deployments, figures=choose, group_by=group_by, aggregate=aggregate
     )
     g = groups.c
-    info = (
-        select(*(deployments.c[k] for k in ("deployment", *_DEPLOYMENT_KEYS)))
-        .distinct(deployments.c.deployment)
-        .order_by(deployments.c.deployment)
-        .subquery("info")
-    )
+    # One row per deployment: its number and names.
+    info = deployments
     column = {"measured_at": g.last_measured_at, "runs": g.runs, "mode": g.mode, "level": g.level}
     column.update({k: info.c[k] for k in _DEPLOYMENT_KEYS})
     order: list[ColumnElement[Any]] = []
@@ -338,10 +352,12 @@ async def compare(
         .select_from(page)
         .join(info, info.c.deployment == page.c.deployment)
         .join(Run, Run.id == any_(page.c.run_ids))
-        .join(Endpoint, Endpoint.id == Run.endpoint_id)
+        .join(Deployment, Deployment.id == Run.deployment_id)
         .order_by(page.c.position)
     )
-    result = (await session.execute(runs_query)).all()
+    # Core execution on the connection: the ORM's row processing would cost more than the
+    # query itself on a 500-row page.
+    result = (await (await session.connection()).execute(runs_query)).all()
     if result:
         total, seen = int(result[0].total), list(result[0].fingerprints or [])
     else:
@@ -372,12 +388,16 @@ def _newest(run: Sequence[Any]) -> tuple[bool, datetime, uuid.UUID]:
 def median(values: Sequence[float]) -> float | None:
     """The median as Postgres's percentile_cont(0.5) computes it (same arithmetic), so a
     row shows exactly the value it was sorted by."""
-    if len(values) <= 1:
+    n = len(values)
+    if n <= 1:
         return values[0] if values else None
     ordered = sorted(values)
-    position = 0.5 * (len(ordered) - 1)
-    low, high = ordered[math.floor(position)], ordered[math.ceil(position)]
-    return low + (high - low) * (position - math.floor(position))
+    half = n // 2
+    if n % 2:
+        return ordered[half]
+    # percentile_cont at position (n - 1) / 2, halfway between two order statistics.
+    low, high = ordered[half - 1], ordered[half]
+    return low + (high - low) * 0.5
 
 
 def _row(
@@ -390,11 +410,13 @@ def _row(
     finished = [t for t in columns[_FINISHED] if t is not None]
     passed = [p for p in columns[_SLO_PASSED] if p is not None]
     values: dict[str, float | None]
-    if aggregate == "median":
+    if aggregate == "median" and len(runs) > 1:
         values = {
             name: median([v for v in columns[_FIGURES + i] if v is not None])
             for i, name in enumerate(figures)
         }
+    elif aggregate == "median":
+        values = dict(zip(figures, first[_FIGURES:], strict=True))
     else:
         values = {name: by_time[-1][_FIGURES + i] for i, name in enumerate(figures)}
     return ComparisonRow(

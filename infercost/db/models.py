@@ -4,16 +4,19 @@ from infercost.datasets.models import Dataset, DatasetItem
 from infercost.db.base import Base
 from infercost.endpoints.models import Endpoint
 from infercost.hardware.models import Hardware
+from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.shards import RunShard
 from infercost.prices.models import Price
 from infercost.teams.models import ApiKey, Team
+from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 
 __all__ = [
     "ApiKey",
     "Base",
     "Dataset",
     "DatasetItem",
+    "Deployment",
     "Endpoint",
     "Hardware",
     "Job",
@@ -22,4 +25,7 @@ __all__ = [
     "Run",
     "RunShard",
     "Team",
+    "Webhook",
+    "WebhookAttempt",
+    "WebhookDelivery",
 ]

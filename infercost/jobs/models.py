@@ -28,15 +28,17 @@ from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 RUN_STATUSES = ("running", "succeeded", "failed", "cancelled")
+#: runs.change_verdict (infercost.history: a run against its baseline; null: not decided).
+CHANGE_VERDICTS = ("regression", "improvement", "no_change", "insufficient_data", "baseline")
 
 
 #: The columns GET /v1/comparisons reads besides the index's keys (infercost/comparisons).
 COMPARISON_INCLUDE = (
-    "id", "level", "mode", "workload_fingerprint", "client_bound", "slo_passed",
-    "ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms", "itl_p50_ms", "itl_p95_ms",
-    "e2e_p50_ms", "e2e_p95_ms", "per_user_tokens_per_s_p50", "output_tokens_per_s",
-    "input_tokens_per_s", "total_tokens_per_s", "requests_per_s", "mean_concurrency",
-    "error_rate", "goodput_rps", "slo_attainment", "gpu_util_mean",
+    "id", "job_id", "endpoint_id", "level", "mode", "workload_fingerprint", "client_bound",
+    "slo_passed", "ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms", "itl_p50_ms",
+    "itl_p95_ms", "e2e_p50_ms", "e2e_p95_ms", "per_user_tokens_per_s_p50",
+    "output_tokens_per_s", "input_tokens_per_s", "total_tokens_per_s", "requests_per_s",
+    "mean_concurrency", "error_rate", "goodput_rps", "slo_attainment", "gpu_util_mean",
     "cost_per_million_output_tokens_usd",
 )  # fmt: skip
 
@@ -96,10 +98,29 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
         Index(
             "ix_runs_comparisons",
             "team_id",
-            "endpoint_id",
+            "deployment_id",
             "finished_at",
             postgresql_where=text("status = 'succeeded'"),
             postgresql_include=list(COMPARISON_INCLUDE),
+        ),
+        CheckConstraint(f"change_verdict IN {CHANGE_VERDICTS}", name="change_verdict"),
+        # GET /v1/endpoints/{id}/history reads an endpoint's series (workload, mode, level)
+        # in time order, and a finishing job looks up each run's baseline: both walk this.
+        Index(
+            "ix_runs_history",
+            "team_id",
+            "endpoint_id",
+            "workload_fingerprint",
+            "mode",
+            "level",
+            "finished_at",
+            postgresql_where=text("status = 'succeeded'"),
+        ),
+        # Deleting a run sets its successors' baseline_run_id to null; this finds them.
+        Index(
+            "ix_runs_baseline_run_id",
+            "baseline_run_id",
+            postgresql_where=text("baseline_run_id IS NOT NULL"),
         ),
     )
 
@@ -108,6 +129,11 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     )
     job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     endpoint_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("endpoints.id"), index=True)
+    # What the endpoint described as the run started (infercost.jobs.deployments): later
+    # changes to the endpoint do not move the run to another deployment.
+    deployment_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("deployments.id"))
+    # The engine's version as the run started, so history shows which release measured it.
+    engine_version: Mapped[str | None] = mapped_column(String(64))
     level_index: Mapped[int] = mapped_column(SmallInteger)
     level: Mapped[float]
     mode: Mapped[str] = mapped_column(String(16))
@@ -147,6 +173,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     stats: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # The telemetry summary over the measured window, with scrape errors (CONTRACT.md).
     telemetry: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The figures so far of a level being measured (workers/live.py), written by the
+    # worker's heartbeat for progress bars; null once the level ends and its summary stands.
+    live: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # What makes runs comparable (infercost.fingerprint): equal fingerprints, same workload.
     workload_fingerprint: Mapped[str | None] = mapped_column(String(16), index=True)
     # Figures kept inside `stats` and `telemetry`, and the cost per million output tokens
@@ -163,6 +192,15 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     cost_per_million_output_tokens_usd: Mapped[float | None] = mapped_column(
         Computed(RUN_PER_MILLION_OUTPUT_TOKENS_SQL, persisted=True)
     )
+    # History (infercost.history): this run against its baseline, the latest earlier
+    # succeeded run of the same endpoint, workload fingerprint, mode and level, decided when
+    # the job ended. `change` holds each metric's test (free-form detail, read whole);
+    # `change_verdict` is a column because history and webhooks filter on it.
+    baseline_run_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
+    change_verdict: Mapped[str | None] = mapped_column(String(20))
+    change: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
 class RequestSample(Base):

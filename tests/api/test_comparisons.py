@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -388,3 +389,60 @@ async def test_bad_parameters_and_other_teams(fleet: Fleet, new_team: Callable[.
     other: TeamClient = await new_team()
     theirs = (await other.http.get("/v1/comparisons")).json()
     assert theirs["items"] == [] and theirs["total"] == 0 and theirs["fingerprints"] == []
+
+
+async def test_runs_keep_the_deployment_they_measured(team: TeamClient, db: Any) -> None:
+    """Re-sizing an endpoint after a run does not move that run: it stays on one GPU with
+    its per-GPU throughput, and the next run is a deployment of its own."""
+    endpoint = await team.create_endpoint(
+        model="llama-70b", engine="vllm", hardware="H100-SXM", usd_per_hour=2.0
+    )
+    before = await store(db, team, endpoint, level=4, out=400, per_user=50, ttft=90,
+                         finished=T0, usd_per_hour=2.0)  # fmt: skip
+    response = await team.http.patch(f"/v1/endpoints/{endpoint['id']}", json={"gpu_count": 4})
+    assert response.status_code == 200, response.text
+    after = await store(db, team, endpoint, level=4, out=1200, per_user=60, ttft=80,
+                        finished=T0 + HOUR, usd_per_hour=8.0)  # fmt: skip
+    response = await team.http.get(
+        "/v1/comparisons", params={"model": "llama-70b", "sort": "gpu_count"}
+    )
+    assert response.status_code == 200, response.text
+    rows = response.json()["items"]
+    assert [(r["deployment"]["gpu_count"], r["run_ids"]) for r in rows] == [
+        (1, [before]),
+        (4, [after]),
+    ]
+    assert [r["figures"]["output_tokens_per_s_per_gpu"] for r in rows] == [400.0, 300.0]
+    # Filtering by hardware reads the run's deployment too.
+    response = await team.http.get(
+        "/v1/comparisons", params={"hardware": "h100-sxm", "model": "llama-70b"}
+    )
+    assert len(response.json()["items"]) == 2
+
+
+async def test_filter_by_the_preset_a_job_named(team: TeamClient, db: Any) -> None:
+    endpoint = await team.create_endpoint(model="mistral-7b", hardware="L40S", usd_per_hour=1.0)
+    chat = await store(db, team, endpoint, level=1, out=100, per_user=50, ttft=30, finished=T0)
+    await store(db, team, endpoint, level=2, out=180, per_user=45, ttft=35, finished=T0)
+    await db.execute(
+        'UPDATE jobs SET workload = \'{"preset": "interactive-chatbot"}\''
+        " WHERE id = (SELECT job_id FROM runs WHERE id = $1)",
+        uuid.UUID(chat),
+    )
+    page = await team.http.get(
+        "/v1/comparisons", params={"model": "mistral-7b", "preset": "interactive-chatbot"}
+    )
+    assert page.status_code == 200, page.text
+    assert [r["run_ids"] for r in page.json()["items"]] == [[chat]]
+    unknown = await team.http.get("/v1/comparisons", params={"preset": "nope"})
+    assert unknown.status_code in (400, 422)
+    assert "interactive-chatbot" in unknown.json()["detail"]
+
+
+async def test_filter_by_load_level_and_mode(fleet: Fleet) -> None:
+    page = await compare(fleet, level=["8", "16"], model="llama-8b", workload_fingerprint=FP_A)
+    assert sorted((key(r) for r in page["items"]), key=str) == sorted(
+        [("H200-SXM", 8), ("H200-SXM", 16), ("H100-SXM", 8), ("H100-SXM", 16)], key=str
+    )
+    assert page["total"] == 4
+    assert (await compare(fleet, mode="rate"))["total"] == 0

@@ -31,6 +31,7 @@ from infercost.comparisons.repository import (
     compare,
 )
 from infercost.errors import InvalidInput
+from infercost.planning.presets import PRESETS
 
 #: Figures shown when the query names none: all of them.
 DEFAULT_FIGURES = tuple(FIGURES)
@@ -130,12 +131,21 @@ def comparison_filter(
     endpoint_ids: Sequence[uuid.UUID] = (),
     tags: Sequence[str] = (),
     fingerprints: Sequence[str] = (),
+    presets: Sequence[str] = (),
+    modes: Sequence[str] = (),
+    levels: Sequence[float] = (),
     since: datetime | None = None,
     until: datetime | None = None,
     slo_passed: bool | None = None,
     include_client_bound: bool = False,
 ) -> ComparisonFilter:
-    """The filter of a query string; times must name their zone, `since` before `until`."""
+    """The filter of a query string; times must name their zone, `since` before `until`,
+    presets must exist."""
+    for name in presets:
+        if name not in PRESETS:
+            raise InvalidInput(
+                "preset", f"unknown preset '{name}'; known presets: {', '.join(PRESETS)}"
+            )
     aware("since", since)
     aware("until", until)
     if since is not None and until is not None and since >= until:
@@ -147,6 +157,9 @@ def comparison_filter(
         endpoint_ids=tuple(endpoint_ids),
         tags=tuple(parse_tags(tags)),
         fingerprints=tuple(fingerprints),
+        presets=tuple(presets),
+        modes=tuple(modes),
+        levels=tuple(levels),
         since=since,
         until=until,
         slo_passed=slo_passed,
