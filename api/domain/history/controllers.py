@@ -1,0 +1,79 @@
+"""GET /v1/endpoints/{endpoint_id}/history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from litestar import Controller, get
+from litestar.di import NamedDependency, Provide
+from litestar.params import QueryParameter
+
+from api.auth import CurrentCaller
+from api.db import DbSession
+from api.domain.history.schemas import History
+from api.domain.history.services import DEFAULT_LIMIT, MAX_LIMIT, HistoryQuery, HistoryService
+from api.schemas import PathId
+
+
+def provide_history_service(db_session: DbSession, caller: CurrentCaller) -> HistoryService:
+    """The service for the caller's team."""
+    return HistoryService(db_session, caller.team_id)
+
+
+class HistoryController(Controller):
+    """The same workload on one endpoint over time, with each run's change."""
+
+    path = "/v1/endpoints/{endpoint_id:uuid}/history"
+    tags = ["history"]
+    dependencies = {"history": Provide(provide_history_service, sync_to_thread=False)}
+
+    @get(
+        "/",
+        summary="An endpoint's runs over time, with regressions and improvements flagged",
+        description=(
+            "The endpoint's succeeded runs grouped into series by workload fingerprint, mode "
+            "and load level, each oldest first, with each run's change against its baseline "
+            "(the previous comparable run): a Mann-Whitney U test on the per-request TTFT, "
+            "TPOT and E2E latencies, the relative change of the median with a 95 % bootstrap "
+            "interval, and Cliff's delta. Flagged when p < 0.01, the interval excludes 0 "
+            "and the median moved by 5 % or more."
+        ),
+    )
+    async def endpoint_history(
+        self,
+        *,
+        history: NamedDependency[HistoryService],
+        endpoint_id: PathId,
+        workload_fingerprint: Annotated[
+            str | None, QueryParameter(description="only this workload (a run's fingerprint)")
+        ] = None,
+        mode: Annotated[
+            str | None, QueryParameter(description="only runs of this mode: concurrency or rate")
+        ] = None,
+        level: Annotated[
+            float | None, QueryParameter(description="only this load level (concurrency or rate)")
+        ] = None,
+        since: Annotated[
+            datetime | None, QueryParameter(description="RFC 3339: runs finished at or after this")
+        ] = None,
+        until: Annotated[
+            datetime | None, QueryParameter(description="RFC 3339: runs finished before this")
+        ] = None,
+        limit: Annotated[
+            int,
+            QueryParameter(
+                description=f"the latest this many runs of each series, 1 to {MAX_LIMIT}"
+            ),
+        ] = DEFAULT_LIMIT,
+    ) -> History:
+        """Series of points in time order; 404 for an endpoint that is not the team's."""
+        query = HistoryQuery(
+            workload_fingerprint=workload_fingerprint,
+            mode=mode,
+            level=level,
+            since=since,
+            until=until,
+            limit=limit,
+        )
+        return await history.history(endpoint_id, query)

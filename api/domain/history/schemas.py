@@ -1,0 +1,151 @@
+"""Response shapes of GET /v1/endpoints/{id}/history and of a run's `change` block."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+RunVerdict = Literal["regression", "improvement", "no_change", "insufficient_data", "baseline"]
+MetricVerdict = Literal["regression", "improvement", "no_change", "insufficient_data"]
+
+
+class MetricChange(msgspec.Struct):
+    """One per-request metric of a run against its baseline's (README, "History and
+    regressions").
+
+    `relative_change` = current median / baseline median - 1 (0.5: 50 % slower), with its
+    bootstrap confidence interval [`ci_low`, `ci_high`]; `p_value` of a two-sided
+    Mann-Whitney U test on the successful measured requests of both runs; `cliffs_delta`
+    in [-1, 1], P(current > baseline) - P(current < baseline), positive when slower.
+    `n_baseline`, `n_current`: requests compared. Figures are null with insufficient data.
+
+    The tail: `p95_relative_change` = current p95 / baseline p95 - 1, with its bootstrap
+    interval [`p95_ci_low`, `p95_ci_high`], and `p95_p_value`, the two-sided p-value of a
+    quantile test (each run's share of requests above the pooled p95); the interval and
+    p-value are null under `method.min_tail_samples` requests a side, when `p95_verdict`
+    is insufficient_data. `median_verdict` and `p95_verdict` are
+    each check's own verdict; `verdict` is regression when either regressed, else
+    improvement when either improved, and `flagged_by` names the checks that gave it
+    ("median", "p95"). These fields are absent (null, empty) on changes decided before the
+    tail check existed.
+    """
+
+    verdict: MetricVerdict
+    n_baseline: int
+    n_current: int
+    baseline_p50_ms: float | None
+    current_p50_ms: float | None
+    relative_change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    cliffs_delta: float | None
+    median_verdict: MetricVerdict | None = None
+    p95_verdict: MetricVerdict | None = None
+    baseline_p95_ms: float | None = None
+    current_p95_ms: float | None = None
+    p95_relative_change: float | None = None
+    p95_ci_low: float | None = None
+    p95_ci_high: float | None = None
+    p95_p_value: float | None = None
+    flagged_by: list[Literal["median", "p95"]] = msgspec.field(default_factory=list)
+
+
+class RateChange(msgspec.Struct):
+    """A run-level figure against the baseline's; one number per run, so never tested."""
+
+    baseline: float | None
+    current: float | None
+    relative_change: float | None
+
+
+class ChangeMethod(msgspec.Struct):
+    """The thresholds the verdict was decided with: flagged when p_value < `alpha`, the
+    interval excludes 0 and |relative_change| >= `min_effect`; under `min_samples` requests
+    on either side a metric is insufficient_data. The tail check: the `tail_quantile`
+    (0.95) is flagged when p95_p_value (`tail_test`) < `alpha`, its interval excludes 0 and
+    |p95_relative_change| >= `min_tail_effect`, with at least `min_tail_samples` requests
+    a side (null on changes decided before the tail check existed)."""
+
+    test: str
+    alpha: float
+    min_effect: float
+    min_samples: int
+    max_samples: int
+    confidence: float
+    bootstrap_resamples: int
+    seed: int
+    tail_quantile: float | None = None
+    min_tail_effect: float | None = None
+    min_tail_samples: int | None = None
+    tail_test: str | None = None
+
+
+class Change(msgspec.Struct):
+    """A run against its baseline: the latest earlier succeeded, not client-bound run of
+    another job on the same endpoint, workload fingerprint, mode and level.
+
+    `verdict`: `regression` when any metric (ttft_ms, tpot_ms, e2e_ms) regressed, else
+    `improvement` when any improved, else `no_change` (`insufficient_data` when no metric
+    had enough requests); `baseline` when there was no earlier comparable run (then
+    `metrics` is empty). `output_tokens_per_s` is reported, never tested.
+    """
+
+    verdict: RunVerdict
+    baseline_run_id: uuid.UUID | None
+    baseline_job_id: uuid.UUID | None
+    baseline_finished_at: datetime | None
+    metrics: dict[str, MetricChange]
+    output_tokens_per_s: RateChange | None
+    method: ChangeMethod
+    notes: list[str]
+
+
+class HistoryPoint(msgspec.Struct):
+    """One succeeded run of a series: when it finished, its headline figures (METRICS.md)
+    and its change against its baseline (null for runs measured before history)."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    started_at: datetime | None
+    finished_at: datetime
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+    tpot_p50_ms: float | None
+    tpot_p95_ms: float | None
+    e2e_p50_ms: float | None
+    e2e_p95_ms: float | None
+    output_tokens_per_s: float | None
+    cost_per_million_output_tokens_usd: float | None
+    client_bound: bool | None
+    slo_passed: bool | None
+    change: Change | None
+
+
+class Series(msgspec.Struct):
+    """The runs of one workload (fingerprint), mode and load level, oldest first.
+
+    `total` counts the series' runs in the time window; `points` holds the latest `limit`
+    of them. `latest_verdict` is the newest point's change verdict.
+    """
+
+    workload_fingerprint: str | None
+    mode: str
+    level: float
+    total: int
+    latest_verdict: RunVerdict | None
+    points: list[HistoryPoint]
+
+
+class History(msgspec.Struct):
+    """An endpoint's succeeded runs as series over time, ordered by workload fingerprint,
+    mode and level. `regressions` lists the run ids (among the points shown) flagged as
+    regressions, newest first."""
+
+    endpoint_id: uuid.UUID
+    limit: int
+    series: list[Series]
+    regressions: list[uuid.UUID]

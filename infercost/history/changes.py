@@ -1,0 +1,143 @@
+"""Deciding, when a job ends, how each of its runs changed against its baseline.
+
+Called by the worker after the job's final status is committed (workers/finish.py), so a
+failure here can never lose the job's outcome. The result is stored on each run
+(runs.change, runs.change_verdict) and returned, so the caller can notify about
+regressions from the same place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.history.repository import HistoryRepository
+from infercost.history.stats import (
+    DEFAULT_THRESHOLDS,
+    RunComparison,
+    RunVerdict,
+    Thresholds,
+    compare_runs,
+)
+from infercost.jobs.models import Run
+
+FIRST_OF_ITS_KIND = (
+    "first succeeded run of this workload, mode and level on this endpoint: later runs are "
+    "compared with it"
+)
+CLIENT_BOUND = (
+    "this run was client-bound: the load generator, not the endpoint, may have set its pace, "
+    "so a change may not be the endpoint's (client-bound runs are never used as baselines)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """One run's verdict against its baseline, with the stored detail (`change`)."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    endpoint_id: uuid.UUID
+    mode: str
+    level: float
+    workload_fingerprint: str | None
+    verdict: RunVerdict
+    baseline_run_id: uuid.UUID | None
+    change: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (e.g. a webhook's payload)."""
+        return {
+            "run_id": str(self.run_id),
+            "job_id": str(self.job_id),
+            "endpoint_id": str(self.endpoint_id),
+            "mode": self.mode,
+            "level": self.level,
+            "workload_fingerprint": self.workload_fingerprint,
+            "verdict": self.verdict,
+            "baseline_run_id": None if self.baseline_run_id is None else str(self.baseline_run_id),
+            "change": self.change,
+        }
+
+
+def change_block(
+    run: Run, baseline: Run | None, comparison: RunComparison | None, thresholds: Thresholds
+) -> dict[str, Any]:
+    """The JSON stored in runs.change (the API serves it as the run's `change`)."""
+    notes = [] if baseline is not None else [FIRST_OF_ITS_KIND]
+    if run.client_bound:
+        notes.append(CLIENT_BOUND)
+    return {
+        "verdict": "baseline" if comparison is None else comparison.verdict,
+        "baseline_run_id": None if baseline is None else str(baseline.id),
+        "baseline_job_id": None if baseline is None else str(baseline.job_id),
+        "baseline_finished_at": (
+            None
+            if baseline is None or baseline.finished_at is None
+            else baseline.finished_at.isoformat()
+        ),
+        "metrics": (
+            {}
+            if comparison is None
+            else {name: m.as_dict() for name, m in comparison.metrics.items()}
+        ),
+        "output_tokens_per_s": (
+            None if comparison is None else comparison.output_tokens_per_s.as_dict()
+        ),
+        "method": thresholds.as_dict(),
+        "notes": notes,
+    }
+
+
+async def record_changes(
+    session: AsyncSession, job_id: uuid.UUID, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> list[RunChange]:
+    """Compare each succeeded run of the job with its baseline, store the outcome on the
+    run and return it (level order). Runs without a workload fingerprint (measured before
+    fingerprints) have nothing known to be comparable and are skipped. The caller commits."""
+    repo = HistoryRepository(session)
+    changes: list[RunChange] = []
+    for run in await repo.succeeded_runs(job_id):
+        if run.workload_fingerprint is None:
+            continue
+        baseline = await repo.baseline(run)
+        comparison: RunComparison | None = None
+        if baseline is not None:
+            base_samples = await repo.samples(baseline.id)
+            run_samples = await repo.samples(run.id)
+            # Rank tests and bootstraps are CPU work: off the event loop, which may be
+            # driving other tasks' requests.
+            comparison = await asyncio.to_thread(
+                compare_runs,
+                base_samples,
+                run_samples,
+                baseline_output_tokens_per_s=baseline.output_tokens_per_s,
+                current_output_tokens_per_s=run.output_tokens_per_s,
+                thresholds=thresholds,
+            )
+        verdict: RunVerdict = "baseline" if comparison is None else comparison.verdict
+        block = change_block(run, baseline, comparison, thresholds)
+        await repo.store_change(
+            run.id,
+            baseline_run_id=None if baseline is None else baseline.id,
+            verdict=verdict,
+            change=block,
+        )
+        changes.append(
+            RunChange(
+                run_id=run.id,
+                job_id=run.job_id,
+                endpoint_id=run.endpoint_id,
+                mode=run.mode,
+                level=run.level,
+                workload_fingerprint=run.workload_fingerprint,
+                verdict=verdict,
+                baseline_run_id=None if baseline is None else baseline.id,
+                change=block,
+            )
+        )
+    return changes

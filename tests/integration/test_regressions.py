@@ -1,0 +1,148 @@
+"""A regression caught end to end: the real worker benchmarks a simulated endpoint twice with
+the same settings (not flagged), then once after the simulator's time to first token rose
+by half (flagged, with its p-value and effect size, and announced to a webhook), and history
+shows all three in order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import pytest
+
+from infercost.sim.config import SimConfig
+from infercost.sim.process import start_sim_process
+from infercost.webhooks.signing import verify
+from tests.conftest import TeamClient
+from tests.integration.test_webhook_jobs import receiver
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
+
+TTFT_MS, ITL_MS = 60.0, 20.0
+REQUESTS = 80
+
+
+async def benchmark(team: TeamClient, endpoint_id: str) -> dict[str, Any]:
+    """One small job (80 measured requests at concurrency 4), run to its end: its run."""
+    body = {
+        "endpoint_id": endpoint_id,
+        "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 8}},
+        "load": {
+            "mode": "concurrency",
+            "levels": [4],
+            "requests_per_level": REQUESTS,
+            "warmup_requests": 4,
+        },
+    }
+    response = await team.submit(body)
+    assert response.status_code == 202, response.text
+    job = await team.wait_job(response.json()["id"], timeout=60)
+    assert job["status"] == "succeeded", job["error"]
+    # The worker decides the change just after it commits the job's status.
+    run_id = job["runs"][0]["id"]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        run = (await team.http.get(f"/v1/runs/{run_id}")).json()
+        if run["change"] is not None:
+            return dict(run)
+        await asyncio.sleep(0.2)
+    pytest.fail(f"run {run_id} of job {job['id']} got no change within 20 s")
+
+
+async def test_latency_regression_is_flagged_and_noise_is_not(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    config = SimConfig(port=0, ttft_ms=TTFT_MS, itl_ms=ITL_MS, model="sim-model")
+    with receiver(200) as portal:
+        hook = await team.http.post(
+            "/v1/webhooks", json={"url": portal.url, "events": ["regression.detected"]}
+        )
+        assert hook.status_code == 201, hook.text
+        sim = start_sim_process(config)
+        try:
+            endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+            first = await benchmark(team, endpoint["id"])
+            second = await benchmark(team, endpoint["id"])
+            port = int(sim.base_url.rsplit(":", 1)[1])
+        finally:
+            sim.stop()
+        # Same settings, no regression: nothing announced.
+        assert portal.got == []
+        # The "upgrade": the same endpoint (same port) now takes 50 % longer to the first
+        # token.
+        slower = start_sim_process(replace(config, port=port, ttft_ms=TTFT_MS * 1.5))
+        try:
+            third = await benchmark(team, endpoint["id"])
+        finally:
+            slower.stop()
+        (announced,) = await portal.wait_for(1)
+
+    # The portal hears of it once, signed, with the run and its evidence.
+    secret = hook.json()["secret"]
+    signature = announced.headers["Infercost-Signature"]
+    assert verify(secret, signature, announced.body)
+    payload = json.loads(announced.body)
+    assert payload["event"] == "regression.detected"
+    assert payload["data"]["endpoint_id"] == endpoint["id"]
+    (regressed,) = payload["data"]["regressions"]
+    assert regressed["run_id"] == third["id"]
+    assert regressed["change"]["metrics"]["ttft_ms"]["verdict"] == "regression"
+
+    runs = [first, second, third]
+    assert runs[0]["change"]["verdict"] == "baseline"
+    assert runs[0]["change"]["baseline_run_id"] is None
+
+    same = runs[1]["change"]
+    assert same["verdict"] == "no_change", same
+    assert same["baseline_run_id"] == runs[0]["id"]
+    for name in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        metric = same["metrics"][name]
+        assert metric["verdict"] == "no_change", (name, metric)
+        assert metric["n_baseline"] == metric["n_current"] == REQUESTS
+        assert abs(metric["relative_change"]) < 0.05, (name, metric)
+        # 80 requests a side: too few for the p95 check, which must not flag noise.
+        assert metric["p95_verdict"] == "insufficient_data", (name, metric)
+
+    flagged = runs[2]["change"]
+    assert flagged["verdict"] == "regression", flagged
+    assert flagged["baseline_run_id"] == runs[1]["id"]
+    ttft = flagged["metrics"]["ttft_ms"]
+    assert ttft["verdict"] == "regression"
+    assert ttft["p_value"] < 1e-10
+    # Ground truth: the simulator's TTFT went from 60 to 90 ms.
+    assert 0.35 < ttft["relative_change"] < 0.6, ttft
+    assert 0 < ttft["ci_low"] <= ttft["relative_change"] <= ttft["ci_high"]
+    assert ttft["cliffs_delta"] > 0.9
+    assert ttft["flagged_by"] == ["median"]
+    assert ttft["current_p50_ms"] - ttft["baseline_p50_ms"] == pytest.approx(30.0, abs=8.0)
+    # Decoding did not change, so TPOT is not flagged.
+    assert flagged["metrics"]["tpot_ms"]["verdict"] == "no_change"
+
+    # Stored on the run, as the column history and notifications filter on.
+    stored = await db.fetch(
+        "SELECT id, change_verdict, baseline_run_id FROM runs WHERE id = ANY($1::uuid[])",
+        [uuid.UUID(r["id"]) for r in runs],
+    )
+    by_id = {str(r["id"]): (r["change_verdict"], r["baseline_run_id"]) for r in stored}
+    assert by_id[runs[2]["id"]] == ("regression", uuid.UUID(runs[1]["id"]))
+    assert by_id[runs[1]["id"]] == ("no_change", uuid.UUID(runs[0]["id"]))
+
+    history = (await team.http.get(f"/v1/endpoints/{endpoint['id']}/history")).json()
+    assert len(history["series"]) == 1
+    series = history["series"][0]
+    assert (series["mode"], series["level"], series["total"]) == ("concurrency", 4, 3)
+    assert series["workload_fingerprint"] == runs[0]["workload_fingerprint"]
+    points = series["points"]
+    assert [p["run_id"] for p in points] == [r["id"] for r in runs]
+    times = [datetime.fromisoformat(p["finished_at"]) for p in points]
+    assert times == sorted(times)
+    assert [p["change"]["verdict"] for p in points] == ["baseline", "no_change", "regression"]
+    assert series["latest_verdict"] == "regression"
+    assert history["regressions"] == [runs[2]["id"]]
+    assert points[2]["ttft_p50_ms"] > 1.3 * points[1]["ttft_p50_ms"]
