@@ -13,6 +13,8 @@ RUN_JOB_TASK = "benchmark.run_job"
 #: One shard of a sharded level: (job_id, run_id, shard), sent by the job's coordinator.
 RUN_SHARD_TASK = "benchmark.run_shard"
 SWEEP_TASK = "benchmark.sweep"
+#: One attempt of one webhook delivery: (delivery_id,); infercost/webhooks/outbox.py.
+DELIVER_WEBHOOK_TASK = "webhooks.deliver"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -20,7 +22,10 @@ def make_celery(settings: Settings) -> Celery:
     app = Celery("infercost", broker=settings.redis_url, set_as_current=False)
     app.conf.update(
         task_default_queue=settings.queue,
-        task_routes={"benchmark.*": {"queue": settings.queue}},
+        task_routes={
+            "benchmark.*": {"queue": settings.queue},
+            "webhooks.*": {"queue": settings.queue},
+        },
         task_acks_late=True,
         task_reject_on_worker_lost=False,
         worker_prefetch_multiplier=1,

@@ -18,6 +18,16 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything the api, the workers and the CLI need to know about their environment."""
@@ -35,6 +45,10 @@ class Settings:
     queue: str = "benchmarks"
     # Largest dataset upload accepted (POST /v1/datasets), in bytes.
     max_dataset_bytes: int = 64 * 1024 * 1024
+    # Webhook retries: the first after this many seconds, then doubling, up to this many
+    # attempts in all (infercost/webhooks/delivery.py).
+    webhook_backoff_s: float = 10.0
+    webhook_max_attempts: int = 6
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -54,6 +68,8 @@ class Settings:
             max_concurrency=_int(env, "INFERCOST_MAX_CONCURRENCY", 1024),
             queue=env.get("INFERCOST_QUEUE") or "benchmarks",
             max_dataset_bytes=_int(env, "INFERCOST_MAX_DATASET_BYTES", 64 * 1024 * 1024),
+            webhook_backoff_s=_float(env, "INFERCOST_WEBHOOK_BACKOFF_S", 10.0),
+            webhook_max_attempts=max(1, _int(env, "INFERCOST_WEBHOOK_MAX_ATTEMPTS", 6)),
         )
 
     def require_database_url(self) -> str:

@@ -12,10 +12,18 @@ from typing import Any
 from celery import signals
 
 from infercost.jobs.repository import JobRepository
-from infercost.queue import RUN_JOB_TASK, RUN_SHARD_TASK, SWEEP_TASK, make_celery
+from infercost.queue import (
+    DELIVER_WEBHOOK_TASK,
+    RUN_JOB_TASK,
+    RUN_SHARD_TASK,
+    SWEEP_TASK,
+    make_celery,
+)
 from infercost.settings import Settings
+from infercost.webhooks.repository import WebhookRepository
 from workers.runner import run_job, run_shard
 from workers.runtime import Runtime
+from workers.webhooks import announce_job_finished, deliver_once, send_deliveries
 
 log = logging.getLogger("infercost.worker")
 # httpx logs every request at INFO: far too much on the load generator's hot path.
@@ -32,6 +40,8 @@ STRANDED_AFTER = timedelta(seconds=30)
 #: A running job whose worker sent no heartbeat for this long is failed (its worker died).
 ABANDONED_AFTER = timedelta(seconds=120)
 SWEEP_EVERY_S = 60.0
+#: A pending webhook delivery this far past due lost its message; the sweep re-sends it.
+DELIVERY_OVERDUE_AFTER = timedelta(seconds=120)
 
 
 def runtime() -> Runtime:
@@ -84,23 +94,49 @@ def run_shard_task(job_id: str, run_id: str, shard: int, shards: int) -> None:
     rt.loop.run_until_complete(run_shard(rt, uuid.UUID(job_id), uuid.UUID(run_id), shard, shards))
 
 
+@app.task(name=DELIVER_WEBHOOK_TASK, time_limit=60, soft_time_limit=50)
+def deliver_webhook_task(delivery_id: str) -> None:
+    """One attempt of a webhook delivery; a failed one schedules the next with backoff."""
+    rt = runtime()
+    retry_in_s = rt.loop.run_until_complete(deliver_once(rt, uuid.UUID(delivery_id)))
+    if retry_in_s is None:
+        return
+    try:
+        deliver_webhook_task.apply_async(args=[delivery_id], countdown=retry_in_s)
+    except Exception as exc:  # noqa: BLE001 - the row says when it is due; the sweep re-sends
+        log.warning(
+            "broker did not take the retry of delivery %s (%s); the sweep will re-send it",
+            delivery_id,
+            type(exc).__name__,
+        )
+
+
 @app.task(name=SWEEP_TASK, time_limit=60)
 def sweep() -> None:
-    """Re-send jobs the API stored but could not hand to the broker, and fail running jobs
-    whose worker died, so no job waits forever."""
+    """Re-send jobs the API stored but could not hand to the broker, fail running jobs
+    whose worker died, so no job waits forever, and re-send webhook deliveries whose
+    message was lost."""
     rt = runtime()
 
-    async def find() -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    async def find() -> tuple[list[uuid.UUID], list[uuid.UUID], list[uuid.UUID]]:
         async with rt.sessionmaker() as session:
             repo = JobRepository(session)
             stranded = await repo.stranded_job_ids(STRANDED_AFTER)
             abandoned = await repo.fail_abandoned(ABANDONED_AFTER)
             await session.commit()
-            return stranded, abandoned
+        for job_id in abandoned:
+            await announce_job_finished(rt, job_id)
+        async with rt.sessionmaker() as session:
+            overdue = await WebhookRepository(session).requeue_overdue(DELIVERY_OVERDUE_AFTER)
+            await session.commit()
+        return stranded, abandoned, overdue
 
-    stranded, abandoned = rt.loop.run_until_complete(find())
+    stranded, abandoned, overdue = rt.loop.run_until_complete(find())
     for job_id in abandoned:
         log.warning("job %s lost its worker (no heartbeat); marked failed", job_id)
+    if overdue:
+        log.info("re-sending %d overdue webhook deliveries", len(overdue))
+        send_deliveries(overdue)
     for job_id in stranded:
         log.info("re-sending stranded job %s", job_id)
         app.send_task(RUN_JOB_TASK, args=[str(job_id)])

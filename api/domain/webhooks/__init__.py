@@ -1,0 +1,1 @@
+"""Webhooks: subscribe a URL to events, read its delivery log, ping it."""

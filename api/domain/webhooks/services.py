@@ -1,0 +1,157 @@
+"""Webhook rules for one team: http(s) URLs only, the secret shown once, the log read back."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from functools import partial
+from urllib.parse import urlsplit
+
+import anyio
+import msgspec
+from celery import Celery
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.db import after_commit
+from api.domain.webhooks.schemas import (
+    AttemptRead,
+    DeliveryRead,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookRead,
+)
+from infercost.errors import InvalidInput, NotFound
+from infercost.queue import DELIVER_WEBHOOK_TASK
+from infercost.security import Vault
+from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
+from infercost.webhooks.outbox import record_ping
+from infercost.webhooks.repository import WebhookRepository
+from infercost.webhooks.signing import new_secret
+
+log = logging.getLogger("infercost.api.webhooks")
+
+
+async def send_deliveries(celery: Celery, delivery_ids: Sequence[uuid.UUID]) -> None:
+    """Nudge a worker for each committed delivery; one the broker did not take stays
+    pending and the worker's sweep re-sends it, so this never fails a request."""
+    for delivery_id in delivery_ids:
+        send = partial(celery.send_task, DELIVER_WEBHOOK_TASK, args=[str(delivery_id)])
+        try:
+            await anyio.to_thread.run_sync(send)
+        except Exception as exc:  # noqa: BLE001 - any broker failure is left for the sweep
+            log.warning(
+                "broker did not take delivery %s (%s); the sweep will retry",
+                delivery_id,
+                type(exc).__name__,
+            )
+
+
+def _receiver_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(
+            "url", f"'{url}' is not an http(s) URL such as https://portal.example.com/hooks"
+        )
+    return url
+
+
+def to_read(webhook: Webhook) -> WebhookRead:
+    """The response shape of a webhook (never its secret)."""
+    return WebhookRead(
+        id=webhook.id,
+        url=webhook.url,
+        events=list(webhook.events),
+        description=webhook.description,
+        created_at=webhook.created_at,
+    )
+
+
+def _attempt_read(attempt: WebhookAttempt) -> AttemptRead:
+    return AttemptRead(
+        attempt=attempt.attempt,
+        at=attempt.at,
+        response_status=attempt.response_status,
+        error=attempt.error,
+        duration_ms=attempt.duration_ms,
+    )
+
+
+def _delivery_read(delivery: WebhookDelivery, attempts: list[WebhookAttempt]) -> DeliveryRead:
+    return DeliveryRead(
+        id=delivery.id,
+        event=delivery.event,
+        status=delivery.status,  # type: ignore[arg-type]  # checked by the table
+        attempts=delivery.attempts,
+        next_attempt_at=delivery.next_attempt_at,
+        delivered_at=delivery.delivered_at,
+        created_at=delivery.created_at,
+        payload=delivery.payload,
+        attempt_log=[_attempt_read(a) for a in attempts],
+    )
+
+
+class WebhookService:
+    """Webhooks of one team. Deliveries are queued after the request commits."""
+
+    def __init__(
+        self, session: AsyncSession, team_id: uuid.UUID, vault: Vault, celery: Celery
+    ) -> None:
+        self.session = session
+        self.repo = WebhookRepository(session)
+        self.team_id = team_id
+        self.vault = vault
+        self.celery = celery
+
+    async def create(self, data: WebhookCreate) -> WebhookCreated:
+        """Store a webhook with a fresh secret, encrypted at rest; the secret is returned
+        here and never again."""
+        secret = new_secret()
+        webhook = await self.repo.add(
+            {
+                "team_id": self.team_id,
+                "url": _receiver_url(data.url),
+                "events": sorted(set(data.events)),
+                "description": data.description,
+                "secret_encrypted": self.vault.encrypt(secret),
+            }
+        )
+        return WebhookCreated(**msgspec.structs.asdict(to_read(webhook)), secret=secret)
+
+    async def get(self, webhook_id: uuid.UUID) -> Webhook:
+        """The team's webhook, or 404."""
+        webhook = await self.repo.get(self.team_id, webhook_id)
+        if webhook is None:
+            raise NotFound(f"no webhook {webhook_id}: GET /v1/webhooks lists yours")
+        return webhook
+
+    async def read(self, webhook_id: uuid.UUID) -> WebhookRead:
+        """One webhook."""
+        return to_read(await self.get(webhook_id))
+
+    async def page(self, limit: int, offset: int) -> tuple[list[WebhookRead], int]:
+        """A page of the team's webhooks, newest first."""
+        rows, total = await self.repo.page(self.team_id, limit=limit, offset=offset)
+        return [to_read(w) for w in rows], total
+
+    async def delete(self, webhook_id: uuid.UUID) -> None:
+        """Remove a webhook and its delivery log; nothing more is sent to it."""
+        await self.repo.delete((await self.get(webhook_id)).id)
+
+    async def deliveries(
+        self, webhook_id: uuid.UUID, limit: int, offset: int
+    ) -> tuple[list[DeliveryRead], int]:
+        """A page of the webhook's delivery log, newest first, each with its attempts."""
+        webhook = await self.get(webhook_id)
+        rows, total = await self.repo.deliveries_page(webhook.id, limit=limit, offset=offset)
+        attempts = await self.repo.attempts_of([d.id for d in rows])
+        return [_delivery_read(d, attempts[d.id]) for d in rows], total
+
+    async def ping(self, webhook_id: uuid.UUID) -> DeliveryRead:
+        """Queue a `ping` delivery to the webhook, sent once this request commits."""
+        webhook = await self.get(webhook_id)
+        delivery_id = await record_ping(self.session, webhook)
+        after_commit(self.session, partial(send_deliveries, self.celery, [delivery_id]))
+        delivery = await self.session.get(WebhookDelivery, delivery_id)
+        assert delivery is not None
+        return _delivery_read(delivery, [])

@@ -1,0 +1,149 @@
+"""The outbox: events become delivery rows in the producer's own transaction.
+
+Usage, from any producer (the worker when a job ends, the API when one is cancelled, the
+history feature when it finds a regression)::
+
+    ids = await record_event(session, team_id, "regression.detected", {...})
+    await session.commit()
+    for delivery_id in ids:
+        send_task(DELIVER_WEBHOOK_TASK, args=[str(delivery_id)])
+
+Because the rows commit (or roll back) with the change that caused them, an event is never
+announced for something that did not happen, and never lost if the broker is down: the
+worker's sweep re-sends pending deliveries whose message did not arrive.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.db.base import utcnow
+from infercost.history.changes import RunChange
+from infercost.jobs.models import Job, Run
+from infercost.webhooks.models import EVENTS, Webhook
+from infercost.webhooks.repository import WebhookRepository
+
+
+def rfc3339(value: datetime | None) -> str | None:
+    """A time as receivers read it: RFC 3339 in UTC with a Z."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _payload(delivery_id: uuid.UUID, event: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"id": str(delivery_id), "event": event, "created_at": rfc3339(utcnow()), "data": data}
+
+
+async def record_event(
+    session: AsyncSession, team_id: uuid.UUID, event: str, data: dict[str, Any]
+) -> list[uuid.UUID]:
+    """Queue `event` for every webhook of the team subscribed to it, in the caller's
+    transaction; returns the new delivery ids, to send as tasks once committed.
+
+    `event` is one of EVENTS; `data` is the event's JSON-ready body (strings, numbers,
+    lists, dicts), sent as the payload's `data`.
+    """
+    if event not in EVENTS:
+        raise ValueError(f"unknown webhook event {event!r}; known: {', '.join(EVENTS)}")
+    repo = WebhookRepository(session)
+    webhook_ids = [w.id for w in await repo.subscribed(team_id, event)]
+    delivery_ids = [uuid.uuid4() for _ in webhook_ids]
+    await repo.add_deliveries(
+        [
+            {
+                "id": delivery_id,
+                "webhook_id": webhook_id,
+                "event": event,
+                "payload": _payload(delivery_id, event, data),
+            }
+            for delivery_id, webhook_id in zip(delivery_ids, webhook_ids, strict=True)
+        ]
+    )
+    return delivery_ids
+
+
+async def record_ping(session: AsyncSession, webhook: Webhook) -> uuid.UUID:
+    """Queue a `ping` to one webhook (whatever it subscribes to), to test a receiver."""
+    delivery_id = uuid.uuid4()
+    data = {"webhook_id": str(webhook.id), "message": "a test delivery from infercost"}
+    await WebhookRepository(session).add_deliveries(
+        [
+            {
+                "id": delivery_id,
+                "webhook_id": webhook.id,
+                "event": "ping",
+                "payload": _payload(delivery_id, "ping", data),
+            }
+        ]
+    )
+    return delivery_id
+
+
+def _run_data(run: Run) -> dict[str, Any]:
+    return {
+        "id": str(run.id),
+        "level": run.level,
+        "mode": run.mode,
+        "status": run.status,
+        "slo_passed": run.slo_passed,
+        "ttft_p95_ms": run.ttft_p95_ms,
+        "tpot_p95_ms": run.tpot_p95_ms,
+        "output_tokens_per_s": run.output_tokens_per_s,
+        "cost_per_million_output_tokens_usd": run.cost_per_million_output_tokens_usd,
+        # Against the run's baseline (infercost.history); null when not decided.
+        "change_verdict": run.change_verdict,
+    }
+
+
+async def job_finished_data(session: AsyncSession, job: Job) -> dict[str, Any]:
+    """The `data` of a job.finished event: the job's outcome and each level's headline
+    figures, enough for a portal to show a result without calling back."""
+    runs = await session.scalars(select(Run).where(Run.job_id == job.id).order_by(Run.level_index))
+    return {
+        "job": {
+            "id": str(job.id),
+            "status": job.status,
+            "error": job.error,
+            "endpoint_id": str(job.endpoint_id),
+            "created_at": rfc3339(job.created_at),
+            "started_at": rfc3339(job.started_at),
+            "finished_at": rfc3339(job.finished_at),
+        },
+        "runs": [_run_data(run) for run in runs],
+    }
+
+
+async def record_job_finished(session: AsyncSession, job_id: uuid.UUID) -> list[uuid.UUID]:
+    """record_event("job.finished") for a job whose final status is in this session's view
+    (committed, or written earlier in the same transaction)."""
+    job = await session.get(Job, job_id, populate_existing=True)
+    if job is None:
+        return []
+    return await record_event(
+        session, job.team_id, "job.finished", await job_finished_data(session, job)
+    )
+
+
+async def record_regressions(
+    session: AsyncSession, job_id: uuid.UUID, changes: Sequence[RunChange]
+) -> list[uuid.UUID]:
+    """record_event("regression.detected") when any of a job's runs regressed against its
+    baseline (infercost.history), in the transaction that stores those verdicts; one event
+    per job, listing each regressed run with its per-metric detail."""
+    regressed = [c for c in changes if c.verdict == "regression"]
+    job = await session.get(Job, job_id)
+    if not regressed or job is None:
+        return []
+    data = {
+        "job_id": str(job.id),
+        "endpoint_id": str(job.endpoint_id),
+        "regressions": [c.as_dict() for c in regressed],
+    }
+    return await record_event(session, job.team_id, "regression.detected", data)
