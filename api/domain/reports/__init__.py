@@ -1,0 +1,1 @@
+"""HTML reports and SVG charts of jobs, and comparisons of several jobs."""

@@ -1,0 +1,292 @@
+"""Gathering a report's figures: the job's run summaries (as GET /v1/jobs/{id} serves them),
+its endpoint, and TTFT histograms binned by Postgres. Drawing happens elsewhere, in a thread
+(infercost.reports), so this module only reads."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from api.domain.jobs.schemas import CapacityAtSlo, JobRead, RunSummary
+from api.domain.jobs.services import JobService
+from infercost.endpoints.repository import EndpointRepository
+from infercost.errors import InvalidInput, NotFound
+from infercost.hardware.repository import HardwareRepository
+from infercost.jobs.models import Job
+from infercost.reports.charts import CHART_NAMES
+from infercost.reports.data import (
+    ComparisonReport,
+    Deployment,
+    Histogram,
+    JobReport,
+    LevelFigures,
+    SloLimit,
+)
+from infercost.reports.render import number
+from infercost.reports.repository import ReportRepository
+
+#: How many jobs one comparison page may show side by side (and at least how many).
+MIN_COMPARED, MAX_COMPARED = 2, 8
+_SLO_ORDER = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+_STAT_ORDER = ("mean", "p50", "p90", "p95", "p99", "p999", "max")
+
+
+def chart_name(file_name: str) -> str:
+    """The chart a `/charts/<name>.svg` path asks for, or 404 naming the valid ones."""
+    name = file_name.removesuffix(".svg")
+    if not file_name.endswith(".svg") or name not in CHART_NAMES:
+        valid = [f"{n}.svg" for n in CHART_NAMES]
+        raise NotFound(
+            f"no chart '{file_name}'; the charts are: {', '.join(valid)}", valid_names=valid
+        )
+    return name
+
+
+def level_figures(run: RunSummary) -> LevelFigures:
+    """A run summary reduced to what the report's table and charts show."""
+    return LevelFigures(
+        run_id=str(run.id),
+        level=run.level,
+        mode=run.mode,
+        status=run.status,
+        requests_total=run.requests.total,
+        requests_failed=run.requests.failed,
+        ttft_p50_ms=run.ttft_ms.p50,
+        ttft_p95_ms=run.ttft_ms.p95,
+        tpot_p50_ms=run.tpot_ms.p50,
+        tpot_p95_ms=run.tpot_ms.p95,
+        itl_p50_ms=run.itl_ms.p50,
+        itl_p95_ms=run.itl_ms.p95,
+        e2e_p50_ms=run.e2e_ms.p50,
+        e2e_p95_ms=run.e2e_ms.p95,
+        output_tokens_per_s=run.output_tokens_per_s,
+        total_tokens_per_s=run.total_tokens_per_s,
+        requests_per_s=run.requests_per_s,
+        error_rate=run.error_rate,
+        goodput_rps=run.goodput_rps,
+        slo_attainment=run.slo_attainment,
+        slo_passed=run.slo_passed,
+        client_bound=run.client_bound,
+        usd_per_hour=run.cost.usd_per_hour,
+        cost_per_million_output_usd=run.cost.per_million_output_tokens_usd,
+        cost_at_slo_per_million_output_usd=run.cost.at_slo_per_million_output_tokens_usd,
+        cost_note=run.cost.reason,
+        gpu_util_mean=run.telemetry.gpu_util_mean,
+        gpu_util_p95=run.telemetry.gpu_util_p95,
+        sm_active_mean=run.telemetry.sm_active_mean,
+        telemetry_errors=tuple(run.telemetry.errors),
+    )
+
+
+def level_label(level: float, mode: str) -> str:
+    """'1 user', '8 users' or '2.5 req/s'."""
+    if mode != "concurrency":
+        return f"{level:g} req/s"
+    return f"{level:g} user" if level == 1 else f"{level:g} users"
+
+
+def _lengths(spec: dict[str, Any] | None) -> str:
+    """A length distribution as a reader says it: '512 (std 64)', 'uniform 100-900'."""
+    if not spec:
+        return "not set"
+    kind = spec.get("distribution", "normal")
+    low, high = spec.get("min"), spec.get("max")
+    if kind == "uniform":
+        return f"uniform {low}\u2013{high}"
+    text = f"{spec.get('mean', 0):g}"
+    if spec.get("std"):
+        text += f" (std {spec['std']:g})"
+    if kind == "lognormal":
+        text = f"lognormal, mean {text}"
+    if low is not None or high is not None:
+        upper = "\u221e" if high is None else str(high)
+        text += f", clipped to {low or 1}\u2013{upper}"
+    return text
+
+
+def workload_text(workload: dict[str, Any]) -> str:
+    """The workload in one line: lengths (or dataset), sessions, preset."""
+    parts = []
+    if workload.get("dataset_id"):
+        parts.append(f"dataset {workload['dataset_id']}")
+    else:
+        parts.append(f"input {_lengths(workload.get('input_tokens'))} tokens")
+    parts.append(f"output {_lengths(workload.get('output_tokens'))} tokens")
+    sessions = workload.get("sessions")
+    if sessions:
+        parts.append(
+            f"multi-turn, {sessions.get('turns')} turns, shared system prompt of "
+            f"{sessions.get('system_prompt_tokens', 0)} tokens"
+        )
+    if workload.get("preset"):
+        parts.append(f"preset {workload['preset']}")
+    return "; ".join(parts)
+
+
+def load_text(load: dict[str, Any]) -> str:
+    """The load plan in one line: mode, levels, requests or seconds per level, warm-up."""
+    mode = load.get("mode")
+    levels = ", ".join(f"{x:g}" for x in load.get("levels") or [])
+    if mode == "concurrency":
+        text = f"closed loop at {levels} users"
+    elif mode == "rate":
+        text = f"open loop ({load.get('arrival') or 'poisson'} arrivals) at {levels} requests/s"
+    elif mode == "sweep":
+        text = (
+            f"sweep: 1 user, then {load.get('max_concurrency')} users, then "
+            f"{load.get('rate_levels')} request rates between them"
+        )
+    else:
+        text = str(mode)
+    if load.get("duration_s"):
+        text += f"; {load['duration_s']:g} s per level"
+    elif load.get("requests_per_level"):
+        text += f"; {load['requests_per_level']} requests per level"
+    if load.get("warmup_requests"):
+        text += f" after {load['warmup_requests']} warm-up requests"
+    elif load.get("warmup_s"):
+        text += f" after {load['warmup_s']:g} s of warm-up"
+    if (load.get("shards") or 1) > 1:
+        text += f"; {load['shards']} shards"
+    return text
+
+
+def slo_limits(slo: dict[str, Any] | None) -> tuple[SloLimit, ...]:
+    """The job's SLO as a list of limits, in a fixed order."""
+    limits = []
+    for metric in _SLO_ORDER:
+        stats = (slo or {}).get(metric) or {}
+        limits += [
+            SloLimit(metric, stat, float(stats[stat]))
+            for stat in _STAT_ORDER
+            if stats.get(stat) is not None
+        ]
+    return tuple(limits)
+
+
+def capacity_text(capacity: CapacityAtSlo | None) -> str | None:
+    """The job's capacity at its SLO in one line, or why there is none."""
+    if capacity is None:
+        return None
+    if capacity.requests_per_s is None:
+        return capacity.reason
+    text = (
+        f"{number(capacity.requests_per_s)} requests/s "
+        f"({number(capacity.output_tokens_per_s)} output tokens/s)"
+    )
+    if capacity.lower_bound:
+        text = "at least " + text
+    if capacity.per_million_output_tokens_usd is not None:
+        text += f", ${number(capacity.per_million_output_tokens_usd)} per million output tokens"
+    return text
+
+
+class ReportService:
+    """A team's report data: the same summaries as the job routes, plus histograms."""
+
+    def __init__(self, session: AsyncSession, team_id: uuid.UUID, jobs: JobService) -> None:
+        self.session = session
+        self.team_id = team_id
+        self.jobs = jobs
+
+    async def _deployment(self, job: Job, read: JobRead) -> Deployment:
+        endpoint = await EndpointRepository(self.session).get_any(job.endpoint_id)
+        if endpoint is None:  # a job's endpoint is kept (soft-deleted) for its history
+            raise NotFound(f"the endpoint of job {job.id} no longer exists")
+        hardware = None
+        if endpoint.hardware_id is not None:
+            row = await HardwareRepository(self.session).get(self.team_id, endpoint.hardware_id)
+            hardware = None if row is None else row.name
+        starts = [r.started_at for r in read.runs if r.started_at is not None]
+        ends = [r.finished_at for r in read.runs if r.finished_at is not None]
+        return Deployment(
+            label=endpoint.name,
+            job_id=str(job.id),
+            endpoint_name=endpoint.name,
+            model=endpoint.model,
+            engine=" ".join(x for x in (endpoint.engine, endpoint.engine_version) if x) or None,
+            hardware=hardware,
+            gpu_count=endpoint.gpu_count,
+            status=job.status,
+            runs=tuple(level_figures(r) for r in read.runs),
+            workload_fingerprint=job.workload_fingerprint,
+            measured_from=min(starts, default=None),
+            measured_to=max(ends, default=None),
+            has_metrics_urls=bool(endpoint.metrics_urls),
+        )
+
+    async def _histograms(self, runs: Sequence[RunSummary]) -> tuple[Histogram, ...]:
+        edges, counts = await ReportRepository(self.session).ttft_histograms([r.id for r in runs])
+        if not edges:
+            return ()
+        return tuple(
+            Histogram(level_label(r.level, r.mode), tuple(edges), tuple(counts[r.id])) for r in runs
+        )
+
+    async def job_report(self, job_id: uuid.UUID, *, histograms: bool = True) -> JobReport:
+        """The report of one of the team's jobs (404 otherwise), priced as measured."""
+        job = await self.jobs.get(job_id)
+        read = await self.jobs.read(job)
+        return JobReport(
+            deployment=await self._deployment(job, read),
+            workload=workload_text(job.workload),
+            load_plan=load_text(job.load),
+            slo=slo_limits(job.slo),
+            created_at=job.created_at,
+            generated_at=datetime.now(UTC),
+            error=job.error,
+            capacity=capacity_text(read.capacity_at_slo),
+            histograms=await self._histograms(read.runs) if histograms else (),
+        )
+
+    async def comparison(self, job_ids: Sequence[uuid.UUID]) -> ComparisonReport:
+        """Several of the team's jobs side by side; warns when their workloads differ."""
+        if not MIN_COMPARED <= len(job_ids) <= MAX_COMPARED:
+            raise InvalidInput(
+                "job_id",
+                f"give {MIN_COMPARED} to {MAX_COMPARED} jobs to compare (repeat job_id), "
+                f"not {len(job_ids)}",
+            )
+        if len(set(job_ids)) != len(job_ids):
+            raise InvalidInput("job_id", "a job is listed twice; give each job once")
+        jobs = [await self.jobs.get(job_id) for job_id in job_ids]
+        reads = [await self.jobs.read(job) for job in jobs]
+        found = [await self._deployment(job, read) for job, read in zip(jobs, reads, strict=True)]
+        # Two jobs on one endpoint would share a legend entry: name them by job as well.
+        names = [d.label for d in found]
+        deployments = tuple(
+            d if names.count(d.label) == 1 else replace(d, label=f"{d.label} (job {d.job_id[:8]})")
+            for d in found
+        )
+        return ComparisonReport(
+            deployments=deployments,
+            workloads={str(job.id): workload_text(job.workload) for job in jobs},
+            generated_at=datetime.now(UTC),
+            warnings=_fingerprint_warnings(deployments, reads),
+        )
+
+
+def _fingerprint_warnings(
+    deployments: Sequence[Deployment], reads: Sequence[JobRead]
+) -> tuple[str, ...]:
+    """A warning when the compared runs did not all send the same kind of requests."""
+    seen: dict[str, list[str]] = {}
+    for deployment, read in zip(deployments, reads, strict=True):
+        prints = {r.workload_fingerprint or "unknown" for r in read.runs} or {
+            deployment.workload_fingerprint or "unknown"
+        }
+        for fingerprint in sorted(prints):
+            seen.setdefault(fingerprint, []).append(deployment.label)
+    if len(seen) <= 1:
+        return ()
+    listing = "; ".join(f"{fp}: {', '.join(labels)}" for fp, labels in seen.items())
+    return (
+        "these jobs ran different workloads (workload fingerprints "
+        f"{listing}), so their latency, throughput and cost are not measured on the same "
+        "requests; compare jobs with equal fingerprints for a like-for-like answer",
+    )

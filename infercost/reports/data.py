@@ -1,0 +1,112 @@
+"""What a report draws: plain, immutable figures, independent of the API's schemas.
+
+The API turns its run summaries into these; the charts and templates read nothing else,
+so rendering needs no database, no session and no event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LevelFigures:
+    """One run (one load level) as a report shows it; None where a figure is unknown."""
+
+    run_id: str
+    level: float
+    mode: str
+    status: str
+    requests_total: int = 0
+    requests_failed: int = 0
+    ttft_p50_ms: float | None = None
+    ttft_p95_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p95_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p95_ms: float | None = None
+    e2e_p50_ms: float | None = None
+    e2e_p95_ms: float | None = None
+    output_tokens_per_s: float | None = None
+    total_tokens_per_s: float | None = None
+    requests_per_s: float | None = None
+    error_rate: float | None = None
+    goodput_rps: float | None = None
+    slo_attainment: float | None = None
+    slo_passed: bool | None = None
+    client_bound: bool | None = None
+    usd_per_hour: float | None = None
+    cost_per_million_output_usd: float | None = None
+    cost_at_slo_per_million_output_usd: float | None = None
+    cost_note: str | None = None
+    gpu_util_mean: float | None = None
+    gpu_util_p95: float | None = None
+    sm_active_mean: float | None = None
+    telemetry_errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One job's deployment and its measured levels, in level order."""
+
+    label: str
+    job_id: str
+    endpoint_name: str
+    model: str
+    engine: str | None
+    hardware: str | None
+    gpu_count: int
+    status: str
+    runs: tuple[LevelFigures, ...]
+    workload_fingerprint: str | None = None
+    measured_from: datetime | None = None
+    measured_to: datetime | None = None
+    has_metrics_urls: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """TTFT counts of one run's measured, successful requests over shared bin edges (ms)."""
+
+    label: str
+    edges: tuple[float, ...]
+    counts: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.edges) != len(self.counts) + 1:
+            raise ValueError("a histogram needs one more edge than counts")
+
+
+@dataclass(frozen=True, slots=True)
+class SloLimit:
+    """One SLO limit, e.g. TTFT p95 <= 500 ms (metric is ttft_ms, tpot_ms, itl_ms, e2e_ms)."""
+
+    metric: str
+    stat: str
+    limit_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    """Everything GET /v1/jobs/{id}/report shows."""
+
+    deployment: Deployment
+    workload: str
+    load_plan: str
+    slo: tuple[SloLimit, ...]
+    created_at: datetime
+    generated_at: datetime
+    error: str | None = None
+    capacity: str | None = None
+    histograms: tuple[Histogram, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonReport:
+    """Everything GET /v1/reports/compare shows; `warnings` are shown above the charts."""
+
+    deployments: tuple[Deployment, ...]
+    workloads: dict[str, str]
+    generated_at: datetime
+    warnings: tuple[str, ...] = field(default=())

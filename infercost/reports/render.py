@@ -1,0 +1,124 @@
+"""Report pages as one self-contained HTML document each: inline CSS, inline SVG charts,
+no script, no external reference of any kind, so a page works offline, saved to disk, or
+in a portal's iframe under a Content-Security-Policy of default-src 'none'."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from infercost.reports.charts import (
+    CHART_NAMES,
+    COMPARISON_CHARTS,
+    PALETTE,
+    comparison_chart,
+    inline,
+    job_chart,
+)
+from infercost.reports.data import ComparisonReport, JobReport, SloLimit
+
+#: What a report page may load: nothing but its own inline styles (and data: images).
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Chart:
+    name: str
+    svg: Markup
+
+
+def number(value: float | None) -> str:
+    """Whole numbers from 100 up (thousands separated), three significant figures below;
+    an en dash when unknown."""
+    if value is None or not math.isfinite(value):
+        return "\u2013"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    # Round first, so 9.9996 reads 10.0 and not 10.00.
+    rounded = float(f"{value:.3g}")
+    if rounded == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(rounded)))
+    return f"{rounded:,.{max(0, 2 - magnitude)}f}"
+
+
+def _level(value: float) -> str:
+    return f"{value:g}"
+
+
+def _pct(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "\u2013"
+    return "0%" if value == 0 else f"{100 * value:.3g}%"
+
+
+def _usd(value: float | None) -> str:
+    return "\u2013" if value is None else f"${number(value)}"
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return "\u2013"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
+
+
+def slo_text(limits: Sequence[SloLimit]) -> str:
+    """An SLO as a reader says it: 'TTFT p95 <= 500 ms; TPOT p95 <= 50 ms'."""
+    if not limits:
+        return "none set (SLO columns are empty)"
+    return "; ".join(
+        f"{_NAMES.get(x.metric, x.metric)} {x.stat} \u2264 {number(x.limit_ms)} ms" for x in limits
+    )
+
+
+@cache
+def _environment() -> Environment:
+    """Templates from the package, autoescaped (endpoint names and errors are user text);
+    built once per process, and safe to share between threads once built."""
+    env = Environment(
+        loader=PackageLoader("infercost.reports", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(level=_level, num=number, pct=_pct, usd=_usd, when=_when, slo_text=slo_text)
+    return env
+
+
+def _chart(name: str, svg: str) -> _Chart:
+    # matplotlib escapes every text it writes into the SVG, so the markup is safe to inline.
+    return _Chart(name, Markup(inline(svg, f"c-{name}")))  # noqa: S704
+
+
+def render_job_report(report: JobReport) -> str:
+    """GET /v1/jobs/{id}/report: the header, the table of levels and the six charts."""
+    charts = [
+        _chart(name, job_chart(name, report.deployment, report.slo, report.histograms))
+        for name in CHART_NAMES
+    ]
+    template = _environment().get_template("report.html.j2")
+    return template.render(report=report, charts=charts, generated_at=report.generated_at)
+
+
+def render_comparison(report: ComparisonReport) -> str:
+    """GET /v1/reports/compare: deployment cards, overlaid charts and one table."""
+    charts = [
+        _chart(name, comparison_chart(name, report.deployments)) for name in COMPARISON_CHARTS
+    ]
+    template = _environment().get_template("compare.html.j2")
+    return template.render(
+        report=report, charts=charts, colours=PALETTE, generated_at=report.generated_at
+    )

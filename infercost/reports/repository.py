@@ -1,0 +1,62 @@
+"""The one query a report needs beyond run summaries: TTFT histograms, binned in SQL."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+#: Bins of a TTFT histogram: enough to show a tail, few enough to stay a small chart.
+TTFT_BINS = 30
+
+# Log-spaced bins shared by every run of the report, so levels overlay on one axis.
+# width_bucket puts the maximum in bucket bins + 1; the upper bound is nudged past it. When
+# every TTFT is equal the range is widened to about 5% so there is still one real bin.
+_TTFT_HISTOGRAM = text(
+    """
+    WITH s AS (
+        SELECT run_id, ln(greatest(ttft_ms, 0.001)) AS x
+        FROM request_samples
+        WHERE run_id = ANY(:run_ids) AND NOT warmup AND error_class IS NULL
+          AND ttft_ms IS NOT NULL
+    ), r AS (
+        SELECT min(x) AS lo, greatest(max(x), min(x) + 0.05) * (1 + 1e-12) + 1e-12 AS hi
+        FROM s
+    )
+    SELECT s.run_id, width_bucket(s.x, r.lo, r.hi, :bins) AS bucket, count(*) AS n,
+           min(r.lo) AS lo, min(r.hi) AS hi
+    FROM s CROSS JOIN r
+    GROUP BY s.run_id, bucket
+    """
+)
+
+
+class ReportRepository:
+    """Aggregates over raw samples, computed by Postgres so no sample crosses the wire."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def ttft_histograms(
+        self, run_ids: Sequence[uuid.UUID], bins: int = TTFT_BINS
+    ) -> tuple[list[float], dict[uuid.UUID, list[int]]]:
+        """Shared bin edges (ms, log-spaced) and each run's counts of measured, successful
+        requests per bin; no edges and no counts when no such request has a TTFT."""
+        if not run_ids:
+            return [], {}
+        rows = (
+            await self.session.execute(_TTFT_HISTOGRAM, {"run_ids": list(run_ids), "bins": bins})
+        ).all()
+        if not rows:
+            return [], {}
+        lo, hi = float(rows[0].lo), float(rows[0].hi)
+        step = (hi - lo) / bins
+        edges = [math.exp(lo + i * step) for i in range(bins + 1)]
+        counts: dict[uuid.UUID, list[int]] = {run_id: [0] * bins for run_id in run_ids}
+        for row in rows:
+            # Bucket 0 and bins + 1 cannot occur (lo is the minimum, hi is past the maximum).
+            counts[row.run_id][min(max(int(row.bucket), 1), bins) - 1] += int(row.n)
+        return edges, counts

@@ -1,0 +1,308 @@
+"""The report's charts and pages without a server: every SVG parses, holds the series it
+should with one mark per known point, references nothing outside itself, and says why when
+it has nothing to draw; pages are escaped, script-free and keep ids unique."""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from infercost.reports.charts import (
+    CHART_NAMES,
+    COMPARISON_CHARTS,
+    comparison_chart,
+    inline,
+    job_chart,
+)
+from infercost.reports.data import (
+    ComparisonReport,
+    Deployment,
+    Histogram,
+    JobReport,
+    LevelFigures,
+    SloLimit,
+)
+from infercost.reports.render import render_comparison, render_job_report
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
+LEVELS = (1, 4, 16, 64)
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def level(
+    n: int, *, price: float | None = 3.5, gpu: bool = True, **overrides: object
+) -> LevelFigures:
+    """A plausible level: throughput saturating at about 1,600 tokens/s, latency rising."""
+    tokens = 100 * n / (1 + n / 16)
+    figures = LevelFigures(
+        run_id=f"run-{n}",
+        level=float(n),
+        mode="concurrency",
+        status="succeeded",
+        requests_total=100,
+        ttft_p50_ms=40 + 3 * n,
+        ttft_p95_ms=50 + 5 * n,
+        tpot_p50_ms=10 + n / 8,
+        tpot_p95_ms=12 + n / 6,
+        itl_p50_ms=10 + n / 8,
+        itl_p95_ms=13 + n / 6,
+        e2e_p50_ms=400 + 20 * n,
+        e2e_p95_ms=500 + 30 * n,
+        output_tokens_per_s=tokens,
+        total_tokens_per_s=5 * tokens,
+        requests_per_s=tokens / 128,
+        error_rate=0.0,
+        goodput_rps=tokens / 128,
+        slo_passed=n < 64,
+        client_bound=False,
+        usd_per_hour=price,
+        cost_per_million_output_usd=None if price is None else price / (tokens * 3600) * 1e6,
+        cost_at_slo_per_million_output_usd=None if price is None else price / (tokens * 3000) * 1e6,
+        cost_note=None if price is not None else "endpoint 'ep' has no price: set usd_per_hour",
+        gpu_util_mean=min(1.0, 0.2 + n / 50) if gpu else None,
+        gpu_util_p95=min(1.0, 0.3 + n / 50) if gpu else None,
+        sm_active_mean=None,
+    )
+    return replace(figures, **overrides)
+
+
+def deployment(label: str = "vllm-h200", **kwargs: object) -> Deployment:
+    runs = tuple(level(n, **kwargs) for n in LEVELS)
+    return Deployment(
+        label=label,
+        job_id="5f1c0000-0000-0000-0000-000000000000",
+        endpoint_name=label,
+        model="llama-8b",
+        engine="vllm",
+        hardware="H200-SXM",
+        gpu_count=1,
+        status="succeeded",
+        runs=runs,
+        workload_fingerprint="3f0c1a2b3c4d5e6f",
+        has_metrics_urls=True,
+    )
+
+
+def histograms() -> tuple[Histogram, ...]:
+    edges = tuple(20 * 1.15**i for i in range(21))
+    return tuple(
+        Histogram(
+            f"{n} users",
+            edges,
+            tuple(int(50 * math.exp(-(((i - 3 - n / 8) / 2) ** 2))) for i in range(20)),
+        )
+        for n in LEVELS
+    )
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg.encode())
+
+
+def series(root: ET.Element, chart: str) -> dict[str, int]:
+    """Each series group of a chart and its number of point marks (<use> elements)."""
+    return {
+        g.get("id", ""): len(g.findall(f".//{SVG_NS}use"))
+        for g in root.iter(f"{SVG_NS}g")
+        if g.get("id", "").startswith(f"series-{chart}-")
+    }
+
+
+def assert_self_contained(svg: str) -> None:
+    """Nothing in the SVG can make a browser fetch: fragment references only, no script."""
+    root = parse(svg)
+    for element in root.iter():
+        for name, value in element.attrib.items():
+            if name.endswith("href"):
+                assert value.startswith("#"), (element.tag, name, value)
+            for target in re.findall(r"url\(([^)]*)\)", value):
+                assert target.startswith("#"), (element.tag, name, value)
+        assert not element.tag.endswith(("script", "image", "foreignObject")), element.tag
+    for style in root.iter(f"{SVG_NS}style"):
+        assert "@import" not in (style.text or "") and "url(" not in (style.text or "")
+
+
+@pytest.mark.parametrize("name", CHART_NAMES)
+def test_each_job_chart_parses_is_self_contained_and_has_its_series(name: str) -> None:
+    svg = job_chart(name, deployment(), [SloLimit("ttft_ms", "p95", 200.0)], histograms())
+    assert_self_contained(svg)
+    root = parse(svg)
+    assert root.tag == f"{SVG_NS}svg"
+    found = series(root, name)
+    assert found, f"{name}: no series drawn"
+    assert not any(g.get("id", "").startswith("no-data") for g in root.iter(f"{SVG_NS}g"))
+    if name != "ttft-distribution":
+        # One mark per level with a known value; sm_active_mean is unknown, so not drawn.
+        assert set(found.values()) == {len(LEVELS)}, found
+
+
+def test_job_series_are_the_expected_figures() -> None:
+    one = deployment()
+    assert set(series(parse(job_chart("latency", one)), "latency")) == {
+        f"series-latency-{m}-{s}" for m in ("ttft", "tpot", "e2e") for s in ("p50", "p95")
+    }
+    assert set(series(parse(job_chart("throughput", one)), "throughput")) == {
+        "series-throughput-output",
+        "series-throughput-requests",
+    }
+    assert set(series(parse(job_chart("cost", one)), "cost")) == {
+        "series-cost-all",
+        "series-cost-at-slo",
+    }
+    assert set(series(parse(job_chart("gpu-utilization", one)), "gpu-utilization")) == {
+        "series-gpu-utilization-util-mean",
+        "series-gpu-utilization-util-p95",
+    }
+
+
+def test_slo_limits_are_drawn_on_the_latency_chart() -> None:
+    svg = job_chart(
+        "latency", deployment(), [SloLimit("ttft_ms", "p95", 200), SloLimit("tpot_ms", "p95", 50)]
+    )
+    ids = {g.get("id") for g in parse(svg).iter(f"{SVG_NS}g")}
+    assert {"slo-ttft_ms-p95", "slo-tpot_ms-p95"} <= ids
+    assert "SLO TTFT p95 200 ms" in svg
+
+
+def test_ttft_histogram_marks_only_the_bins_that_hold_requests() -> None:
+    hists = histograms()
+    found = series(
+        parse(job_chart("ttft-distribution", deployment(), histograms=hists)), "ttft-distribution"
+    )
+    assert len(found) == len(LEVELS)
+    for i, h in enumerate(hists):
+        assert found[f"series-ttft-distribution-{i}"] == sum(1 for c in h.counts if c > 0)
+
+
+def test_unknown_values_are_left_out_not_drawn_as_zero() -> None:
+    d = deployment()
+    runs = (replace(d.runs[0], output_tokens_per_s=None), *d.runs[1:])
+    found = series(parse(job_chart("throughput", replace(d, runs=runs))), "throughput")
+    assert found["series-throughput-output"] == len(LEVELS) - 1
+    assert found["series-throughput-requests"] == len(LEVELS)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "histos", "why"),
+    [
+        ("cost", {"price": None}, (), "has no price: set usd_per_hour"),
+        ("gpu-utilization", {"gpu": False}, (), "published no GPU utilisation"),
+        ("ttft-distribution", {}, (), "no measured request succeeded"),
+    ],
+)
+def test_a_chart_without_data_says_why(
+    name: str, kwargs: dict[str, object], histos: tuple[Histogram, ...], why: str
+) -> None:
+    svg = job_chart(name, deployment(**kwargs), histograms=histos)
+    assert_self_contained(svg)
+    root = parse(svg)
+    assert series(root, name) == {}
+    assert any(g.get("id") == f"no-data-{name}" for g in root.iter(f"{SVG_NS}g"))
+    text = " ".join(t.text or "" for t in root.iter(f"{SVG_NS}text"))
+    assert "No data:" in text and why in text, text
+
+
+def test_no_gpu_panel_names_the_missing_metrics_urls() -> None:
+    svg = job_chart("gpu-utilization", replace(deployment(gpu=False), has_metrics_urls=False))
+    assert "no metrics_urls" in svg
+
+
+def test_comparison_charts_draw_one_series_per_deployment() -> None:
+    deployments = [deployment("vllm-h200"), deployment("sglang-h100x2"), deployment("tgi-l40s")]
+    for name in COMPARISON_CHARTS:
+        svg = comparison_chart(name, deployments)
+        assert_self_contained(svg)
+        found = series(parse(svg), name)
+        # Latency charts carry TTFT p95 and TPOT p95 per deployment, the others one line.
+        per_deployment = 2 if name.startswith("latency") else 1
+        assert len(found) == per_deployment * len(deployments), (name, found)
+        assert set(found.values()) == {len(LEVELS)}, (name, found)
+        for label in ("vllm-h200", "sglang-h100x2", "tgi-l40s"):
+            assert label in svg
+
+
+def test_mixed_modes_plot_against_measured_requests_per_second() -> None:
+    d = deployment()
+    runs = (replace(d.runs[0], mode="concurrency"), *(replace(r, mode="rate") for r in d.runs[1:]))
+    svg = job_chart("throughput", replace(d, runs=runs))
+    assert "measured load (requests/s" in svg
+
+
+def test_dollar_signs_in_names_are_shown_not_parsed_as_math() -> None:
+    svg = comparison_chart("throughput", [deployment("a$b"), deployment("c$d")])
+    assert "a$b" in svg and "c$d" in svg
+
+
+def test_inlined_charts_keep_ids_unique_and_references_resolved() -> None:
+    page = "".join(
+        inline(job_chart(name, deployment(), histograms=histograms()), f"c-{name}")
+        for name in CHART_NAMES
+    )
+    root = parse(
+        f'<div xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">{page}</div>'
+    )
+    ids = [e.get("id") for e in root.iter() if e.get("id")]
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1][:5]
+    known = set(ids)
+    for element in root.iter():
+        for value in element.attrib.values():
+            for ref in re.findall(r"url\(#([^)]*)\)", value):
+                assert ref in known, ref
+        href = element.get(XLINK_HREF)
+        if href:
+            assert href[1:] in known, href
+    assert "<?xml" not in page and "<!DOCTYPE" not in page
+
+
+def _report(d: Deployment) -> JobReport:
+    return JobReport(
+        deployment=d,
+        workload="input 512 tokens; output 128 tokens",
+        load_plan="closed loop at 1, 4, 16, 64 users",
+        slo=(SloLimit("ttft_ms", "p95", 200.0),),
+        created_at=NOW,
+        generated_at=NOW,
+        histograms=histograms(),
+    )
+
+
+def test_job_page_is_one_escaped_self_contained_document() -> None:
+    hostile = deployment("<script>alert(1)</script>")
+    runs = (replace(hostile.runs[0], client_bound=True), *hostile.runs[1:])
+    html = render_job_report(_report(replace(hostile, runs=runs)))
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # No way to load anything: no src, no link, no external href or url().
+    assert not re.search(r"\ssrc=|<link|<iframe|@import", html)
+    assert not re.search(r'href="(?!#)', html)
+    assert not re.search(r"url\((?!#)", html)
+    for name in CHART_NAMES:
+        assert f'id="chart-{name}"' in html
+    assert html.count("<svg") == len(CHART_NAMES)
+    # The client-bound level is flagged in its row and in a banner.
+    assert "client-bound" in html and "Client-bound levels:" in html
+    assert "TTFT p95 \u2264 200 ms" in html
+
+
+def test_comparison_page_shows_every_deployment_and_its_warnings() -> None:
+    a, b = deployment("vllm-h200"), replace(deployment("sglang-h100x2"), job_id="6f1c")
+    html = render_comparison(
+        ComparisonReport(
+            deployments=(a, b),
+            workloads={a.job_id: "input 512", b.job_id: "input 2048"},
+            generated_at=NOW,
+            warnings=("these jobs ran different workloads",),
+        )
+    )
+    assert "<script" not in html.lower()
+    assert html.count("<svg") == len(COMPARISON_CHARTS)
+    assert "Not like for like:" in html and "these jobs ran different workloads" in html
+    assert "input 512" in html and "input 2048" in html
+    assert html.count("vllm-h200") >= 1 + len(LEVELS)  # the card and each table row
