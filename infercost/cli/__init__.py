@@ -1,9 +1,11 @@
-"""The `infercost` command: server parts, the all-in-one launcher, the simulator."""
+"""The `infercost` command: server parts, the all-in-one launcher, the simulator, and the
+client commands (submit, jobs, compare, report, cancel) that use the HTTP API."""
 
 from __future__ import annotations
 
 import click
 
+from infercost.cli.commands import cancel, compare, jobs, report, submit
 from infercost.cli.serve import api, migrate, worker
 from infercost.cli.sim import sim
 from infercost.cli.up import up
@@ -20,3 +22,8 @@ main.add_command(worker)
 main.add_command(migrate)
 main.add_command(sim)
 main.add_command(up)
+main.add_command(submit)
+main.add_command(jobs)
+main.add_command(compare)
+main.add_command(report)
+main.add_command(cancel)

@@ -1,0 +1,93 @@
+"""Running figures of the level being measured, for progress bars (`runs.live`).
+
+The worker's heartbeat (JobRunner._watch, about twice a second) asks `LiveLevel.figures()`
+for the level's figures so far and writes them to its run. The load generator is never
+touched: the accumulator reads the requests it already appended to the level's `done` list
+since the previous beat, so each beat costs O(requests finished since the last one) plus a
+median over a bounded reservoir, never a pass over every sample of the level.
+
+Figures follow METRICS.md over the requests finished so far: TTFT and output tokens/s over
+measured (not warm-up) requests that succeeded, output tokens/s over the measured window
+so far (first measured send to last measured end). Once every request of a level has
+finished they equal the run summary's (the median exactly while at most RESERVOIR
+TTFTs were seen; an unbiased sample of them beyond that).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from workers.loadgen.stream import RawRequest
+
+#: TTFTs kept for the running median: exact up to this many, a uniform sample beyond.
+RESERVOIR = 2048
+
+_NS = 1e-9
+
+
+class LiveLevel:
+    """Running sums over a level's finished requests, read from the list the load generator
+    appends to. Not thread-safe: it runs on the worker's event loop, as the load does."""
+
+    def __init__(
+        self, done: Sequence[RawRequest], planned: int | None, origin_ns: int, seed: int = 0
+    ) -> None:
+        self._done = done
+        self._seen = 0
+        self.planned = planned or None
+        self.origin_ns = origin_ns
+        self.errors = 0
+        self._measured = 0  # measured requests that succeeded (TTFTs offered to the reservoir)
+        self._ttft_ms: list[float] = []
+        self._out_tokens = 0
+        self._first_send: int | None = None
+        self._last_end: int | None = None
+        # Seeded so a level's live figures do not depend on anything but its requests.
+        self._rng = random.Random(seed)  # noqa: S311 - sampling, not security
+
+    def _take(self, rec: RawRequest) -> None:
+        if rec.error_class is not None:
+            self.errors += 1
+            return
+        if rec.warmup:
+            return
+        if self._first_send is None or rec.t_send < self._first_send:
+            self._first_send = rec.t_send
+        if rec.t_end is not None and (self._last_end is None or rec.t_end > self._last_end):
+            self._last_end = rec.t_end
+        self._out_tokens += rec.n_out
+        if not rec.chunk_ns:
+            return
+        ttft_ms = (rec.chunk_ns[0] - rec.t_send) * 1e-6
+        self._measured += 1
+        if len(self._ttft_ms) < RESERVOIR:
+            self._ttft_ms.append(ttft_ms)
+            return
+        # Algorithm R: each TTFT seen so far stays with probability RESERVOIR / seen.
+        slot = self._rng.randrange(self._measured)
+        if slot < RESERVOIR:
+            self._ttft_ms[slot] = ttft_ms
+
+    def figures(self, now_ns: int) -> dict[str, Any]:
+        """The figures so far, as stored in `runs.live` (the run summary's `live` block)."""
+        done = self._done
+        end = len(done)
+        for i in range(self._seen, end):
+            self._take(done[i])
+        self._seen = end
+        window_s: float | None = None
+        if self._first_send is not None and self._last_end is not None:
+            window_s = (self._last_end - self._first_send) * _NS
+        return {
+            "done": end,
+            "planned": self.planned,
+            "errors": self.errors,
+            "elapsed_s": round(max(0, now_ns - self.origin_ns) * _NS, 3),
+            "ttft_ms_p50": (round(statistics.median(self._ttft_ms), 3) if self._ttft_ms else None),
+            "output_tokens_per_s": (
+                round(self._out_tokens / window_s, 3) if window_s and window_s > 0 else None
+            ),
+        }
