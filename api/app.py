@@ -20,10 +20,13 @@ from api.domain.datasets.controllers import DatasetController
 from api.domain.endpoints.controllers import EndpointController
 from api.domain.estimates.controllers import EstimateController, PresetController
 from api.domain.hardware.controllers import HardwareController
+from api.domain.history.controllers import HistoryController
 from api.domain.jobs.controllers import JobController, RunController
 from api.domain.prices.controllers import PriceController
+from api.domain.reports.controllers import ReportController
 from api.domain.teams.controllers import TeamController
 from api.domain.telemetry.controllers import TelemetryController
+from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
 from api.queue import TaskQueue
 from infercost import __version__
@@ -69,6 +72,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             HardwareController,
             PriceController,
             EndpointController,
+            HistoryController,
             JobController,
             RunController,
             TelemetryController,
@@ -76,6 +80,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             PresetController,
             DatasetController,
             ComparisonController,
+            ReportController,
+            WebhookController,
         ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from litestar import Request
 from litestar.datastructures import State
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.di import NamedDependency
 
+from api.db import DbSession
 from infercost.errors import Forbidden, Unauthorized
 from infercost.security import key_prefix, same_token, verify_api_key
 from infercost.settings import Settings
@@ -20,6 +21,16 @@ class Caller:
     """The team on whose behalf a request acts; every query is scoped by its id."""
 
     team_id: uuid.UUID
+
+
+# The app-wide dependencies, injected by name (Litestar 3 infers none): declare them as
+# `caller: CurrentCaller`, `settings: AppSettings`, `admin: AdminOnly`.
+#: The authenticated team (provide_caller).
+CurrentCaller = NamedDependency[Caller]
+#: The process's settings (provide_settings).
+AppSettings = NamedDependency[Settings]
+#: Present only to require the admin token (provide_admin); its value is None.
+AdminOnly = NamedDependency[None]
 
 
 def _bearer(request: Request[object, object, State]) -> str:
@@ -37,7 +48,7 @@ def provide_settings(state: State) -> Settings:
 
 
 async def provide_caller(
-    request: Request[object, object, State], db_session: AsyncSession, settings: Settings
+    request: Request[object, object, State], db_session: DbSession, settings: AppSettings
 ) -> Caller:
     """Resolve the bearer key to its team, or answer 401."""
     token = _bearer(request)
@@ -50,7 +61,7 @@ async def provide_caller(
     return Caller(team_id=key.team_id)
 
 
-async def provide_admin(request: Request[object, object, State], settings: Settings) -> None:
+async def provide_admin(request: Request[object, object, State], settings: AppSettings) -> None:
     """Allow only the admin token (INFERCOST_ADMIN_TOKEN)."""
     token = _bearer(request)
     if settings.admin_token is None:

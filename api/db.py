@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from sqlalchemy.ext.asyncio import AsyncSession
 
 AfterCommit = Callable[[], Awaitable[None]]
+
+#: The request's session (provide_db_session), injected by name: `db_session: DbSession`.
+DbSession = NamedDependency[AsyncSession]
 
 
 def after_commit(session: AsyncSession, hook: AfterCommit) -> None:

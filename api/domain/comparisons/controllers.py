@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import Controller, MediaType, Request, get
 from litestar.datastructures import State
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import FromQuery, QueryParameter
 from litestar.response.base import ASGIResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.auth import Caller
+from api.auth import CurrentCaller
+from api.db import DbSession
 from api.domain.comparisons.schemas import ComparisonPage, FrontierRead
 from api.domain.comparisons.services import (
     ComparisonQuery,
@@ -28,28 +28,31 @@ from api.domain.comparisons.services import (
 from api.schemas import Limit, Offset
 from infercost.comparisons.repository import FIGURES, SORT_KEYS, Aggregate, GroupBy
 
-Many = Annotated[list[str] | None, Parameter(description="repeat to match any of several")]
+Many = Annotated[list[str] | None, QueryParameter(description="repeat to match any of several")]
 Since = Annotated[
-    datetime | None, Parameter(description="RFC 3339: runs finished at or after this time")
+    datetime | None, QueryParameter(description="RFC 3339: runs finished at or after this time")
 ]
-Until = Annotated[datetime | None, Parameter(description="RFC 3339: runs finished before this")]
+Until = Annotated[
+    datetime | None, QueryParameter(description="RFC 3339: runs finished before this")
+]
 SloPassed = Annotated[
-    bool | None, Parameter(description="only runs that passed (true) or failed (false) their SLO")
+    bool | None,
+    QueryParameter(description="only runs that passed (true) or failed (false) their SLO"),
 ]
 IncludeClientBound = Annotated[
     bool,
-    Parameter(description="keep runs flagged client_bound (left out by default)"),
+    QueryParameter(description="keep runs flagged client_bound (left out by default)"),
 ]
 AggregateParam = Annotated[
     Aggregate,
-    Parameter(
+    QueryParameter(
         description="how repeated runs of one deployment and level combine: median of each "
         "figure (default), or the latest run's figures"
     ),
 ]
 
 
-def provide_comparison_service(db_session: AsyncSession, caller: Caller) -> ComparisonService:
+def provide_comparison_service(db_session: DbSession, caller: CurrentCaller) -> ComparisonService:
     """The service for the caller's team."""
     return ComparisonService(db_session, caller.team_id)
 
@@ -81,25 +84,41 @@ class ComparisonController(Controller):
         self,
         *,
         request: Request[object, object, State],
-        comparisons: ComparisonService,
+        comparisons: NamedDependency[ComparisonService],
         model: Many = None,
         hardware: Many = None,
         engine: Many = None,
         endpoint_id: Annotated[
-            list[uuid.UUID] | None, Parameter(description="repeat to match any of several")
+            list[uuid.UUID] | None, QueryParameter(description="repeat to match any of several")
         ] = None,
         tag: Annotated[
             list[str] | None,
-            Parameter(description="endpoint tag key:value (or just key); repeat: all must match"),
+            QueryParameter(
+                description="endpoint tag key:value (or just key); repeat: all must match"
+            ),
         ] = None,
         workload_fingerprint: Many = None,
+        preset: Annotated[
+            list[str] | None,
+            QueryParameter(
+                description="runs of jobs that named this workload preset (GET /v1/presets)"
+            ),
+        ] = None,
+        mode: Annotated[
+            list[Literal["concurrency", "rate"]] | None,
+            QueryParameter(description="concurrency (closed loop) or rate (open loop)"),
+        ] = None,
+        level: Annotated[
+            list[float] | None,
+            QueryParameter(description="load levels (users, or requests/s); repeat for several"),
+        ] = None,
         since: Since = None,
         until: Until = None,
         slo_passed: SloPassed = None,
         include_client_bound: IncludeClientBound = False,
         group_by: Annotated[
             GroupBy,
-            Parameter(
+            QueryParameter(
                 description="deployment_level: a row per deployment and level; deployment: a "
                 "row per deployment, at its level with the highest output tokens/s"
             ),
@@ -107,14 +126,14 @@ class ComparisonController(Controller):
         aggregate: AggregateParam = "median",
         figures: Annotated[
             str | None,
-            Parameter(description="comma-separated figure names (default: all)"),
+            QueryParameter(description="comma-separated figure names (default: all)"),
         ] = None,
         sort: Annotated[
             str | None,
-            Parameter(description="comma-separated keys, '-' for descending, nulls last"),
+            QueryParameter(description="comma-separated keys, '-' for descending, nulls last"),
         ] = None,
         limit: Annotated[
-            Limit | None, Parameter(description="rows per page: 50 for JSON, all for CSV")
+            Limit | None, QueryParameter(description="rows per page: 50 for JSON, all for CSV")
         ] = None,
         offset: Offset = 0,
     ) -> ASGIResponse:
@@ -128,6 +147,9 @@ class ComparisonController(Controller):
                 endpoint_ids=endpoint_id or (),
                 tags=tag or (),
                 fingerprints=workload_fingerprint or (),
+                presets=preset or (),
+                modes=mode or (),
+                levels=level or (),
                 since=since,
                 until=until,
                 slo_passed=slo_passed,
@@ -159,11 +181,11 @@ class ComparisonController(Controller):
     async def frontier(
         self,
         *,
-        comparisons: ComparisonService,
-        model: str,
+        comparisons: NamedDependency[ComparisonService],
+        model: FromQuery[str],
         workload_fingerprint: Annotated[
             str | None,
-            Parameter(description="the workload; may be left out when the model has only one"),
+            QueryParameter(description="the workload; may be left out when the model has only one"),
         ] = None,
         since: Since = None,
         until: Until = None,
@@ -171,7 +193,7 @@ class ComparisonController(Controller):
         include_client_bound: IncludeClientBound = False,
         aggregate: AggregateParam = "median",
         include_dominated: Annotated[
-            bool, Parameter(description="also return the points not on the frontier")
+            bool, QueryParameter(description="also return the points not on the frontier")
         ] = False,
     ) -> FrontierRead:
         """Every measured deployment and level of one model on one workload as a point (x:

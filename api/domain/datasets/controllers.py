@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, delete, get, post
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.openapi.spec import (
     OpenAPIFormat,
     OpenAPIMediaType,
@@ -17,16 +16,15 @@ from litestar.openapi.spec import (
     RequestBody,
     Schema,
 )
-from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.params import QueryParameter
 
-from api.auth import Caller
+from api.auth import AppSettings, CurrentCaller
+from api.db import DbSession
 from api.domain.datasets.schemas import DatasetRead
 from api.domain.datasets.services import DatasetService, TooLarge
-from api.schemas import Limit, Offset, Page
+from api.schemas import Limit, Offset, Page, PathId
 from infercost.datasets.models import DatasetFormat
 from infercost.errors import InfercostError
-from infercost.settings import Settings
 
 #: Content types of an upload, and the format each means when `format` is not given.
 CONTENT_FORMATS = {
@@ -59,7 +57,7 @@ class UnsupportedType(InfercostError):
     title = "Unsupported media type"
 
 
-def provide_dataset_service(db_session: AsyncSession, caller: Caller) -> DatasetService:
+def provide_dataset_service(db_session: DbSession, caller: CurrentCaller) -> DatasetService:
     """The service for the caller's team."""
     return DatasetService(db_session, caller.team_id)
 
@@ -106,16 +104,16 @@ class DatasetController(Controller):
     async def upload_dataset(
         self,
         request: Request[Any, Any, Any],
-        datasets: DatasetService,
-        settings: Settings,
+        datasets: NamedDependency[DatasetService],
+        settings: AppSettings,
         name: Annotated[
             str | None,
-            Parameter(description="a name to show (default: from the hash)", max_length=200),
+            QueryParameter(description="a name to show (default: from the hash)", max_length=200),
         ] = None,
         fmt: Annotated[
             DatasetFormat | None,
-            Parameter(
-                query="format",
+            QueryParameter(
+                name="format",
                 description="jsonl (prompt or messages per line) or sharegpt (conversations); "
                 "default from Content-Type: application/json is sharegpt, "
                 "application/x-ndjson or application/jsonl is jsonl",
@@ -141,19 +139,23 @@ class DatasetController(Controller):
 
     @get("/", summary="List datasets")
     async def list_datasets(
-        self, datasets: DatasetService, limit: Limit = 50, offset: Offset = 0
+        self, datasets: NamedDependency[DatasetService], limit: Limit = 50, offset: Offset = 0
     ) -> Page[DatasetRead]:
         """Your team's datasets, newest first."""
         items, total = await datasets.page(limit, offset)
         return Page(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{dataset_id:uuid}", summary="Read a dataset")
-    async def get_dataset(self, datasets: DatasetService, dataset_id: uuid.UUID) -> DatasetRead:
+    async def get_dataset(
+        self, datasets: NamedDependency[DatasetService], dataset_id: PathId
+    ) -> DatasetRead:
         """One dataset's description and content hash."""
         return await datasets.read(dataset_id)
 
     @delete("/{dataset_id:uuid}", summary="Delete a dataset")
-    async def delete_dataset(self, datasets: DatasetService, dataset_id: uuid.UUID) -> None:
+    async def delete_dataset(
+        self, datasets: NamedDependency[DatasetService], dataset_id: PathId
+    ) -> None:
         """Remove a dataset (204). One that jobs used is kept for them but hidden: it is no
         longer listed and new jobs cannot name it."""
         await datasets.delete(dataset_id)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from litestar import Controller, get, post
-from litestar.di import Provide
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, JSONBody
 
-from api.auth import Caller
+from api.auth import CurrentCaller
+from api.db import DbSession
 from api.domain.estimates.schemas import EstimateCreate, EstimateRead, PresetRead
 from api.domain.estimates.services import EstimateService
 from infercost.planning.presets import PRESETS, WorkloadPreset, get_preset
 
 
-def provide_estimate_service(db_session: AsyncSession, caller: Caller) -> EstimateService:
+def provide_estimate_service(db_session: DbSession, caller: CurrentCaller) -> EstimateService:
     """The service for the caller's team."""
     return EstimateService(db_session, caller.team_id)
 
@@ -39,7 +40,7 @@ class EstimateController(Controller):
 
     @post("/", status_code=200, summary="Cost and capacity for a traffic profile and SLO")
     async def create_estimate(
-        self, estimates: EstimateService, data: EstimateCreate
+        self, estimates: NamedDependency[EstimateService], data: JSONBody[EstimateCreate]
     ) -> EstimateRead:
         """Every deployment of the model you have measured (and hosted APIs you have priced),
         sized for the traffic at the SLO and ranked by USD per hour, cheapest first."""
@@ -53,11 +54,11 @@ class PresetController(Controller):
     tags = ["estimates"]
 
     @get("/", summary="List workload presets")
-    async def list_presets(self, caller: Caller) -> list[PresetRead]:
+    async def list_presets(self, caller: CurrentCaller) -> list[PresetRead]:
         """Application types with their token lengths, default SLO and the figure to watch."""
         return [preset_read(p) for p in PRESETS.values()]
 
     @get("/{name:str}", summary="Read a workload preset")
-    async def get_preset(self, caller: Caller, name: str) -> PresetRead:
+    async def get_preset(self, caller: CurrentCaller, name: FromPath[str]) -> PresetRead:
         """One preset; an unknown name lists the known ones."""
         return preset_read(get_preset(name))

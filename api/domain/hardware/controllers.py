@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import uuid
-
 from litestar import Controller, get, post
-from litestar.di import Provide
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.di import NamedDependency, Provide
+from litestar.params import JSONBody
 
-from api.auth import Caller
+from api.auth import CurrentCaller
+from api.db import DbSession
 from api.domain.hardware.schemas import HardwareCreate, HardwareRead
 from api.domain.hardware.services import HardwareService, to_read
+from api.schemas import PathId
 
 
-def provide_hardware_service(db_session: AsyncSession, caller: Caller) -> HardwareService:
+def provide_hardware_service(db_session: DbSession, caller: CurrentCaller) -> HardwareService:
     """The service for the caller's team."""
     return HardwareService(db_session, caller.team_id)
 
@@ -26,18 +26,20 @@ class HardwareController(Controller):
     dependencies = {"hardware": Provide(provide_hardware_service, sync_to_thread=False)}
 
     @get("/", summary="List the GPU catalog")
-    async def list_hardware(self, hardware: HardwareService) -> list[HardwareRead]:
+    async def list_hardware(self, hardware: NamedDependency[HardwareService]) -> list[HardwareRead]:
         """Seeded public SKUs and your team's additions."""
         return [to_read(hw) for hw in await hardware.list()]
 
     @get("/{hardware_id:uuid}", summary="Read one GPU SKU")
-    async def get_hardware(self, hardware: HardwareService, hardware_id: uuid.UUID) -> HardwareRead:
+    async def get_hardware(
+        self, hardware: NamedDependency[HardwareService], hardware_id: PathId
+    ) -> HardwareRead:
         """One SKU's specs."""
         return to_read(await hardware.get(hardware_id))
 
     @post("/", status_code=201, summary="Add a GPU SKU")
     async def create_hardware(
-        self, hardware: HardwareService, data: HardwareCreate
+        self, hardware: NamedDependency[HardwareService], data: JSONBody[HardwareCreate]
     ) -> HardwareRead:
         """Add hardware the public catalog lacks; only your team sees it."""
         return to_read(await hardware.create(data))

@@ -2,48 +2,52 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.datastructures import State
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import FromQuery, HeaderParameter, JSONBody, QueryParameter
 from litestar.response.base import ASGIResponse
 from litestar.response.streaming import ASGIStreamingResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.auth import Caller
+from api.auth import AppSettings, CurrentCaller
+from api.db import DbSession
+from api.domain.jobs.definitions import (
+    DefinitionsParam,
+    DefinitionsService,
+    parse_tool,
+    provide_definitions_service,
+)
 from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, RunSummary, SamplePage
 from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
-from api.schemas import Limit, Offset, Page
-from infercost.settings import Settings
+from api.schemas import Limit, Offset, Page, PathId
 
 IdempotencyKey = Annotated[
     str | None,
-    Parameter(
-        header="Idempotency-Key", max_length=200, description="the same key returns the same job"
+    HeaderParameter(
+        name="Idempotency-Key", max_length=200, description="the same key returns the same job"
     ),
 ]
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 PriceAt = Annotated[
     datetime | None,
-    Parameter(
+    QueryParameter(
         description="RFC 3339: re-price with the price book in effect at that time "
         "(the run's endpoint's provider, hardware, pricing model and GPU count)"
     ),
 ]
 UsdPerHour = Annotated[
     float | None,
-    Parameter(ge=0, description="re-price at this USD per hour instead (not with price_at)"),
+    QueryParameter(ge=0, description="re-price at this USD per hour instead (not with price_at)"),
 ]
 
 
 def provide_job_service(
-    db_session: AsyncSession, caller: Caller, state: State, settings: Settings
+    db_session: DbSession, caller: CurrentCaller, state: State, settings: AppSettings
 ) -> JobService:
     """The service for the caller's team."""
     return JobService(db_session, caller.team_id, state.task_queue, settings.max_concurrency)
@@ -58,7 +62,10 @@ class JobController(Controller):
 
     @post("/", status_code=202, summary="Submit a benchmark job")
     async def submit_job(
-        self, jobs: JobService, data: JobCreate, idempotency_key: IdempotencyKey = None
+        self,
+        jobs: NamedDependency[JobService],
+        data: JSONBody[JobCreate],
+        idempotency_key: IdempotencyKey = None,
     ) -> Response[JobRead]:
         """Queue a job; poll GET /v1/jobs/{id} for progress. A repeated Idempotency-Key
         returns the job it first created (200) instead of creating another."""
@@ -68,10 +75,10 @@ class JobController(Controller):
     @get("/", summary="List jobs")
     async def list_jobs(
         self,
-        jobs: JobService,
+        jobs: NamedDependency[JobService],
         limit: Limit = 50,
         offset: Offset = 0,
-        status: JobStatus | None = None,
+        status: FromQuery[JobStatus | None] = None,
     ) -> Page[JobListItem]:
         """Your team's jobs, newest first."""
         rows, total = await jobs.page(limit, offset, status)
@@ -80,8 +87,8 @@ class JobController(Controller):
     @get("/{job_id:uuid}", summary="Read a job")
     async def get_job(
         self,
-        jobs: JobService,
-        job_id: uuid.UUID,
+        jobs: NamedDependency[JobService],
+        job_id: PathId,
         price_at: PriceAt = None,
         usd_per_hour: UsdPerHour = None,
     ) -> JobRead:
@@ -91,15 +98,15 @@ class JobController(Controller):
         return await jobs.read(await jobs.get(job_id), pricing)
 
     @post("/{job_id:uuid}/cancel", status_code=200, summary="Cancel a job")
-    async def cancel_job(self, jobs: JobService, job_id: uuid.UUID) -> JobRead:
+    async def cancel_job(self, jobs: NamedDependency[JobService], job_id: PathId) -> JobRead:
         """Stop a queued or running job; levels already measured are kept."""
         return await jobs.read(await jobs.cancel(job_id))
 
     @get("/{job_id:uuid}/runs", summary="List a job's runs")
     async def list_runs(
         self,
-        jobs: JobService,
-        job_id: uuid.UUID,
+        jobs: NamedDependency[JobService],
+        job_id: PathId,
         price_at: PriceAt = None,
         usd_per_hour: UsdPerHour = None,
     ) -> list[RunSummary]:
@@ -112,19 +119,33 @@ class RunController(Controller):
 
     path = "/v1/runs"
     tags = ["runs"]
-    dependencies = {"jobs": Provide(provide_job_service, sync_to_thread=False)}
+    dependencies = {
+        "jobs": Provide(provide_job_service, sync_to_thread=False),
+        "recompute": Provide(provide_definitions_service, sync_to_thread=False),
+    }
 
     @get("/{run_id:uuid}", summary="Read a run summary")
     async def get_run(
         self,
-        jobs: JobService,
-        run_id: uuid.UUID,
+        *,
+        jobs: NamedDependency[JobService],
+        recompute: NamedDependency[DefinitionsService],
+        run_id: PathId,
         price_at: PriceAt = None,
         usd_per_hour: UsdPerHour = None,
+        definitions: DefinitionsParam = None,
     ) -> RunSummary:
         """Every figure of one load level; `price_at` or `usd_per_hour` re-price its cost
-        block (the stored run does not change)."""
-        return await jobs.summary(run_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour))
+        block (the stored run does not change); `definitions` adds the run's TPOT, ITL and
+        throughput as vllm, guidellm or aiperf define them, from its raw samples."""
+        tool = None if definitions is None else parse_tool(definitions)
+        summary = await jobs.summary(
+            run_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour)
+        )
+        if tool is None:
+            return summary
+        # jobs.summary answered 404 unless the run is the caller's team's.
+        return msgspec.structs.replace(summary, definitions=await recompute.block(run_id, tool))
 
     @get(
         "/{run_id:uuid}/requests",
@@ -141,12 +162,14 @@ class RunController(Controller):
         self,
         *,
         request: Request[object, object, State],
-        jobs: JobService,
-        run_id: uuid.UUID,
-        after: Annotated[int, Parameter(ge=-1, description="last seq of the previous page")] = -1,
-        limit: Annotated[int, Parameter(ge=1, le=5000)] = 1000,
+        jobs: NamedDependency[JobService],
+        run_id: PathId,
+        after: Annotated[
+            int, QueryParameter(ge=-1, description="last seq of the previous page")
+        ] = -1,
+        limit: Annotated[int, QueryParameter(ge=1, le=5000)] = 1000,
         warmup: Annotated[
-            bool | None, Parameter(description="only warm-up (true) or measured (false)")
+            bool | None, QueryParameter(description="only warm-up (true) or measured (false)")
         ] = None,
     ) -> ASGIResponse:
         """One row a request, in send order; warm-up requests are marked."""

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from api.domain.history.schemas import Change
 from infercost.prices.pricing import PriceSource
 
 TokenCount = Annotated[float, msgspec.Meta(gt=0, le=1_000_000)]
@@ -319,6 +320,46 @@ class Efficiency(msgspec.Struct):
     peak: float | None
 
 
+class LiveFigures(msgspec.Struct):
+    """A running level's figures so far, rewritten by the worker about twice a second and
+    gone once the level ends (its summary then holds the final figures), for progress bars.
+
+    `done` and `planned` count the level's requests, warm-up included (`planned` null while
+    unknown: a concurrency level of fixed duration); `errors` the failed ones so far;
+    `elapsed_s` the time since the level started. `ttft_ms_p50` and `output_tokens_per_s`
+    are over the measured requests finished so far, defined as in the summary.
+    """
+
+    done: int
+    planned: int | None
+    errors: int
+    elapsed_s: float
+    ttft_ms_p50: float | None
+    output_tokens_per_s: float | None
+
+
+class Definitions(msgspec.Struct):
+    """A run's figures recomputed from its raw samples as another tool defines them
+    (`?definitions=vllm|guidellm|aiperf`; README, "Other tools' definitions").
+
+    `tpot_ms` and `itl_ms` are the tool's figures of those names (`metric_names` gives the
+    tool's own name), with its percentile method; `reported_stats` lists the statistics
+    the tool itself prints. `differences` says in sentences how each differs from
+    infercost's definition, `sources` where the definitions were read.
+    """
+
+    tool: str
+    tpot_ms: Distribution
+    itl_ms: Distribution
+    output_tokens_per_s: float | None
+    requests_per_s: float | None
+    duration_s: float | None
+    metric_names: dict[str, str]
+    reported_stats: list[str]
+    differences: list[str]
+    sources: list[str]
+
+
 class RunSummary(msgspec.Struct):
     """One load level's figures over its measured window (METRICS.md)."""
 
@@ -359,6 +400,13 @@ class RunSummary(msgspec.Struct):
     efficiency: Efficiency | None = None
     # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
     workload_fingerprint: str | None = None
+    # While the level runs: its figures so far (null once it ends).
+    live: LiveFigures | None = None
+    # Against the previous comparable run (README, "History and regressions"): decided when
+    # the job ends; null before that, for failed runs and runs measured before history.
+    change: Change | None = None
+    # Only with ?definitions=: the figures under that tool's definitions.
+    definitions: Definitions | None = None
 
 
 class CapacityAtSlo(msgspec.Struct, omit_defaults=False):
@@ -421,7 +469,8 @@ class Sweep(msgspec.Struct):
 
 
 class JobListItem(msgspec.Struct):
-    """A job in a listing (runs left out; read the job for them)."""
+    """A job in a listing: its load plan (mode, levels) but not its runs; read the job for
+    them."""
 
     id: uuid.UUID
     endpoint_id: uuid.UUID
@@ -431,13 +480,13 @@ class JobListItem(msgspec.Struct):
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
+    load: dict[str, Any]
 
 
 class JobRead(JobListItem):
     """A job, its configuration, its progress and its runs so far."""
 
     workload: dict[str, Any]
-    load: dict[str, Any]
     slo: dict[str, Any] | None
     runs: list[RunSummary]
     capacity_at_slo: CapacityAtSlo | None = None

@@ -23,6 +23,7 @@ from api.domain.estimates.evidence import (
     replica_hardware,
     run_physics,
 )
+from api.domain.history.services import change_read
 from api.domain.jobs.schemas import (
     CSV_COLUMNS,
     CapacityAtSlo,
@@ -34,6 +35,7 @@ from api.domain.jobs.schemas import (
     JobListItem,
     JobRead,
     Lengths,
+    LiveFigures,
     Load,
     Progress,
     RequestCounts,
@@ -45,6 +47,7 @@ from api.domain.jobs.schemas import (
     Telemetry,
 )
 from api.domain.prices.services import aware
+from api.domain.webhooks.services import send_deliveries
 from api.queue import TaskQueue
 from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 from infercost.cost import hosted_run_cost, run_cost
@@ -64,6 +67,7 @@ from infercost.sweep import (
     DEFAULT_RATE_LEVELS,
     sweep_planned_requests,
 )
+from infercost.webhooks.outbox import record_job_finished
 
 #: The most requests one level may schedule (the bound on requests_per_level, too).
 MAX_REQUESTS_PER_LEVEL = 1_000_000
@@ -170,6 +174,8 @@ def run_summary(
         ),
         efficiency=None if physics is None else Efficiency(**asdict(physics)),
         workload_fingerprint=run.workload_fingerprint,
+        live=msgspec.convert(run.live, LiveFigures) if run.live else None,
+        change=change_read(run.change),
     )
 
 
@@ -188,6 +194,7 @@ def job_list_item(job: Job) -> JobListItem:
         started_at=job.started_at,
         finished_at=job.finished_at,
         error=job.error,
+        load=job.load,
     )
 
 
@@ -454,7 +461,6 @@ class JobService:
         return JobRead(
             **msgspec.structs.asdict(job_list_item(job)),
             workload=job.workload,
-            load=job.load,
             slo=job.slo,
             runs=summaries,
             capacity_at_slo=msgspec.convert(capacity, CapacityAtSlo) if runs else None,
@@ -514,6 +520,11 @@ class JobService:
         cancelled = await self.jobs.cancel(self.team_id, job_id)
         if cancelled is None:
             raise Conflict(f"job {job_id} is already {job.status}")
+        # Announced with the cancel itself: the worker only sees the job stop and finishes
+        # nothing (JobRepository.finish finds it no longer running).
+        deliveries = await record_job_finished(self.session, cancelled.id)
+        if deliveries:
+            after_commit(self.session, partial(send_deliveries, self.queue.celery, deliveries))
         return cancelled
 
     async def runs(self, job_id: uuid.UUID, pricing: Repricing | None = None) -> list[RunSummary]:

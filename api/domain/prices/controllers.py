@@ -6,18 +6,18 @@ from datetime import datetime
 from typing import Annotated
 
 from litestar import Controller, get, post
-from litestar.di import Provide
-from litestar.params import Parameter
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromQuery, JSONBody, QueryParameter
 
-from api.auth import Caller
+from api.auth import CurrentCaller
+from api.db import DbSession
 from api.domain.prices.schemas import PriceCreate, PriceRead
 from api.domain.prices.services import PriceService
 from api.schemas import Limit, Offset, Page
 from infercost.prices.models import PricingModel
 
 
-def provide_price_service(db_session: AsyncSession, caller: Caller) -> PriceService:
+def provide_price_service(db_session: DbSession, caller: CurrentCaller) -> PriceService:
     """The service for the caller's team."""
     return PriceService(db_session, caller.team_id)
 
@@ -30,7 +30,9 @@ class PriceController(Controller):
     dependencies = {"prices": Provide(provide_price_service, sync_to_thread=False)}
 
     @post("/", status_code=201, summary="Add a price")
-    async def create_price(self, prices: PriceService, data: PriceCreate) -> PriceRead:
+    async def create_price(
+        self, prices: NamedDependency[PriceService], data: JSONBody[PriceCreate]
+    ) -> PriceRead:
         """USD per GPU-hour of some hardware at a provider from `effective_from` (default now).
         Endpoints with that provider and hardware and no usd_per_hour are priced from it."""
         return await prices.create(data)
@@ -39,15 +41,17 @@ class PriceController(Controller):
     async def list_prices(
         self,
         *,
-        prices: PriceService,
+        prices: NamedDependency[PriceService],
         limit: Limit = 50,
         offset: Offset = 0,
-        provider: Annotated[str | None, Parameter(description="exact provider name")] = None,
-        hardware: Annotated[str | None, Parameter(description="hardware name, any case")] = None,
-        pricing_model: PricingModel | None = None,
+        provider: Annotated[str | None, QueryParameter(description="exact provider name")] = None,
+        hardware: Annotated[
+            str | None, QueryParameter(description="hardware name, any case")
+        ] = None,
+        pricing_model: FromQuery[PricingModel | None] = None,
         at: Annotated[
             datetime | None,
-            Parameter(description="RFC 3339; only the entries in effect at that time"),
+            QueryParameter(description="RFC 3339; only the entries in effect at that time"),
         ] = None,
     ) -> Page[PriceRead]:
         """Your team's price book by provider, hardware and pricing model, newest first."""

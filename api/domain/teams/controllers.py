@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import uuid
-
 import msgspec
 from litestar import Controller, delete, get, post
-from litestar.di import Provide
-from sqlalchemy.ext.asyncio import AsyncSession
+from litestar.di import NamedDependency, Provide
+from litestar.params import JSONBody
 
-from api.auth import provide_admin
+from api.auth import AdminOnly, AppSettings, provide_admin
+from api.db import DbSession
 from api.domain.teams.schemas import KeyCreate, KeyCreated, KeyRead, TeamCreate, TeamRead
 from api.domain.teams.services import TeamService
-from infercost.settings import Settings
+from api.schemas import PathId
 
 
-def provide_team_service(db_session: AsyncSession, settings: Settings) -> TeamService:
+def provide_team_service(db_session: DbSession, settings: AppSettings) -> TeamService:
     """The service, bound to this request's session."""
     return TeamService(db_session, settings.secret_keys)
 
@@ -31,14 +30,20 @@ class TeamController(Controller):
     }
 
     @post("/", status_code=201, summary="Create a team")
-    async def create_team(self, admin: None, teams: TeamService, data: TeamCreate) -> TeamRead:
+    async def create_team(
+        self, admin: AdminOnly, teams: NamedDependency[TeamService], data: JSONBody[TeamCreate]
+    ) -> TeamRead:
         """Create a team; then create a key for it."""
         team = await teams.create_team(data.name)
         return TeamRead(id=team.id, name=team.name, created_at=team.created_at)
 
     @post("/{team_id:uuid}/keys", status_code=201, summary="Create an API key (shown once)")
     async def create_key(
-        self, admin: None, teams: TeamService, team_id: uuid.UUID, data: KeyCreate
+        self,
+        admin: AdminOnly,
+        teams: NamedDependency[TeamService],
+        team_id: PathId,
+        data: JSONBody[KeyCreate],
     ) -> KeyCreated:
         """Mint a key; the response is the only place its secret ever appears."""
         key, token = await teams.create_key(team_id, data.name)
@@ -52,14 +57,16 @@ class TeamController(Controller):
         )
 
     @get("/{team_id:uuid}/keys", summary="List a team's API keys")
-    async def list_keys(self, admin: None, teams: TeamService, team_id: uuid.UUID) -> list[KeyRead]:
+    async def list_keys(
+        self, admin: AdminOnly, teams: NamedDependency[TeamService], team_id: PathId
+    ) -> list[KeyRead]:
         """Keys with their prefixes; secrets are never stored, so never shown."""
         keys = await teams.list_keys(team_id)
         return [msgspec.convert(k, KeyRead, from_attributes=True) for k in keys]
 
     @delete("/{team_id:uuid}/keys/{key_id:uuid}", summary="Revoke an API key")
     async def revoke_key(
-        self, admin: None, teams: TeamService, team_id: uuid.UUID, key_id: uuid.UUID
+        self, admin: AdminOnly, teams: NamedDependency[TeamService], team_id: PathId, key_id: PathId
     ) -> None:
         """Revoke a key; requests with it get 401 from now on."""
         await teams.revoke_key(team_id, key_id)

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 import msgspec
 from litestar import Controller, MediaType, Request, get
 from litestar.datastructures import State
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 from litestar.response.base import ASGIResponse
 from litestar.response.streaming import ASGIStreamingResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.auth import Caller
+from api.auth import CurrentCaller
+from api.db import DbSession
 from api.domain.telemetry.schemas import TelemetrySeries
 from api.domain.telemetry.services import TelemetryService, telemetry_csv
+from api.schemas import PathId
 
 
-def provide_telemetry_service(db_session: AsyncSession, caller: Caller) -> TelemetryService:
+def provide_telemetry_service(db_session: DbSession, caller: CurrentCaller) -> TelemetryService:
     """The service for the caller's team."""
     return TelemetryService(db_session, caller.team_id)
 
@@ -47,11 +47,11 @@ class TelemetryController(Controller):
         self,
         *,
         request: Request[object, object, State],
-        telemetry: TelemetryService,
-        run_id: uuid.UUID,
+        telemetry: NamedDependency[TelemetryService],
+        run_id: PathId,
         metric: Annotated[
             list[str] | None,
-            Parameter(description="only these metric names (repeat the parameter for more)"),
+            QueryParameter(description="only these metric names (repeat the parameter for more)"),
         ] = None,
     ) -> ASGIResponse:
         """Every value scraped from the endpoint's metrics_urls while the run was measured."""
