@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
+import anyio
 import anyio.to_thread
 from litestar import Controller, MediaType, Response, get
 from litestar.datastructures import State
@@ -26,6 +27,10 @@ from infercost.reports.render import (
 )
 
 SVG = "image/svg+xml"
+#: One drawing at a time per process: matplotlib promises no thread safety even through its
+#: object API (shared font caches, rcParams), and a burst of report requests must not take
+#: every core from the API's other requests.
+_DRAWING = anyio.CapacityLimiter(1)
 
 
 def provide_report_service(
@@ -70,7 +75,7 @@ class ReportController(Controller):
         """The report of one of your jobs; a running job shows the levels finished so far."""
         report = await reports.job_report(job_id)
         # Drawing is CPU work (tens of ms a chart): off the event loop.
-        html = await anyio.to_thread.run_sync(render_job_report, report)
+        html = await anyio.to_thread.run_sync(render_job_report, report, limiter=_DRAWING)
         return _page(html, MediaType.HTML)
 
     @get(
@@ -87,7 +92,7 @@ class ReportController(Controller):
         name = chart_name(file_name)
         report = await reports.job_report(job_id, histograms=name == "ttft-distribution")
         svg = await anyio.to_thread.run_sync(
-            job_chart, name, report.deployment, report.slo, report.histograms
+            job_chart, name, report.deployment, report.slo, report.histograms, limiter=_DRAWING
         )
         return _page(svg, SVG)
 
@@ -108,5 +113,5 @@ class ReportController(Controller):
     ) -> Response[str]:
         """The comparison page."""
         report = await reports.comparison(job_id)
-        html = await anyio.to_thread.run_sync(render_comparison, report)
+        html = await anyio.to_thread.run_sync(render_comparison, report, limiter=_DRAWING)
         return _page(html, MediaType.HTML)
