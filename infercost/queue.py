@@ -13,8 +13,6 @@ RUN_JOB_TASK = "benchmark.run_job"
 #: One shard of a sharded level: (job_id, run_id, shard), sent by the job's coordinator.
 RUN_SHARD_TASK = "benchmark.run_shard"
 SWEEP_TASK = "benchmark.sweep"
-#: One attempt of one webhook delivery: (delivery_id,); infercost/webhooks/outbox.py.
-DELIVER_WEBHOOK_TASK = "webhooks.deliver"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -24,7 +22,6 @@ def make_celery(settings: Settings) -> Celery:
         task_default_queue=settings.queue,
         task_routes={
             "benchmark.*": {"queue": settings.queue},
-            "webhooks.*": {"queue": settings.queue},
         },
         task_acks_late=True,
         task_reject_on_worker_lost=False,

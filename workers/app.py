@@ -12,18 +12,12 @@ from typing import Any
 from celery import signals
 
 from infercost.jobs.repository import JobRepository
-from infercost.queue import (
-    DELIVER_WEBHOOK_TASK,
-    RUN_JOB_TASK,
-    RUN_SHARD_TASK,
-    SWEEP_TASK,
-    make_celery,
-)
+from infercost.queue import RUN_JOB_TASK, RUN_SHARD_TASK, SWEEP_TASK, make_celery
 from infercost.settings import Settings
-from infercost.webhooks.repository import WebhookRepository
+from workers.finish import announce_finished
 from workers.runner import run_job, run_shard
 from workers.runtime import Runtime
-from workers.webhooks import announce_job_finished, deliver_once, send_deliveries
+from workers.webhooks import Courier
 
 log = logging.getLogger("infercost.worker")
 # httpx logs every request at INFO: far too much on the load generator's hot path.
@@ -40,8 +34,6 @@ STRANDED_AFTER = timedelta(seconds=30)
 #: A running job whose worker sent no heartbeat for this long is failed (its worker died).
 ABANDONED_AFTER = timedelta(seconds=120)
 SWEEP_EVERY_S = 60.0
-#: A pending webhook delivery this far past due lost its message; the sweep re-sends it.
-DELIVERY_OVERDUE_AFTER = timedelta(seconds=120)
 
 
 def runtime() -> Runtime:
@@ -80,6 +72,24 @@ def _sweep_periodically(sender: Any = None, **_: Any) -> None:
     threading.Thread(target=nudge, name="infercost-sweep", daemon=True).start()
 
 
+#: The webhook courier of this worker, in its main process (not in the pool's processes,
+#: which run benchmarks one at a time): started when the worker is ready.
+_courier: Courier | None = None
+
+
+@signals.worker_ready.connect
+def _start_courier(sender: Any = None, **_: Any) -> None:
+    global _courier  # noqa: PLW0603 - one courier per worker
+    _courier = Courier(settings)
+    _courier.start()
+
+
+@signals.worker_shutdown.connect
+def _stop_courier(**_: Any) -> None:
+    if _courier is not None:
+        _courier.stop()
+
+
 @app.task(name=RUN_JOB_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)
 def run_job_task(job_id: str) -> None:
     """Run one benchmark job; its state and results go to Postgres."""
@@ -94,49 +104,26 @@ def run_shard_task(job_id: str, run_id: str, shard: int, shards: int) -> None:
     rt.loop.run_until_complete(run_shard(rt, uuid.UUID(job_id), uuid.UUID(run_id), shard, shards))
 
 
-@app.task(name=DELIVER_WEBHOOK_TASK, time_limit=60, soft_time_limit=50)
-def deliver_webhook_task(delivery_id: str) -> None:
-    """One attempt of a webhook delivery; a failed one schedules the next with backoff."""
-    rt = runtime()
-    retry_in_s = rt.loop.run_until_complete(deliver_once(rt, uuid.UUID(delivery_id)))
-    if retry_in_s is None:
-        return
-    try:
-        deliver_webhook_task.apply_async(args=[delivery_id], countdown=retry_in_s)
-    except Exception as exc:  # noqa: BLE001 - the row says when it is due; the sweep re-sends
-        log.warning(
-            "broker did not take the retry of delivery %s (%s); the sweep will re-send it",
-            delivery_id,
-            type(exc).__name__,
-        )
-
-
 @app.task(name=SWEEP_TASK, time_limit=60)
 def sweep() -> None:
-    """Re-send jobs the API stored but could not hand to the broker, fail running jobs
-    whose worker died, so no job waits forever, and re-send webhook deliveries whose
-    message was lost."""
+    """Re-send jobs the API stored but could not hand to the broker, and fail running jobs
+    whose worker died (announcing each to webhooks in the same transaction), so no job
+    waits forever."""
     rt = runtime()
 
-    async def find() -> tuple[list[uuid.UUID], list[uuid.UUID], list[uuid.UUID]]:
+    async def find() -> tuple[list[uuid.UUID], list[uuid.UUID]]:
         async with rt.sessionmaker() as session:
             repo = JobRepository(session)
             stranded = await repo.stranded_job_ids(STRANDED_AFTER)
             abandoned = await repo.fail_abandoned(ABANDONED_AFTER)
+            for job_id in abandoned:
+                await announce_finished(session, job_id)
             await session.commit()
-        for job_id in abandoned:
-            await announce_job_finished(rt, job_id)
-        async with rt.sessionmaker() as session:
-            overdue = await WebhookRepository(session).requeue_overdue(DELIVERY_OVERDUE_AFTER)
-            await session.commit()
-        return stranded, abandoned, overdue
+            return stranded, abandoned
 
-    stranded, abandoned, overdue = rt.loop.run_until_complete(find())
+    stranded, abandoned = rt.loop.run_until_complete(find())
     for job_id in abandoned:
         log.warning("job %s lost its worker (no heartbeat); marked failed", job_id)
-    if overdue:
-        log.info("re-sending %d overdue webhook deliveries", len(overdue))
-        send_deliveries(overdue)
     for job_id in stranded:
         log.info("re-sending stranded job %s", job_id)
         app.send_task(RUN_JOB_TASK, args=[str(job_id)])

@@ -1,8 +1,9 @@
 """What happens when a job ends: its final state, then what follows from it.
 
-The job's status is written first, in its own transaction, so nothing later can lose it;
-then each run's change against its baseline (infercost.history), then the job.finished
-webhooks are recorded and sent (workers/webhooks.py).
+The job's status and its job.finished webhook event commit together (the outbox: an event
+is announced exactly when what it reports is stored, and the worker's courier sends it,
+workers/webhooks.py). Then each run is judged against its baseline (infercost.history), in
+a transaction of its own with its regression.detected event.
 """
 
 from __future__ import annotations
@@ -10,13 +11,24 @@ from __future__ import annotations
 import logging
 import uuid
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from infercost.history.changes import RunChange, record_changes
 from infercost.jobs.repository import JobRepository
-from infercost.webhooks.outbox import record_regressions
+from infercost.webhooks.outbox import record_job_finished, record_regressions
 from workers.runtime import Runtime
-from workers.webhooks import announce_job_finished, send_deliveries
 
-history_log = logging.getLogger("infercost.worker.history")
+log = logging.getLogger("infercost.worker")
+
+
+async def announce_finished(session: AsyncSession, job_id: uuid.UUID) -> None:
+    """Record job.finished in the session's transaction, inside a savepoint: a problem
+    with the webhooks is logged and never keeps the job's own status from committing."""
+    try:
+        async with session.begin_nested():
+            await record_job_finished(session, job_id)
+    except Exception:
+        log.exception("could not record the job.finished webhooks of job %s", job_id)
 
 
 async def record_run_changes(rt: Runtime, job_id: uuid.UUID) -> list[RunChange]:
@@ -27,21 +39,19 @@ async def record_run_changes(rt: Runtime, job_id: uuid.UUID) -> list[RunChange]:
         async with rt.sessionmaker() as session:
             changes = await record_changes(session, job_id)
             # Announced with the verdicts it reports: both commit, or neither.
-            deliveries = await record_regressions(session, job_id, changes)
+            await record_regressions(session, job_id, changes)
             await session.commit()
-    except Exception:  # noqa: BLE001 - the job's outcome is already stored; only log this
-        history_log.exception("could not decide the changes of job %s's runs", job_id)
+    except Exception:
+        log.exception("could not decide the changes of job %s's runs", job_id)
         return []
-    send_deliveries(deliveries)
     return changes
 
 
 async def finish_job(rt: Runtime, job_id: uuid.UUID, status: str, error: str | None) -> None:
-    """Record the job's final status and error, then announce it to the team's webhooks
-    (unless a cancel got there first: the API announced that one)."""
+    """Record the job's final status and error with its job.finished event (unless a cancel
+    got there first: the API announced that one), then judge its runs."""
     async with rt.sessionmaker() as session:
-        finished = await JobRepository(session).finish(job_id, status, error)
+        if await JobRepository(session).finish(job_id, status, error):
+            await announce_finished(session, job_id)
         await session.commit()
     await record_run_changes(rt, job_id)
-    if finished:
-        await announce_job_finished(rt, job_id)

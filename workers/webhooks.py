@@ -1,84 +1,98 @@
-"""The worker's side of webhooks: one delivery attempt per task, and announcing a job's end.
+"""The webhook courier: sends due deliveries from a thread of each worker's main process.
 
-Task bodies live here; workers/app.py registers them (`webhooks.deliver`) and schedules
-retries with the countdown these functions return.
+Deliveries must not queue behind benchmarks: a worker process runs one job at a time, for
+hours if asked, so a Celery task waiting for it would be late by as much. The courier lives
+beside the pool instead, in the process that supervises it (as the sweep's nudge does),
+with its own event loop, database pool and HTTP client. A few sender loops each take the
+delivery due the longest (row-locked, SKIP LOCKED: several workers share the outbox), make
+one attempt, record it and take the next; with nothing due they look again after POLL_S.
+A failed attempt is simply due again later (delivery.backoff_s), so retries need no
+message either, and a worker that died mid-attempt leaves its delivery due for the next.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import uuid
-from collections.abc import Sequence
+import threading
 
 import httpx
 
-from infercost.queue import DELIVER_WEBHOOK_TASK
-from infercost.webhooks.delivery import deliver
-from infercost.webhooks.outbox import record_job_finished
-from workers.runtime import Runtime
+from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.security import Vault
+from infercost.settings import Settings
+from infercost.webhooks.delivery import Outcome, deliver_next
 
 log = logging.getLogger("infercost.worker.webhooks")
 
+#: Deliveries in flight at once per worker: a receiver slow to answer (up to the 10 s
+#: timeout) holds up one sender, not the others.
+SENDERS = 4
+#: How long an idle sender waits before looking for due deliveries again.
+POLL_S = 0.5
 
-async def deliver_once(rt: Runtime, delivery_id: uuid.UUID) -> float | None:
-    """One attempt of a delivery, committed; the seconds until the next attempt when one
-    is due, else None (delivered, given up, or nothing to do)."""
-    # A client per attempt, not the load generator's pool: a slow receiver must never hold
-    # a connection slot that a benchmark needs, and webhooks are rare enough to afford it.
-    async with httpx.AsyncClient(follow_redirects=False) as client, rt.sessionmaker() as session:
-        outcome = await deliver(
-            session,
-            rt.vault,
-            client,
-            delivery_id,
-            backoff_base_s=rt.settings.webhook_backoff_s,
-            max_attempts=rt.settings.webhook_max_attempts,
-        )
-        await session.commit()
-    if outcome is None:
-        log.info("delivery %s is not due (done, duplicate or deleted); skipping", delivery_id)
-        return None
+
+def _log(outcome: Outcome) -> None:
     if outcome.status == "delivered":
-        log.info("delivery %s delivered (HTTP %s)", delivery_id, outcome.response_status)
+        log.info("delivery %s delivered (HTTP %s)", outcome.delivery_id, outcome.response_status)
     elif outcome.retry_in_s is None:
-        log.warning("delivery %s failed for good: %s", delivery_id, outcome.error)
+        log.warning("delivery %s failed for good: %s", outcome.delivery_id, outcome.error)
     else:
         log.info(
             "delivery %s failed (%s); next attempt in %g s",
-            delivery_id,
+            outcome.delivery_id,
             outcome.error,
             outcome.retry_in_s,
         )
-    return outcome.retry_in_s
 
 
-def send_deliveries(delivery_ids: Sequence[uuid.UUID]) -> None:
-    """Nudge a worker for each committed delivery; one the broker did not take stays
-    pending and the sweep re-sends it."""
-    # Imported here: workers.app imports the runner, which imports this module.
-    from workers.app import app
+class Courier:
+    """The sender loops on a thread of their own; start() once, stop() at shutdown."""
 
-    for delivery_id in delivery_ids:
-        try:
-            app.send_task(DELIVER_WEBHOOK_TASK, args=[str(delivery_id)])
-        except Exception as exc:  # noqa: BLE001 - any broker failure is left for the sweep
-            log.warning(
-                "broker did not take delivery %s (%s); the sweep will retry",
-                delivery_id,
-                type(exc).__name__,
-            )
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="infercost-courier", daemon=True)
 
+    def start(self) -> None:
+        self._thread.start()
 
-async def announce_job_finished(rt: Runtime, job_id: uuid.UUID) -> None:
-    """Record job.finished for a job whose final status is committed, and send it.
+    def stop(self, timeout: float = 15.0) -> None:
+        """Let attempts in flight finish (each is bounded by the receiver timeout)."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
 
-    Called after that commit and never raising: a webhook problem (a bad subscription, the
-    database or broker hiccuping) must not fail or lose a job that already ran.
-    """
-    try:
-        async with rt.sessionmaker() as session:
-            ids = await record_job_finished(session, job_id)
-            await session.commit()
-        send_deliveries(ids)
-    except Exception:  # the job's outcome is already stored; only log this
-        log.exception("could not record job.finished webhooks for job %s", job_id)
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        engine = make_engine(self.settings.require_database_url(), pool_size=SENDERS)
+        sessionmaker = make_sessionmaker(engine)
+        vault = Vault(self.settings.secret_keys)
+        # Its own client, not the load generator's pool: a slow receiver must never hold a
+        # connection a benchmark needs.
+        async with httpx.AsyncClient(follow_redirects=False) as client:
+
+            async def sender() -> None:
+                while not self._stopping.is_set():
+                    try:
+                        async with sessionmaker() as session:
+                            outcome = await deliver_next(
+                                session,
+                                vault,
+                                client,
+                                backoff_base_s=self.settings.webhook_backoff_s,
+                                max_attempts=self.settings.webhook_max_attempts,
+                            )
+                            await session.commit()
+                    except Exception:
+                        log.exception("webhook courier: could not make an attempt")
+                        outcome = None
+                    if outcome is None:
+                        await asyncio.sleep(POLL_S)
+                    else:
+                        _log(outcome)
+
+            await asyncio.gather(*(sender() for _ in range(SENDERS)))
+        await engine.dispose()

@@ -1,10 +1,9 @@
 """Sending one delivery: sign, POST, record the attempt, schedule the next one.
 
-A delivery row is locked (FOR UPDATE SKIP LOCKED) for the whole attempt, so a duplicate
-message (a re-send by the sweep, a redelivery by the broker) finds it locked or done and
-sends nothing: a receiver sees each attempt once. Receivers should still de-duplicate on
-the Infercost-Delivery header, since a worker that dies after the POST but before the
-commit leaves the delivery pending and it is sent again.
+The delivery row is locked (FOR UPDATE SKIP LOCKED) for the whole attempt, so another
+courier passes over it: a receiver sees each attempt once. Receivers should still
+de-duplicate on the Infercost-Delivery header, since a worker that dies after the POST but
+before the commit leaves the delivery pending and it is sent again.
 """
 
 from __future__ import annotations
@@ -30,8 +29,6 @@ log = logging.getLogger("infercost.webhooks")
 
 #: A receiver gets this long to answer; it should queue its work and answer at once.
 TIMEOUT_S: Final = 10.0
-#: A message may arrive a little before its countdown ends (clocks, broker polling).
-EARLY_SLACK: Final = timedelta(seconds=2)
 _ERROR_CHARS: Final = 300
 
 
@@ -56,6 +53,7 @@ class Outcome:
     response_status: int | None
     error: str | None
     retry_in_s: float | None = None
+    delivery_id: uuid.UUID | None = None
 
 
 async def post(
@@ -71,41 +69,42 @@ async def post(
         SIGNATURE_HEADER: sign(secret, body),
     }
     try:
-        response = await client.post(
-            url, content=body, headers=headers, timeout=TIMEOUT_S, follow_redirects=False
-        )
+        # Streamed and never read: only the status matters, and a receiver must not be
+        # able to fill the worker's memory with its answer.
+        async with client.stream(
+            "POST", url, content=body, headers=headers, timeout=TIMEOUT_S, follow_redirects=False
+        ) as response:
+            code = response.status_code
     except httpx.TimeoutException:
         return None, f"no answer within {TIMEOUT_S:g} s"
-    except httpx.HTTPError as exc:
-        # The exception's text names the address and reason, never the secret or body.
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
+        # A refused connection, or a URL httpx cannot use (a bad port, an invalid host
+        # name): an attempt that failed like any other. The text names the address and
+        # reason, never the secret or the body.
         return None, f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
-    if 200 <= response.status_code < 300:
-        return response.status_code, None
-    if 300 <= response.status_code < 400:
-        where = response.headers.get("location", "")
-        return response.status_code, f"redirects are not followed (Location: {where})"[
-            :_ERROR_CHARS
-        ]
-    return response.status_code, f"the receiver answered HTTP {response.status_code}"
+    if 200 <= code < 300:
+        return code, None
+    if 300 <= code < 400:
+        return code, "redirects are not followed: give the webhook its final URL"
+    return code, f"the receiver answered HTTP {code}"
 
 
-async def deliver(
+async def deliver_next(
     session: AsyncSession,
     vault: Vault,
     client: httpx.AsyncClient,
-    delivery_id: uuid.UUID,
     *,
     backoff_base_s: float,
     max_attempts: int,
 ) -> Outcome | None:
-    """Make one attempt of a due delivery and record it in the session (the caller
-    commits, which also releases the row lock); None when there was nothing to send."""
+    """Make one attempt of the delivery due the longest and record it in the session (the
+    caller commits, which also releases the row lock); None when none is due."""
     repo = WebhookRepository(session)
-    delivery = await repo.lock_due(delivery_id, EARLY_SLACK)
+    delivery = await repo.lock_next_due()
     if delivery is None:
         return None
     webhook = await repo.webhook_of(delivery)
-    if webhook is None:
+    if webhook is None:  # never: a webhook's deliveries are deleted with it
         return None
     at = utcnow()
     started = time.perf_counter()
@@ -119,10 +118,12 @@ async def deliver(
         code, error = await post(client, webhook.url, secret, delivery.event, delivery.payload)
     duration_ms = (time.perf_counter() - started) * 1000.0
     if error is None:
-        outcome = Outcome("delivered", code, None)
+        outcome = Outcome("delivered", code, None, delivery_id=delivery.id)
     else:
         wait = backoff_s(delivery.attempts + 1, backoff_base_s, max_attempts)
-        outcome = Outcome("failed" if wait is None else "pending", code, error, wait)
+        outcome = Outcome(
+            "failed" if wait is None else "pending", code, error, wait, delivery_id=delivery.id
+        )
     await repo.record_attempt(
         delivery,
         at=at,

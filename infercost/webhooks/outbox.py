@@ -3,14 +3,12 @@
 Usage, from any producer (the worker when a job ends, the API when one is cancelled, the
 history feature when it finds a regression)::
 
-    ids = await record_event(session, team_id, "regression.detected", {...})
+    await record_event(session, team_id, "regression.detected", {...})
     await session.commit()
-    for delivery_id in ids:
-        send_task(DELIVER_WEBHOOK_TASK, args=[str(delivery_id)])
 
 Because the rows commit (or roll back) with the change that caused them, an event is never
-announced for something that did not happen, and never lost if the broker is down: the
-worker's sweep re-sends pending deliveries whose message did not arrive.
+announced for something that did not happen, and never lost: each worker's courier
+(workers/webhooks.py) sends the deliveries that are due, whatever the broker does.
 """
 
 from __future__ import annotations
@@ -97,8 +95,6 @@ def _run_data(run: Run) -> dict[str, Any]:
         "tpot_p95_ms": run.tpot_p95_ms,
         "output_tokens_per_s": run.output_tokens_per_s,
         "cost_per_million_output_tokens_usd": run.cost_per_million_output_tokens_usd,
-        # Against the run's baseline (infercost.history); null when not decided.
-        "change_verdict": run.change_verdict,
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
@@ -100,17 +100,18 @@ class WebhookRepository:
 
     # --- worker side ----------------------------------------------------------------------
 
-    async def lock_due(self, delivery_id: uuid.UUID, slack: timedelta) -> WebhookDelivery | None:
-        """The pending delivery, row-locked until the caller's transaction ends, if its
-        attempt is due (within `slack`). None when it is done, not yet due, gone, or locked
-        by another worker: a duplicate or early message then sends nothing."""
+    async def lock_next_due(self) -> WebhookDelivery | None:
+        """The pending delivery due the longest, row-locked until the caller's transaction
+        ends; None when none is due. Rows other couriers hold are skipped (SKIP LOCKED), so
+        several workers share the outbox and a receiver sees each attempt once."""
         delivery: WebhookDelivery | None = await self.session.scalar(
             select(WebhookDelivery)
             .where(
-                WebhookDelivery.id == delivery_id,
                 WebhookDelivery.status == "pending",
-                WebhookDelivery.next_attempt_at <= utcnow() + slack,
+                WebhookDelivery.next_attempt_at <= utcnow(),
             )
+            .order_by(WebhookDelivery.next_attempt_at)
+            .limit(1)
             .with_for_update(skip_locked=True)
         )
         return delivery
@@ -153,26 +154,3 @@ class WebhookRepository:
                 delivered_at=at if status == "delivered" else None,
             )
         )
-
-    async def requeue_overdue(self, overdue_by: timedelta, limit: int = 500) -> list[uuid.UUID]:
-        """Pending deliveries whose attempt was due over `overdue_by` ago (their message was
-        lost: it never reached the broker, or its worker died), made due now so a busy
-        worker is not sent the same nudge again until `overdue_by` has passed once more."""
-        now = utcnow()
-        stale = (
-            select(WebhookDelivery.id)
-            .where(
-                WebhookDelivery.status == "pending",
-                WebhookDelivery.next_attempt_at < now - overdue_by,
-            )
-            .order_by(WebhookDelivery.next_attempt_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-        rows = await self.session.scalars(
-            update(WebhookDelivery)
-            .where(WebhookDelivery.id.in_(stale.scalar_subquery()))
-            .values(next_attempt_at=now)
-            .returning(WebhookDelivery.id)
-        )
-        return list(rows)

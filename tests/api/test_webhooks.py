@@ -64,6 +64,11 @@ async def test_create_list_read_delete(
         ({"url": "ftp://example.com/hook"}, 422, "url", "http(s) URL"),
         ({"url": "not a url"}, 422, "url", "http(s) URL"),
         ({"url": "http:///nohost"}, 422, "url", "http(s) URL"),
+        # URLs the courier could never send to: a port that is not a number, a broken IPv6
+        # literal, a host name with an empty label.
+        ({"url": "http://portal:abc/hook"}, 422, "url", "http(s) URL"),
+        ({"url": "http://[::1/hook"}, 422, "url", "http(s) URL"),
+        ({"url": "http://portal..example/hook"}, 422, "url", "http(s) URL"),
         ({"url": RECEIVER, "events": ["job.started"]}, 400, "events[0]", "job.finished"),
         ({"url": RECEIVER, "events": []}, 400, "events", "length >= 1"),
         ({"url": RECEIVER, "secret": "mine"}, 400, "data", "unknown field `secret`"),

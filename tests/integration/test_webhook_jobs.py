@@ -20,9 +20,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.queue import SWEEP_TASK, make_celery
-from infercost.settings import Settings
-from infercost.sim.process import SimProcess
+from infercost.sim.config import SimConfig
+from infercost.sim.process import SimProcess, start_sim_process
 from infercost.webhooks.signing import verify
 from tests.conftest import TeamClient
 
@@ -208,12 +207,14 @@ async def test_failing_receivers_are_retried_with_backoff(team: TeamClient) -> N
         )
 
 
-async def test_sweep_resends_a_lost_delivery(
-    team: TeamClient, db: asyncpg.Connection, service_env: dict[str, str]
+async def test_a_delivery_needs_no_message_and_never_waits_for_a_benchmark(
+    team: TeamClient, db: asyncpg.Connection
 ) -> None:
+    """The courier finds due deliveries in the outbox itself: one written straight to the
+    table (no broker message) is sent, and so is a ping while the only worker process is
+    busy with a long level."""
     with receiver(200) as hooks:
         webhook = await create_webhook(team, hooks.url, ["job.finished"])
-        # A pending delivery whose message never reached the broker, due ten minutes ago.
         delivery_id = uuid.uuid4()
         payload: dict[str, Any] = {"id": str(delivery_id), "event": "ping", "data": {}}
         await db.execute(
@@ -224,14 +225,35 @@ async def test_sweep_resends_a_lost_delivery(
             uuid.UUID(webhook["id"]),
             json.dumps(payload),
         )
-        celery = make_celery(Settings.from_env(service_env))
-        try:
-            celery.send_task(SWEEP_TASK)
-        finally:
-            celery.close()
-        (got,) = await hooks.wait_for(1)
+        (got,) = await hooks.wait_for(1, timeout=15)
         delivery = await wait_delivery(team, webhook["id"], "delivered")
-    assert delivery["id"] == str(delivery_id)
-    assert got.headers["Infercost-Delivery"] == str(delivery_id)
-    assert verify(webhook["secret"], got.headers["Infercost-Signature"], got.body)
-    assert [a["response_status"] for a in delivery["attempt_log"]] == [200]
+        assert delivery["id"] == str(delivery_id)
+        assert got.headers["Infercost-Delivery"] == str(delivery_id)
+        assert verify(webhook["secret"], got.headers["Infercost-Signature"], got.body)
+        assert [a["response_status"] for a in delivery["attempt_log"]] == [200]
+
+        # A level of about 20 s keeps the worker's only process busy; a ping still arrives.
+        slow = start_sim_process(SimConfig(port=0, ttft_ms=2000.0, itl_ms=10.0))
+        try:
+            endpoint = await team.create_endpoint(base_url=slow.openai_base_url)
+            body = {
+                "endpoint_id": endpoint["id"],
+                "workload": {"input_tokens": {"mean": 16}, "output_tokens": {"mean": 4}},
+                "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 10},
+            }
+            submitted = await team.submit(body)
+            assert submitted.status_code == 202, submitted.text
+            job_id = submitted.json()["id"]
+            deadline = time.monotonic() + 30
+            while (await team.http.get(f"/v1/jobs/{job_id}")).json()["status"] != "running":
+                assert time.monotonic() < deadline, "the slow job never started"
+                await asyncio.sleep(0.2)
+            ping = await team.http.post(f"/v1/webhooks/{webhook['id']}/ping")
+            assert ping.status_code == 202, ping.text
+            got = await hooks.wait_for(2, timeout=10)
+            assert json.loads(got[1].body)["event"] == "ping"
+            job = (await team.http.get(f"/v1/jobs/{job_id}")).json()
+            assert job["status"] == "running", "the ping waited for the benchmark"
+            await team.http.post(f"/v1/jobs/{job_id}/cancel")
+        finally:
+            slow.stop()

@@ -47,7 +47,6 @@ from api.domain.jobs.schemas import (
     Telemetry,
 )
 from api.domain.prices.services import aware
-from api.domain.webhooks.services import send_deliveries
 from api.queue import TaskQueue
 from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 from infercost.cost import hosted_run_cost, run_cost
@@ -522,9 +521,7 @@ class JobService:
             raise Conflict(f"job {job_id} is already {job.status}")
         # Announced with the cancel itself: the worker only sees the job stop and finishes
         # nothing (JobRepository.finish finds it no longer running).
-        deliveries = await record_job_finished(self.session, cancelled.id)
-        if deliveries:
-            after_commit(self.session, partial(send_deliveries, self.queue.celery, deliveries))
+        await record_job_finished(self.session, cancelled.id)
         return cancelled
 
     async def runs(self, job_id: uuid.UUID, pricing: Repricing | None = None) -> list[RunSummary]:

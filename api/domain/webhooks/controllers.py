@@ -19,7 +19,7 @@ def provide_webhook_service(
     db_session: DbSession, caller: CurrentCaller, state: State
 ) -> WebhookService:
     """The service for the caller's team."""
-    return WebhookService(db_session, caller.team_id, state.vault, state.celery)
+    return WebhookService(db_session, caller.team_id, state.vault)
 
 
 class WebhookController(Controller):

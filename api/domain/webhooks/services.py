@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
-from functools import partial
 from urllib.parse import urlsplit
 
-import anyio
+import httpx
 import msgspec
-from celery import Celery
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.db import after_commit
 from api.domain.webhooks.schemas import (
     AttemptRead,
     DeliveryRead,
@@ -22,7 +18,6 @@ from api.domain.webhooks.schemas import (
     WebhookRead,
 )
 from infercost.errors import InvalidInput, NotFound
-from infercost.queue import DELIVER_WEBHOOK_TASK
 from infercost.security import Vault
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 from infercost.webhooks.outbox import record_ping
@@ -32,27 +27,20 @@ from infercost.webhooks.signing import new_secret
 log = logging.getLogger("infercost.api.webhooks")
 
 
-async def send_deliveries(celery: Celery, delivery_ids: Sequence[uuid.UUID]) -> None:
-    """Nudge a worker for each committed delivery; one the broker did not take stays
-    pending and the worker's sweep re-sends it, so this never fails a request."""
-    for delivery_id in delivery_ids:
-        send = partial(celery.send_task, DELIVER_WEBHOOK_TASK, args=[str(delivery_id)])
-        try:
-            await anyio.to_thread.run_sync(send)
-        except Exception as exc:  # noqa: BLE001 - any broker failure is left for the sweep
-            log.warning(
-                "broker did not take delivery %s (%s); the sweep will retry",
-                delivery_id,
-                type(exc).__name__,
-            )
-
-
 def _receiver_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(
-            "url", f"'{url}' is not an http(s) URL such as https://portal.example.com/hooks"
-        )
+    """`url` if the courier can POST to it: http(s), a host, a numeric port if any."""
+    problem = f"'{url}' is not an http(s) URL such as https://portal.example.com/hooks"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number raises here
+        parsed = httpx.URL(url)  # as the courier will read it
+        host = parts.hostname or ""
+        if ":" not in host:  # a name (or IPv4), not an IPv6 literal: it must encode
+            host.encode("idna")
+    except (ValueError, httpx.InvalidURL):  # UnicodeError is a ValueError
+        raise InvalidInput("url", problem) from None
+    if parts.scheme not in ("http", "https") or not host or not parsed.host:
+        raise InvalidInput("url", problem)
     return url
 
 
@@ -92,16 +80,13 @@ def _delivery_read(delivery: WebhookDelivery, attempts: list[WebhookAttempt]) ->
 
 
 class WebhookService:
-    """Webhooks of one team. Deliveries are queued after the request commits."""
+    """Webhooks of one team. Deliveries commit with the request; the courier sends them."""
 
-    def __init__(
-        self, session: AsyncSession, team_id: uuid.UUID, vault: Vault, celery: Celery
-    ) -> None:
+    def __init__(self, session: AsyncSession, team_id: uuid.UUID, vault: Vault) -> None:
         self.session = session
         self.repo = WebhookRepository(session)
         self.team_id = team_id
         self.vault = vault
-        self.celery = celery
 
     async def create(self, data: WebhookCreate) -> WebhookCreated:
         """Store a webhook with a fresh secret, encrypted at rest; the secret is returned
@@ -151,7 +136,6 @@ class WebhookService:
         """Queue a `ping` delivery to the webhook, sent once this request commits."""
         webhook = await self.get(webhook_id)
         delivery_id = await record_ping(self.session, webhook)
-        after_commit(self.session, partial(send_deliveries, self.celery, [delivery_id]))
         delivery = await self.session.get(WebhookDelivery, delivery_id)
         assert delivery is not None
         return _delivery_read(delivery, [])
