@@ -133,3 +133,15 @@ RUN_PER_MILLION_OUTPUT_TOKENS_SQL = (
     " / (output_tokens_per_s * 3600.0) * 1e6 END"
     " ELSE usd_per_hour / (output_tokens_per_s * 3600.0) * 1e6 END END"
 )
+
+#: The same for the cost per million total (input + output) tokens: `run_cost`'s
+#: per_million_total_tokens_usd, on the run's usd_per_hour or its hosted token prices.
+RUN_PER_MILLION_TOTAL_TOKENS_SQL = (
+    "CASE WHEN total_tokens_per_s > 0 THEN"
+    " CASE WHEN usd_per_million_input_tokens IS NOT NULL THEN"
+    " CASE WHEN input_tokens_per_s IS NOT NULL AND output_tokens_per_s IS NOT NULL THEN"
+    " (input_tokens_per_s * usd_per_million_input_tokens"
+    " + output_tokens_per_s * coalesce(usd_per_million_output_tokens, 0.0)) / 1e6 * 3600.0"
+    " / (total_tokens_per_s * 3600.0) * 1e6 END"
+    " ELSE usd_per_hour / (total_tokens_per_s * 3600.0) * 1e6 END END"
+)

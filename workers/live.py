@@ -11,6 +11,10 @@ measured (not warm-up) requests that succeeded, output tokens/s over the measure
 so far (first measured send to last measured end). Once every request of a level has
 finished they equal the run summary's (the median exactly while at most RESERVOIR
 TTFTs were seen; an unbiased sample of them beyond that).
+
+A sharded level's requests finish in other processes: its coordinator knows only the count
+each shard reports in its heartbeat, so it writes `sharded_figures` (done, planned and the
+time since the agreed start; the rest null).
 """
 
 from __future__ import annotations
@@ -91,3 +95,16 @@ class LiveLevel:
                 round(self._out_tokens / window_s, 3) if window_s and window_s > 0 else None
             ),
         }
+
+
+def sharded_figures(done: int, planned: int | None, elapsed_s: float) -> dict[str, Any]:
+    """`runs.live` of a sharded level, from its shards' request counts: errors, TTFT and
+    throughput are known only once the shards' samples are merged, so they are null."""
+    return {
+        "done": done,
+        "planned": planned or None,
+        "errors": None,
+        "elapsed_s": round(max(0.0, elapsed_s), 3),
+        "ttft_ms_p50": None,
+        "output_tokens_per_s": None,
+    }

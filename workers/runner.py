@@ -33,8 +33,8 @@ from infercost.prices.pricing import hourly_price
 from infercost.security import CredentialError
 from infercost.telemetry.store import TelemetryRepository
 from infercost.workload import LengthDraws, PromptMaker
-from workers.finish import finish_job
-from workers.live import LiveLevel
+from workers.finish import finish_job, record_run_changes
+from workers.live import LiveLevel, sharded_figures
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
@@ -640,13 +640,18 @@ class JobRunner:
         )
         own = JobRunner(self.rt, self.job, self.endpoint)
         own.level_mode = self.level_mode
+        planned = self.progress.level_planned
 
         async def heartbeat(done: int) -> bool:
             self.progress.in_level = done
+            # Elapsed from the instant the shards agreed to start (0 until it is set).
+            start_at = None if own.shard is None else own.shard.start_at
+            elapsed_s = 0.0 if start_at is None else (utcnow() - start_at).total_seconds()
             async with self.rt.sessionmaker() as session:
-                running = await JobRepository(session).heartbeat(
-                    self.job.id, self.progress.done, self.progress.total
-                )
+                repo = JobRepository(session)
+                running = await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
+                # The live block (cleared with the level's figures, in _store_run).
+                await repo.update_run(run_id, live=sharded_figures(done, planned, elapsed_s))
                 await session.commit()
             self.progress.cancelled = self.progress.cancelled or not running
             return running
@@ -819,6 +824,9 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
                 "see the worker log",
             )
     if status == "cancelled":
+        # The API stored (and announced) the cancel; the levels measured before it still
+        # get their verdicts against their baselines.
+        await record_run_changes(rt, job_id)
         return
     await finish_job(rt, job_id, status, error)
 

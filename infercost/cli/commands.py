@@ -16,12 +16,14 @@ import click
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from infercost.cli.client import ApiClient, ApiError, api_options
 from infercost.cli.watch import (
     BarDisplay,
     Display,
     LineDisplay,
+    cells,
     fmt,
     level_label,
     summary_table,
@@ -207,13 +209,15 @@ def jobs(status: str | None, limit: int, client: ApiClient) -> None:
         progress = item["progress"]
         share = progress["done"] / progress["total"] if progress["total"] else 0.0
         table.add_row(
-            item["id"],
-            item["status"],
-            names.get(item["endpoint_id"], item["endpoint_id"]),
-            _levels_text(item["load"]),
-            f"{progress['done']}/{progress['total']} ({share:.0%})",
-            _when(item["created_at"]),
-            _when(item["finished_at"]),
+            *cells(
+                item["id"],
+                item["status"],
+                names.get(item["endpoint_id"], item["endpoint_id"]),
+                _levels_text(item["load"]),
+                f"{progress['done']}/{progress['total']} ({share:.0%})",
+                _when(item["created_at"]),
+                _when(item["finished_at"]),
+            )
         )
     console = _console()
     console.print(f"{len(page['items'])} of {page['total']} jobs", markup=False)
@@ -308,20 +312,22 @@ def compare(  # click passes every option by name
     for name in ("model", "engine", "hardware", "GPUs", "level", "runs"):
         table.add_column(name, justify="right" if name in ("GPUs", "runs") else "left")
     for name in page["figures"]:
-        table.add_column(FIGURE_HEADERS.get(name, name), justify="right")
+        table.add_column(Text(FIGURE_HEADERS.get(name, name)), justify="right")
     table.add_column("SLO")
     for row in items:
         d = row["deployment"]
         slo = row["slo_passed"]
         table.add_row(
-            d["model"],
-            d["engine"] or "-",
-            d["hardware"] or "-",
-            str(d["gpu_count"]),
-            level_label(row["mode"], float(row["level"])),
-            str(row["runs"]),
-            *(fmt(row["figures"].get(n), digits=2) for n in page["figures"]),
-            "-" if slo is None else ("pass" if slo else "fail"),
+            *cells(
+                d["model"],
+                d["engine"] or "-",
+                d["hardware"] or "-",
+                str(d["gpu_count"]),
+                level_label(row["mode"], float(row["level"])),
+                str(row["runs"]),
+                *(fmt(row["figures"].get(n), digits=2) for n in page["figures"]),
+                "-" if slo is None else ("pass" if slo else "fail"),
+            )
         )
     console = _console()
     console.print(f"{len(items)} of {page['total']} rows", markup=False)

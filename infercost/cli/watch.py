@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from infercost.cli.client import ApiClient
 
@@ -24,6 +25,12 @@ FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 POLL_S = 0.5
 #: How often a running level gets a plain progress line (non-terminal output).
 LINE_EVERY_S = 5.0
+
+
+def cells(*values: object) -> list[Text]:
+    """Table cells shown as written: API text (model, endpoint, hardware names) is never
+    read as rich markup, so "model[awq]" stays whole and "x[/]y" cannot raise."""
+    return [Text(str(value)) for value in values]
 
 
 def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
@@ -54,7 +61,7 @@ class LevelView:
     status: str  # planned, running, succeeded, failed or cancelled
     done: int = 0
     planned: int | None = None
-    failed: int = 0
+    failed: int | None = 0  # None while unknown (a sharded level's errors, until it ends)
     ttft_ms_p50: float | None = None
     output_tokens_per_s: float | None = None
 
@@ -70,6 +77,10 @@ class LevelView:
             f"{fmt(self.output_tokens_per_s, ' output tok/s')}"
         )
 
+    def errors(self) -> str:
+        """'3 errors', or '? errors' while the count is unknown."""
+        return f"{'?' if self.failed is None else self.failed} errors"
+
     def line(self) -> str:
         """A plain progress line for this level."""
         head = f"level {self.index + 1} ({self.label})"
@@ -81,7 +92,7 @@ class LevelView:
                 f"{self.figures()}"
             )
         of = "?" if self.planned is None else str(self.planned)
-        return f"{head}: {self.done}/{of} requests, {self.failed} errors, {self.figures()}"
+        return f"{head}: {self.done}/{of} requests, {self.errors()}, {self.figures()}"
 
 
 def _planned_levels(job: Mapping[str, Any]) -> list[tuple[str, float | None]]:
@@ -126,7 +137,8 @@ def _run_view(index: int, label: str, run: Mapping[str, Any]) -> LevelView:
             status,
             done=int(live.get("done") or 0),
             planned=live.get("planned"),
-            failed=int(live.get("errors") or 0),
+            # Null in a sharded level's live block: its shards report only their counts.
+            failed=None if live and live.get("errors") is None else int(live.get("errors") or 0),
             ttft_ms_p50=live.get("ttft_ms_p50"),
             output_tokens_per_s=live.get("output_tokens_per_s"),
         )
@@ -212,10 +224,11 @@ class BarDisplay:
 
     def __init__(self, console: Console) -> None:
         self.progress = Progress(
-            TextColumn("{task.description}"),
+            # markup off: the description and state hold API text (statuses, labels).
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[state]}"),
+            TextColumn("{task.fields[state]}", markup=False),
             console=console,
         )
         self.tasks: dict[int, TaskID] = {}
@@ -236,7 +249,7 @@ class BarDisplay:
                 state = f"{view.status}: {view.failed} failed, {view.figures()}"
                 self.progress.update(task, total=total, completed=total, state=state)
             else:
-                state = f"{view.failed} errors, {view.figures()}"
+                state = f"{view.errors()}, {view.figures()}"
                 self.progress.update(
                     task,
                     description=description,
@@ -288,16 +301,18 @@ def summary_table(job: Mapping[str, Any]) -> Table:
         requests = run.get("requests") or {}
         slo = run.get("slo_passed")
         table.add_row(
-            level_label(str(run["mode"]), float(run["level"])),
-            str(run["status"]),
-            str(requests.get("total", "-")),
-            str(requests.get("failed", "-")),
-            fmt(ttft.get("p50")),
-            fmt(ttft.get("p95")),
-            fmt(tpot.get("p50"), digits=2),
-            fmt(run.get("output_tokens_per_s")),
-            fmt(run.get("requests_per_s"), digits=2),
-            fmt((run.get("cost") or {}).get("per_million_output_tokens_usd"), digits=2),
-            "-" if slo is None else ("pass" if slo else "fail"),
+            *cells(
+                level_label(str(run["mode"]), float(run["level"])),
+                str(run["status"]),
+                str(requests.get("total", "-")),
+                str(requests.get("failed", "-")),
+                fmt(ttft.get("p50")),
+                fmt(ttft.get("p95")),
+                fmt(tpot.get("p50"), digits=2),
+                fmt(run.get("output_tokens_per_s")),
+                fmt(run.get("requests_per_s"), digits=2),
+                fmt((run.get("cost") or {}).get("per_million_output_tokens_usd"), digits=2),
+                "-" if slo is None else ("pass" if slo else "fail"),
+            )
         )
     return table

@@ -43,11 +43,12 @@ class Figure:
     description: str
 
 
-# A hosted API (no hardware) says nothing about its GPUs, so it has no per-GPU figure.
-_PER_GPU: ColumnElement[Any] = case(
-    (Deployment.hardware.is_(None), literal(None)),
-    else_=Run.output_tokens_per_s / Deployment.gpu_count,
-)
+def _per_gpu(tokens_per_s: InstrumentedAttribute[Any]) -> ColumnElement[Any]:
+    """Tokens/s per GPU; a hosted API (no hardware) says nothing about its GPUs, so null."""
+    return case(
+        (Deployment.hardware.is_(None), literal(None)),
+        else_=tokens_per_s / Deployment.gpu_count,
+    )
 
 
 #: Every figure GET /v1/comparisons can show, in their default order (METRICS.md defines each).
@@ -67,7 +68,12 @@ FIGURES: dict[str, Figure] = {
     "input_tokens_per_s": Figure(Run.input_tokens_per_s, "input tokens/s"),
     "total_tokens_per_s": Figure(Run.total_tokens_per_s, "input + output tokens/s"),
     "output_tokens_per_s_per_gpu": Figure(
-        _PER_GPU, "output tokens/s / gpu_count (null without hardware, e.g. hosted APIs)"
+        _per_gpu(Run.output_tokens_per_s),
+        "output tokens/s / gpu_count (null without hardware, e.g. hosted APIs)",
+    ),
+    "total_tokens_per_s_per_gpu": Figure(
+        _per_gpu(Run.total_tokens_per_s),
+        "input + output tokens/s / gpu_count (null without hardware)",
     ),
     "requests_per_s": Figure(Run.requests_per_s, "successful requests/s"),
     "mean_concurrency": Figure(Run.mean_concurrency, "mean concurrency (Little's law)"),
@@ -78,6 +84,10 @@ FIGURES: dict[str, Figure] = {
     "cost_per_million_output_tokens_usd": Figure(
         Run.cost_per_million_output_tokens_usd,
         "USD per million output tokens at the run's stored price (per GPU-hour or per token)",
+    ),
+    "cost_per_million_total_tokens_usd": Figure(
+        Run.cost_per_million_total_tokens_usd,
+        "USD per million input + output tokens at the run's stored price",
     ),
 }
 

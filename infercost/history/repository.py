@@ -26,6 +26,7 @@ POINT_COLUMNS = (
     "level",
     "started_at",
     "finished_at",
+    "engine_version",
     "ttft_p50_ms",
     "ttft_p95_ms",
     "tpot_p50_ms",

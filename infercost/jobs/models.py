@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from infercost.cost import RUN_PER_MILLION_OUTPUT_TOKENS_SQL
+from infercost.cost import RUN_PER_MILLION_OUTPUT_TOKENS_SQL, RUN_PER_MILLION_TOTAL_TOKENS_SQL
 from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -39,7 +39,7 @@ COMPARISON_INCLUDE = (
     "itl_p95_ms", "e2e_p50_ms", "e2e_p95_ms", "per_user_tokens_per_s_p50",
     "output_tokens_per_s", "input_tokens_per_s", "total_tokens_per_s", "requests_per_s",
     "mean_concurrency", "error_rate", "goodput_rps", "slo_attainment", "gpu_util_mean",
-    "cost_per_million_output_tokens_usd",
+    "cost_per_million_output_tokens_usd", "cost_per_million_total_tokens_usd",
 )  # fmt: skip
 
 
@@ -191,6 +191,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     gpu_util_mean: Mapped[float | None] = mapped_column(_figure("telemetry", "gpu_util_mean"))
     cost_per_million_output_tokens_usd: Mapped[float | None] = mapped_column(
         Computed(RUN_PER_MILLION_OUTPUT_TOKENS_SQL, persisted=True)
+    )
+    cost_per_million_total_tokens_usd: Mapped[float | None] = mapped_column(
+        Computed(RUN_PER_MILLION_TOTAL_TOKENS_SQL, persisted=True)
     )
     # History (infercost.history): this run against its baseline, the latest earlier
     # succeeded run of the same endpoint, workload fingerprint, mode and level, decided when

@@ -48,7 +48,15 @@ class LevelFigures:
 
 @dataclass(frozen=True, slots=True)
 class Deployment:
-    """One job's deployment and its measured levels, in level order."""
+    """One job's deployment and its measured levels, in level order.
+
+    model, engine (with its version), hardware and gpu_count are what the job's runs
+    measured (the first level's, as each run recorded them when it started), not what the
+    endpoint says now. When the endpoint changed during the job, `setups` names each
+    deployment with the levels measured on it; it is empty when all levels share one.
+    `from_endpoint` is set when no level has been measured yet, so the figures are the
+    endpoint's current settings.
+    """
 
     label: str
     job_id: str
@@ -63,6 +71,8 @@ class Deployment:
     measured_from: datetime | None = None
     measured_to: datetime | None = None
     has_metrics_urls: bool = False
+    setups: tuple[str, ...] = ()
+    from_endpoint: bool = False
 
 
 @dataclass(frozen=True, slots=True)

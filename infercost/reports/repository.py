@@ -1,13 +1,18 @@
-"""The one query a report needs beyond run summaries: TTFT histograms, binned in SQL."""
+"""The queries a report needs beyond run summaries: TTFT histograms, binned in SQL, and
+the deployment each run measured."""
 
 from __future__ import annotations
 
 import math
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from infercost.jobs.deployments import Deployment
+from infercost.jobs.models import Run
 
 #: Bins of a TTFT histogram: enough to show a tail, few enough to stay a small chart.
 TTFT_BINS = 30
@@ -32,6 +37,17 @@ _TTFT_HISTOGRAM = text(
     GROUP BY s.run_id, bucket
     """
 )
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredOn:
+    """What one run measured, as recorded when it started (deployment row, engine version)."""
+
+    model: str
+    engine: str | None
+    engine_version: str | None
+    hardware: str | None
+    gpu_count: int
 
 
 class ReportRepository:
@@ -60,3 +76,26 @@ class ReportRepository:
             # Bucket 0 and bins + 1 cannot occur (lo is the minimum, hi is past the maximum).
             counts[row.run_id][min(max(int(row.bucket), 1), bins) - 1] += int(row.n)
         return edges, counts
+
+    async def measured_on(self, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, MeasuredOn]:
+        """Each run's deployment and engine version, as snapshotted when it started."""
+        if not run_ids:
+            return {}
+        rows = await self.session.execute(
+            select(
+                Run.id,
+                Deployment.model,
+                Deployment.engine,
+                Run.engine_version,
+                Deployment.hardware,
+                Deployment.gpu_count,
+            )
+            .join(Deployment, Deployment.id == Run.deployment_id)
+            .where(Run.id.in_(list(run_ids)))
+        )
+        return {
+            row.id: MeasuredOn(
+                row.model, row.engine, row.engine_version, row.hardware, row.gpu_count
+            )
+            for row in rows
+        }

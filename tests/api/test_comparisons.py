@@ -202,8 +202,12 @@ async def test_cost_is_the_run_summarys_cost_for_hourly_and_per_token_prices(
         response = await fleet.team.http.get(f"/v1/runs/{run_id}")
         assert response.status_code == 200, response.text
         summary = response.json()
-        assert by_run[run_id]["figures"]["cost_per_million_output_tokens_usd"] == pytest.approx(
+        figures = by_run[run_id]["figures"]
+        assert figures["cost_per_million_output_tokens_usd"] == pytest.approx(
             summary["cost"]["per_million_output_tokens_usd"], rel=1e-12
+        ), name
+        assert figures["cost_per_million_total_tokens_usd"] == pytest.approx(
+            summary["cost"]["per_million_total_tokens_usd"], rel=1e-12
         ), name
     hosted = by_run[fleet.runs["hosted_l1"]]
     assert hosted["figures"]["cost_per_million_output_tokens_usd"] == pytest.approx(3.5)
@@ -211,6 +215,11 @@ async def test_cost_is_the_run_summarys_cost_for_hourly_and_per_token_prices(
     assert hosted["figures"]["output_tokens_per_s_per_gpu"] is None
     h100 = by_run[fleet.runs["h100_l16"]]
     assert h100["figures"]["output_tokens_per_s_per_gpu"] == pytest.approx(700)
+    # Input is three times output here: 5,600 total tokens/s on two GPUs.
+    assert h100["figures"]["total_tokens_per_s_per_gpu"] == pytest.approx(2800)
+    assert h100["figures"]["cost_per_million_total_tokens_usd"] == pytest.approx(
+        per_million(4.4, 5600)
+    )
     assert h100["figures"]["cost_per_million_output_tokens_usd"] == pytest.approx(
         per_million(4.4, 1400)
     )

@@ -137,7 +137,10 @@ async def test_history_series_and_changes(
     bound = await store_run(
         db, team, endpoint, finished=T0 + 2 * HOUR, ttft_ms=150.0, seed=3, client_bound=True
     )
-    slow = await store_run(db, team, endpoint, finished=T0 + 3 * HOUR, ttft_ms=150.0, seed=4)
+    # The slow one measured a newer engine release (as the worker snapshots it per run).
+    slow = await store_run(
+        db, team, endpoint, finished=T0 + 3 * HOUR, ttft_ms=150.0, seed=4, engine_version="0.7.0"
+    )
     # Series A, level 8 (a single run); series B (another workload); too few requests.
     level8 = await store_run(db, team, endpoint, finished=T0 + HOUR, ttft_ms=90.0, seed=5, level=8)
     other_workload = await store_run(
@@ -171,6 +174,8 @@ async def test_history_series_and_changes(
     assert [p["job_id"] for p in points] == [first[0], same[0], bound[0], slow[0], few[0]]
     finished = [datetime.fromisoformat(p["finished_at"]) for p in points]
     assert finished == sorted(finished)
+    # Each point says which engine release measured it (null where none was stated).
+    assert [p["engine_version"] for p in points] == [None, None, None, "0.7.0", None]
     verdicts = [p["change"]["verdict"] for p in points]
     assert verdicts == ["baseline", "no_change", "regression", "regression", "insufficient_data"]
     assert series_a["latest_verdict"] == "insufficient_data"

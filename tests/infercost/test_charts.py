@@ -306,3 +306,32 @@ def test_comparison_page_shows_every_deployment_and_its_warnings() -> None:
     assert "Not like for like:" in html and "these jobs ran different workloads" in html
     assert "input 512" in html and "input 2048" in html
     assert html.count("vllm-h200") >= 1 + len(LEVELS)  # the card and each table row
+
+
+def test_pages_say_when_the_endpoint_changed_mid_job_or_nothing_was_measured() -> None:
+    changed = replace(
+        deployment("resized"),
+        setups=(
+            "llama-8b, vllm 0.6 on H200-SXM \u00d7 1 GPU: 1 user, 4 users",
+            "llama-8b, vllm <0.7> on H200-SXM \u00d7 2 GPUs: 16 users, 64 users",
+        ),
+    )
+    page = render_job_report(_report(changed))
+    assert "The endpoint changed during this job" in page
+    assert "vllm 0.6 on H200-SXM \u00d7 1 GPU: 1 user, 4 users" in page
+    assert "vllm &lt;0.7&gt; on H200-SXM \u00d7 2 GPUs" in page  # escaped like any user text
+    assert "current settings" not in page
+    unchanged = render_job_report(_report(deployment("steady")))
+    assert "changed during this job" not in unchanged and "current settings" not in unchanged
+    fresh = render_job_report(_report(replace(deployment("new"), runs=(), from_endpoint=True)))
+    assert "the endpoint's current settings" in fresh
+
+    html = render_comparison(
+        ComparisonReport(
+            deployments=(changed, replace(deployment("other"), job_id="6f1c")),
+            workloads={changed.job_id: "input 512", "6f1c": "input 512"},
+            generated_at=NOW,
+        )
+    )
+    assert "The endpoint changed during this job (resized)" in html
+    assert "mid-job: 2 deployments" in html

@@ -71,6 +71,14 @@ def test_a_running_run_without_live_figures_yet_shows_unknowns() -> None:
     assert view.line() == "level 1 (4 users): 0/? requests, 0 errors, TTFT p50 -, -"
 
 
+def test_a_sharded_level_shows_its_count_and_unknown_errors() -> None:
+    # A sharded level's live block: the shards' counts only, errors and figures null.
+    live = {**LIVE, "errors": None, "ttft_ms_p50": None, "output_tokens_per_s": None}
+    (view,) = level_views(job("running", [run(8, "running", live=live)], [8]))
+    assert (view.done, view.planned, view.failed) == (7, 54, None)
+    assert view.line() == "level 1 (8 users): 7/54 requests, ? errors, TTFT p50 -, -"
+
+
 def test_levels_a_stopped_job_never_ran_are_left_out() -> None:
     views = level_views(job("cancelled", [run(1, "cancelled")], [1, 8]))
     assert [v.status for v in views] == ["cancelled"]

@@ -23,6 +23,7 @@ import asyncpg
 import httpx
 import pytest
 
+from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.reports.charts import CHART_NAMES, COMPARISON_CHARTS
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, sim_process
@@ -198,6 +199,73 @@ async def test_reports_are_team_scoped(jobs: Jobs, new_team: Any) -> None:
         assert "vllm-h200-sim" not in response.text
     response = await other.http.get("/v1/reports/compare", params={"job_id": [gpu_id, plain_id]})
     assert response.status_code == 404
+
+
+async def test_reports_show_the_deployment_measured_not_the_endpoint_now(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    """A report (and a comparison card) describes what the runs measured: re-sizing or
+    upgrading the endpoint afterwards changes nothing there but its newer jobs."""
+    endpoint = await team.create_endpoint(
+        name="resized-later", model="m8b", engine="vllm", engine_version="0.6"
+    )
+    # As the worker does: the run records the endpoint's engine_version when it starts.
+    before, _ = await insert_finished_run(
+        db, team.team_id, endpoint["id"], engine_version="0.6", output_tokens_per_s=100.0
+    )
+    patched = await team.http.patch(
+        f"/v1/endpoints/{endpoint['id']}", json={"gpu_count": 2, "engine_version": "0.7"}
+    )
+    assert patched.status_code == 200, patched.text
+
+    html = (await team.http.get(f"/v1/jobs/{before}/report")).text
+    assert "resized-later" in html  # the endpoint's name is still the endpoint's
+    assert "<dd>vllm 0.6</dd>" in html and "0.7" not in html
+    assert "H200-SXM &times; 1 GPU</dd>" in html
+    assert "changed during this job" not in html and "current settings" not in html
+
+    # A job measured after the change; side by side, each card shows its own deployment.
+    after, _ = await insert_finished_run(
+        db, team.team_id, endpoint["id"], engine_version="0.7", output_tokens_per_s=150.0
+    )
+    compare = await team.http.get("/v1/reports/compare", params={"job_id": [before, after]})
+    assert compare.status_code == 200, compare.text
+    assert compare.text.count("<dd>vllm 0.6</dd>") == 1
+    assert compare.text.count("<dd>vllm 0.7</dd>") == 1
+    assert "H200-SXM &times; 1</dd>" in compare.text and "H200-SXM &times; 2</dd>" in compare.text
+
+    # The endpoint changed mid-job: a second level of the first job, measured on 2 GPUs.
+    await db.execute(
+        "INSERT INTO runs (id, team_id, job_id, endpoint_id, level_index, created_at,"
+        " deployment_id, engine_version, level, mode, status, requests_total,"
+        " requests_succeeded, requests_failed)"
+        " VALUES (gen_random_uuid(), $1, $2, $3, 1, now(), $4, '0.7', 4, 'concurrency',"
+        " 'succeeded', 0, 0, 0)",
+        uuid.UUID(team.team_id),
+        uuid.UUID(before),
+        uuid.UUID(endpoint["id"]),
+        await db.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, uuid.UUID(endpoint["id"])),
+    )
+    mixed = (await team.http.get(f"/v1/jobs/{before}/report")).text
+    assert "The endpoint changed during this job" in mixed
+    assert "m8b, vllm 0.6 on H200-SXM \u00d7 1 GPU: 1 user" in mixed
+    assert "m8b, vllm 0.7 on H200-SXM \u00d7 2 GPUs: 4 users" in mixed
+    assert "<dd>vllm 0.6</dd>" in mixed  # the facts are the first level's
+
+    # No level yet: the endpoint as it is now, and said so.
+    empty = await db.fetchval(
+        "INSERT INTO jobs (id, team_id, endpoint_id, status, workload, load, progress_done,"
+        " progress_total, created_at, finished_at, error)"
+        " VALUES (gen_random_uuid(), $1, $2, 'failed', '{}', '{\"mode\": \"concurrency\"}',"
+        " 0, 0, now(), now(), 'stopped before its first level') RETURNING id",
+        uuid.UUID(team.team_id),
+        uuid.UUID(endpoint["id"]),
+    )
+    unmeasured = await team.http.get(f"/v1/jobs/{empty}/report")
+    assert unmeasured.status_code == 200, unmeasured.text
+    assert "hardware are the endpoint's current settings" in unmeasured.text
+    assert "<dd>vllm 0.7</dd>" in unmeasured.text
+    assert "H200-SXM &times; 2 GPUs</dd>" in unmeasured.text
 
 
 def _chromium_or_skip() -> Path:

@@ -131,6 +131,13 @@ async def test_cancelling_a_sharded_job_stops_every_shard(
     while (job := (await team.http.get(f"/v1/jobs/{job_id}")).json())["progress"]["done"] < 4:
         assert time.monotonic() < deadline, job
         await asyncio.sleep(0.2)
+    # While it runs, the coordinator writes the level's live block from the shards' counts
+    # (in the transaction that moves the job's progress): what it cannot know stays null.
+    [running] = job["runs"]
+    live = running["live"]
+    assert live is not None, running
+    assert live["done"] >= 4 and live["planned"] == 44 and live["elapsed_s"] >= 0, live
+    assert (live["errors"], live["ttft_ms_p50"], live["output_tokens_per_s"]) == (None,) * 3
     assert (await team.http.post(f"/v1/jobs/{job_id}/cancel")).status_code == 200
     # Both shards notice within a heartbeat or two, store what they measured and stop.
     while True:
@@ -152,6 +159,7 @@ async def test_cancelling_a_sharded_job_stops_every_shard(
         await asyncio.sleep(0.2)
         [run] = (await team.http.get(f"/v1/jobs/{job_id}/runs")).json()
     assert run["status"] == "cancelled"
+    assert run["live"] is None  # cleared when the level ended
     stored = await samples(team, run["id"])
     assert {s["seq"] % 2 for s in stored} == {0, 1}
 

@@ -36,8 +36,16 @@ class HistoryController(Controller):
             "and load level, each oldest first, with each run's change against its baseline "
             "(the previous comparable run): a Mann-Whitney U test on the per-request TTFT, "
             "TPOT and E2E latencies, the relative change of the median with a 95 % bootstrap "
-            "interval, and Cliff's delta. Flagged when p < 0.01, the interval excludes 0 "
-            "and the median moved by 5 % or more."
+            "interval, and Cliff's delta. The median check flags a regression when p < 0.01, "
+            "the interval lies wholly above 0 and the median rose by 5 % or more (an "
+            "improvement the same the other way). A tail check does "
+            "the same for the p95: a quantile test (Mood's test, the requests above the "
+            "pooled p95 compared with Fisher's exact test) and the p95's relative change "
+            "with its 95 % bootstrap interval, flagged the same way when the p95 moved by "
+            "10 % or more; it needs 100 requests a side (else its "
+            "verdict is insufficient_data and the median check decides alone). A metric is "
+            "a regression when either check regressed (`flagged_by` names which), under 20 "
+            "requests a side it is insufficient_data, and a run regressed when any metric did."
         ),
     )
     async def endpoint_history(

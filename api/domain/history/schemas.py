@@ -112,6 +112,9 @@ class HistoryPoint(msgspec.Struct):
     job_id: uuid.UUID
     started_at: datetime | None
     finished_at: datetime
+    # The endpoint's engine_version when the run started (null when none was set), so a
+    # change between points can be told apart from an engine upgrade.
+    engine_version: str | None
     ttft_p50_ms: float | None
     ttft_p95_ms: float | None
     tpot_p50_ms: float | None

@@ -88,6 +88,7 @@ def _point(row: HistoryRow) -> HistoryPoint:
         job_id=v["job_id"],
         started_at=v["started_at"],
         finished_at=v["finished_at"],
+        engine_version=v["engine_version"],
         ttft_p50_ms=v["ttft_p50_ms"],
         ttft_p95_ms=v["ttft_p95_ms"],
         tpot_p50_ms=v["tpot_p50_ms"],

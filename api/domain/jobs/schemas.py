@@ -327,12 +327,14 @@ class LiveFigures(msgspec.Struct):
     `done` and `planned` count the level's requests, warm-up included (`planned` null while
     unknown: a concurrency level of fixed duration); `errors` the failed ones so far;
     `elapsed_s` the time since the level started. `ttft_ms_p50` and `output_tokens_per_s`
-    are over the measured requests finished so far, defined as in the summary.
+    are over the measured requests finished so far, defined as in the summary. A sharded
+    level (load.shards > 1) reports only `done`, `planned` and `elapsed_s` while it runs:
+    its `errors` and figures are null until its shards' samples are merged.
     """
 
     done: int
     planned: int | None
-    errors: int
+    errors: int | None
     elapsed_s: float
     ttft_ms_p50: float | None
     output_tokens_per_s: float | None

@@ -28,7 +28,7 @@ from infercost.reports.data import (
     SloLimit,
 )
 from infercost.reports.render import number
-from infercost.reports.repository import ReportRepository
+from infercost.reports.repository import MeasuredOn, ReportRepository
 
 #: How many jobs one comparison page may show side by side (and at least how many).
 MIN_COMPARED, MAX_COMPARED = 2, 8
@@ -186,6 +186,20 @@ def capacity_text(capacity: CapacityAtSlo | None) -> str | None:
     return text
 
 
+def _engine_text(engine: str | None, version: str | None) -> str | None:
+    """'vllm 0.6.3', 'vllm', or None when neither is stated."""
+    return " ".join(x for x in (engine, version) if x) or None
+
+
+def _setup_text(m: MeasuredOn) -> str:
+    """One deployment in one line: 'm8b, vllm 0.6 on H200-SXM x 2 GPUs'."""
+    gpus = f"{m.gpu_count} GPU" + ("s" if m.gpu_count != 1 else "")
+    return (
+        f"{m.model}, {_engine_text(m.engine, m.engine_version) or 'engine not stated'} "
+        f"on {m.hardware or 'hardware not stated'} \u00d7 {gpus}"
+    )
+
+
 class ReportService:
     """A team's report data: the same summaries as the job routes, plus histograms."""
 
@@ -195,29 +209,50 @@ class ReportService:
         self.jobs = jobs
 
     async def _deployment(self, job: Job, read: JobRead) -> Deployment:
+        """The job's deployment as its runs measured it (the endpoint keeps only its name
+        here: it may have been re-sized or upgraded since), or, before any level ran, as
+        the endpoint describes it now (flagged `from_endpoint`)."""
         endpoint = await EndpointRepository(self.session).get_any(job.endpoint_id)
         if endpoint is None:  # a job's endpoint is kept (soft-deleted) for its history
             raise NotFound(f"the endpoint of job {job.id} no longer exists")
-        hardware = None
-        if endpoint.hardware_id is not None:
-            row = await HardwareRepository(self.session).get(self.team_id, endpoint.hardware_id)
-            hardware = None if row is None else row.name
+        measured = await ReportRepository(self.session).measured_on([r.id for r in read.runs])
+        # Each deployment the runs measured, in level order, with the levels measured on it.
+        setups: dict[MeasuredOn, list[str]] = {}
+        for run in read.runs:
+            if run.id in measured:
+                setups.setdefault(measured[run.id], []).append(level_label(run.level, run.mode))
+        if setups:
+            first = next(iter(setups))
+            model, engine, version = first.model, first.engine, first.engine_version
+            hardware, gpu_count = first.hardware, first.gpu_count
+        else:
+            model, engine, version = endpoint.model, endpoint.engine, endpoint.engine_version
+            gpu_count, hardware = endpoint.gpu_count, None
+            if endpoint.hardware_id is not None:
+                row = await HardwareRepository(self.session).get(self.team_id, endpoint.hardware_id)
+                hardware = None if row is None else row.name
         starts = [r.started_at for r in read.runs if r.started_at is not None]
         ends = [r.finished_at for r in read.runs if r.finished_at is not None]
         return Deployment(
             label=endpoint.name,
             job_id=str(job.id),
             endpoint_name=endpoint.name,
-            model=endpoint.model,
-            engine=" ".join(x for x in (endpoint.engine, endpoint.engine_version) if x) or None,
+            model=model,
+            engine=_engine_text(engine, version),
             hardware=hardware,
-            gpu_count=endpoint.gpu_count,
+            gpu_count=gpu_count,
             status=job.status,
             runs=tuple(level_figures(r) for r in read.runs),
             workload_fingerprint=job.workload_fingerprint,
             measured_from=min(starts, default=None),
             measured_to=max(ends, default=None),
             has_metrics_urls=bool(endpoint.metrics_urls),
+            setups=(
+                tuple(f"{_setup_text(m)}: {', '.join(levels)}" for m, levels in setups.items())
+                if len(setups) > 1
+                else ()
+            ),
+            from_endpoint=not setups,
         )
 
     async def _histograms(self, runs: Sequence[RunSummary]) -> tuple[Histogram, ...]:
