@@ -32,11 +32,11 @@ from typing import Any
 
 import asyncpg
 import numpy as np
+from scratch import add_database_options, scratch_database
 from sqlalchemy import LargeBinary, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from api.domain.jobs.definitions import DefinitionsService
-from infercost.db.migrate import upgrade_head
 from infercost.definitions import (
     READS_CHUNK_TIMES,
     TOOLS,
@@ -418,38 +418,18 @@ async def measure(url: str, run_id: uuid.UUID, iterations: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg", default=os.environ.get(
-        "INFERCOST_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres"))  # fmt: skip
+    add_database_options(parser)
     parser.add_argument("--samples", type=int, default=100_000)
     parser.add_argument("--chunks", type=int, default=16)
     parser.add_argument("--iterations", type=int, default=7)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--keep", action="store_true", help="leave the database for a look")
     args = parser.parse_args()
-    name = f"infercost_bench_{uuid.uuid4().hex[:8]}"
-    base = args.pg.rpartition("/")[0]
-    url = f"{base.replace('postgresql', 'postgresql+asyncpg', 1)}/{name}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(args.pg)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    print(f"# bench/definitions.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: --samples "
-          f"{args.samples} --chunks {args.chunks} on {os.cpu_count()} CPUs, database {name}",
-          flush=True)  # fmt: skip
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    try:
-        upgrade_head(url)
-        run_id = asyncio.run(load(f"{base}/{name}", args))
-        asyncio.run(measure(url, run_id, args.iterations))
-    finally:
-        if args.keep:
-            print(f"# kept database {name}")
-        else:
-            asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with scratch_database(args.pg, keep=args.keep) as db:
+        print(f"# bench/definitions.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: --samples "
+              f"{args.samples} --chunks {args.chunks} on {os.cpu_count()} CPUs, database "
+              f"{db.name}", flush=True)  # fmt: skip
+        run_id = asyncio.run(load(db.dsn, args))
+        asyncio.run(measure(db.url, run_id, args.iterations))
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ import asyncpg
 import httpx
 import numpy as np
 from cryptography.fernet import Fernet
+from scratch import add_database_options, scratch_database
 
-from infercost.db.migrate import upgrade_head
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.metrics import STAT_KEYS
 
@@ -410,40 +410,22 @@ async def measure(api: Api, facts: dict[str, Any], iterations: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg", default=os.environ.get(
-        "INFERCOST_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres"))  # fmt: skip
+    add_database_options(parser)
     parser.add_argument("--samples", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=20_000)
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--keep", action="store_true", help="leave the database for a look")
     args = parser.parse_args()
-    name = f"infercost_bench_{uuid.uuid4().hex[:8]}"
-    base = args.pg.rpartition("/")[0]
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(args.pg)
+    with scratch_database(args.pg, keep=args.keep) as db:
+        print(f"# bench/queries.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: --runs {args.runs} "
+              f"--samples {args.samples} on {os.cpu_count()} CPUs, database {db.name}",
+              flush=True)  # fmt: skip
+        api = Api(db.url)
         try:
-            await conn.execute(sql)
+            facts = asyncio.run(load(db.dsn, api, args))
+            asyncio.run(measure(api, facts, args.iterations))
         finally:
-            await conn.close()
-
-    print(f"# bench/queries.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: --runs {args.runs} "
-          f"--samples {args.samples} on {os.cpu_count()} CPUs, database {name}", flush=True)  # fmt: skip
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    api = None
-    try:
-        upgrade_head(f"{base.replace('postgresql', 'postgresql+asyncpg', 1)}/{name}")
-        api = Api(f"{base.replace('postgresql', 'postgresql+asyncpg', 1)}/{name}")
-        facts = asyncio.run(load(f"{base}/{name}", api, args))
-        asyncio.run(measure(api, facts, args.iterations))
-    finally:
-        if api is not None:
             api.stop()
-        if args.keep:
-            print(f"# kept database {name}")
-        else:
-            asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 if __name__ == "__main__":
