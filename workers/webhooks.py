@@ -29,7 +29,7 @@ log = logging.getLogger("infercost.worker.webhooks")
 #: timeout) holds up one sender, not the others.
 SENDERS = 4
 #: How long an idle sender waits before looking for due deliveries again.
-POLL_S = 0.5
+POLL_S = 1.0
 
 
 def _log(outcome: Outcome) -> None:
