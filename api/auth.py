@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from litestar import Request
 from litestar.datastructures import State
-from litestar.di import NamedDependency
+from litestar.di import NamedDependency, Provide
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.db import DbSession
 from infercost.errors import Forbidden, Unauthorized
 from infercost.security import key_prefix, same_token, verify_api_key
 from infercost.settings import Settings
 from infercost.teams.repository import TeamRepository
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +73,13 @@ async def provide_admin(request: Request[object, object, State], settings: AppSe
         raise Forbidden("no admin token is configured: set INFERCOST_ADMIN_TOKEN on the server")
     if not same_token(token, settings.admin_token):
         raise Forbidden("this route needs the admin token (INFERCOST_ADMIN_TOKEN)")
+
+
+def team_service(service: Callable[[AsyncSession, uuid.UUID], S]) -> Provide:
+    """The dependency of a service built from the request's session and the caller's team
+    id, e.g. `dependencies = {"prices": team_service(PriceService)}`."""
+
+    def provide(db_session: DbSession, caller: CurrentCaller) -> S:
+        return service(db_session, caller.team_id)
+
+    return Provide(provide, sync_to_thread=False)

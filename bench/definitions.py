@@ -11,8 +11,12 @@
 3. Times the service call the route makes, DefinitionsService.block (read the samples,
    recompute, build the block), for each tool over its own session: p50 and max of
    --iterations after one warm-up, with the read and the recomputation apart. The same for
-   the previous path (a Sample object per request, recomputed request by request; kept
-   below as `legacy_block`), and checks that both give the same figures.
+   the previous path, never released and kept below as the baseline (`legacy_samples`
+   reads a Sample object per request, `legacy_recompute` recomputes request by request;
+   its block is built as the service builds one), and checks that both give the same
+   figures. One difference is the point of the change and stays: the previous path reads
+   every chunk time for every tool, the service only for the tools that pool chunk gaps
+   (READS_CHUNK_TIMES).
 4. Drops the database unless --keep.
 """
 
@@ -31,20 +35,25 @@ from functools import partial
 from typing import Any
 
 import asyncpg
+import msgspec
 import numpy as np
 from scratch import add_database_options, scratch_database
 from sqlalchemy import LargeBinary, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from api.domain.jobs.definitions import DefinitionsService
+from api.domain.jobs.schemas import Definitions, Distribution
 from infercost.definitions import (
+    DIFFERENCES,
+    METRIC_NAMES,
     READS_CHUNK_TIMES,
+    REPORTED_STATS,
+    SOURCES,
     TOOLS,
     Sample,
     Stats,
     Tool,
     ToolFigures,
-    _figures,
     recompute,
 )
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
@@ -58,6 +67,30 @@ SAMPLE_COLUMNS = (
 
 
 # --- the previous path, for the comparison: one Sample per request ---------------------
+
+
+def _legacy_figures(
+    tool: Tool,
+    *,
+    tpot_ms: Stats,
+    itl_ms: Stats,
+    output_tokens_per_s: float | None,
+    requests_per_s: float | None,
+    duration_s: float | None,
+) -> ToolFigures:
+    return ToolFigures(
+        tool=tool,
+        tpot_ms=tpot_ms,
+        itl_ms=itl_ms,
+        output_tokens_per_s=output_tokens_per_s,
+        requests_per_s=requests_per_s,
+        duration_s=duration_s,
+        metric_names=dict(METRIC_NAMES[tool]),
+        reported_stats=REPORTED_STATS[tool],
+        differences=DIFFERENCES[tool],
+        sources=SOURCES[tool],
+    )
+
 
 _ELEMENT = np.dtype([("length", ">i4"), ("value", ">f8")])
 _LEGACY_COLUMNS = (
@@ -73,6 +106,7 @@ _LEGACY_COLUMNS = (
 
 
 async def legacy_samples(session: AsyncSession, run_id: uuid.UUID) -> list[Sample]:
+    """Every sample of the run as a Sample object, each with all its chunk times."""
     result = await session.execute(select(*_LEGACY_COLUMNS).where(RequestSample.run_id == run_id))
     rows = result.all()
     elements = np.frombuffer(b"".join(row[4] for row in rows), dtype=_ELEMENT)
@@ -157,7 +191,7 @@ def _legacy_vllm(measured: Sequence[Sample], ok: Sequence[Sample]) -> ToolFigure
     ]
     ends = [e for s in measured if (e := _legacy_t_end(s)) is not None]
     duration = _legacy_span(ends, (s.t_sched for s in measured))
-    return _figures(
+    return _legacy_figures(
         "vllm",
         tpot_ms=distribution(tpot),
         itl_ms=distribution(_legacy_pooled_gaps(ok)),
@@ -185,7 +219,7 @@ def _legacy_guidellm(measured: Sequence[Sample], ok: Sequence[Sample]) -> ToolFi
     )
     ends = [e for s in measured if (e := _legacy_t_end(s)) is not None]
     window = _legacy_span(ends, (s.t_sched for s in measured))
-    return _figures(
+    return _legacy_figures(
         "guidellm",
         tpot_ms=_legacy_weighted(
             [last / s.n_out for s, last in timed], [s.n_out for s, _ in timed]
@@ -214,7 +248,7 @@ def _legacy_aiperf(ok: Sequence[Sample]) -> ToolFigures:
     duration = _legacy_span(
         (s.t_send + last / 1000.0 for s, last in timed), (s.t_send for s, _ in timed)
     )
-    return _figures(
+    return _legacy_figures(
         "aiperf",
         tpot_ms=distribution(tpot),
         itl_ms=distribution(_legacy_pooled_gaps(ok)),
@@ -225,6 +259,7 @@ def _legacy_aiperf(ok: Sequence[Sample]) -> ToolFigures:
 
 
 def legacy_recompute(tool: Tool, samples: Iterable[Sample]) -> ToolFigures:
+    """The figures of `tool` from one Sample per request, computed request by request."""
     measured = [s for s in samples if not s.warmup]
     ok = [s for s in measured if s.succeeded]
     if tool == "vllm":
@@ -340,6 +375,23 @@ def same(a: ToolFigures, b: ToolFigures) -> list[str]:
     return out
 
 
+def block_of(figures: ToolFigures) -> Definitions:
+    """The response block of some figures, built as DefinitionsService.block builds it, so
+    that both paths' block() times include the same conversion."""
+    return Definitions(
+        tool=figures.tool,
+        tpot_ms=msgspec.convert(figures.tpot_ms, Distribution),
+        itl_ms=msgspec.convert(figures.itl_ms, Distribution),
+        output_tokens_per_s=figures.output_tokens_per_s,
+        requests_per_s=figures.requests_per_s,
+        duration_s=figures.duration_s,
+        metric_names=figures.metric_names,
+        reported_stats=list(figures.reported_stats),
+        differences=list(figures.differences),
+        sources=list(figures.sources),
+    )
+
+
 async def timed(
     sessions: async_sessionmaker[AsyncSession],
     iterations: int,
@@ -366,25 +418,18 @@ async def measure(url: str, run_id: uuid.UUID, iterations: int) -> None:
         print(head)
         for tool in TOOLS:
             async with sessions() as session:
-                new = recompute(
-                    tool,
-                    await DefinitionsService(session).samples(
-                        run_id, chunk_times=tool in READS_CHUNK_TIMES
-                    ),
-                )
-                old = legacy_recompute(tool, await legacy_samples(session, run_id))
-                diff = same(new, old)
-                assert not diff, f"{tool}: {diff}"
                 columns = await DefinitionsService(session).samples(
                     run_id, chunk_times=tool in READS_CHUNK_TIMES
                 )
                 objects = await legacy_samples(session, run_id)
+            diff = same(recompute(tool, columns), legacy_recompute(tool, objects))
+            assert not diff, f"{tool}: {diff}"
 
             async def new_block(session: AsyncSession, tool: Tool = tool) -> Any:
                 return await DefinitionsService(session).block(run_id, tool)
 
             async def old_block(session: AsyncSession, tool: Tool = tool) -> Any:
-                return legacy_recompute(tool, await legacy_samples(session, run_id))
+                return block_of(legacy_recompute(tool, await legacy_samples(session, run_id)))
 
             async def new_read(session: AsyncSession, tool: Tool = tool) -> Any:
                 return await DefinitionsService(session).samples(

@@ -54,7 +54,7 @@ from infercost.telemetry import Scraper
 from workers.loadgen import stream
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
-from workers.loadgen.transport import SlotTransport, load_client
+from workers.loadgen.transport import SLOT, load_client
 
 TTFT_MS = 50.0
 ITL_MS = 10.0
@@ -74,10 +74,34 @@ SIM_P99_TARGET_MS = 1.0
 ClientFactory = Callable[[int], AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
+class _HttpcoreSlots(httpx.AsyncBaseTransport):
+    """The load transport before this benchmark's changes: one httpcore pool of one
+    connection per slot; requests without a slot share a pool of `shared_limit`."""
+
+    def __init__(self, shared_limit: int) -> None:
+        limits = httpx.Limits(max_connections=shared_limit, max_keepalive_connections=shared_limit)
+        self._pools: dict[int | None, httpx.AsyncHTTPTransport] = {
+            None: httpx.AsyncHTTPTransport(limits=limits)
+        }
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        slot = request.extensions.get(SLOT)
+        pool = self._pools.get(slot)
+        if pool is None:
+            one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            pool = self._pools[slot] = httpx.AsyncHTTPTransport(limits=one)
+        return await pool.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for pool in self._pools.values():
+            await pool.aclose()
+        self._pools.clear()
+
+
 def _httpcore_client(max_concurrency: int) -> httpx.AsyncClient:
-    """The load client before this benchmark's changes: one httpcore pool per slot."""
+    """The load client with the previous transport (`_HttpcoreSlots`)."""
     return httpx.AsyncClient(
-        transport=SlotTransport(shared_limit=max_concurrency, backend="httpcore"),
+        transport=_HttpcoreSlots(max_concurrency),
         timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None),
         follow_redirects=False,
     )

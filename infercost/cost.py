@@ -21,14 +21,12 @@ def hosted_usd_per_hour(
     input_usd_per_million: float,
     output_usd_per_million: float,
     *,
-    input_tokens_per_s: float | None,
-    output_tokens_per_s: float | None,
-) -> float | None:
-    """What a hosted API charges per hour at a measured token rate (METRICS.md: a request
-    costs n_in x input price + n_out x output price), so that per-hour and per-token
-    deployments divide the same way."""
-    if input_tokens_per_s is None or output_tokens_per_s is None:
-        return None
+    input_tokens_per_s: float,
+    output_tokens_per_s: float,
+) -> float:
+    """What a hosted API charges per hour at a token rate (METRICS.md: a request costs
+    n_in x input price + n_out x output price), so that per-hour and per-token deployments
+    divide the same way."""
     usd_per_s = (
         input_tokens_per_s * input_usd_per_million + output_tokens_per_s * output_usd_per_million
     ) / 1e6
@@ -94,12 +92,14 @@ def hosted_run_cost(
     goodput_output_tokens_per_s: float | None,
 ) -> CostFigures:
     """The cost block of a run against a hosted API priced per token."""
-    usd_per_hour = hosted_usd_per_hour(
-        input_usd_per_million,
-        output_usd_per_million,
-        input_tokens_per_s=input_tokens_per_s,
-        output_tokens_per_s=output_tokens_per_s,
-    )
+    usd_per_hour = None
+    if input_tokens_per_s is not None and output_tokens_per_s is not None:
+        usd_per_hour = hosted_usd_per_hour(
+            input_usd_per_million,
+            output_usd_per_million,
+            input_tokens_per_s=input_tokens_per_s,
+            output_tokens_per_s=output_tokens_per_s,
+        )
     figures = run_cost(
         usd_per_hour,
         output_tokens_per_s=output_tokens_per_s,

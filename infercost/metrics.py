@@ -182,6 +182,24 @@ def send_rate(timings: Sequence[RequestTiming]) -> float | None:
     return _rate([t.t_send for t in timings])
 
 
+def measured_window(timings: Sequence[RequestTiming]) -> tuple[float, float] | None:
+    """The measured window: first send to last end of the measured (not warm-up) requests,
+    failed ones included (METRICS.md); (start, start) when none has ended, None when there
+    are no measured requests."""
+    start: float | None = None
+    end: float | None = None
+    for t in timings:
+        if t.warmup:
+            continue
+        if start is None or t.t_send < start:
+            start = t.t_send
+        if t.t_end is not None and (end is None or t.t_end > end):
+            end = t.t_end
+    if start is None:
+        return None
+    return start, start if end is None else end
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -257,12 +275,8 @@ def summarize(
     ok = [t for t in measured if t.succeeded]
     errors = Counter(t.error_class for t in measured if t.error_class is not None)
 
-    duration: float | None = None
-    ends = [t.t_end for t in measured if t.t_end is not None]
-    if measured and ends:
-        duration = max(ends) - min(t.t_send for t in measured)
-        if duration <= 0:
-            duration = None
+    window = measured_window(measured)
+    duration = None if window is None or window[1] <= window[0] else window[1] - window[0]
 
     def per_s(amount: float) -> float | None:
         return None if duration is None else amount / duration

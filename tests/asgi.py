@@ -1,14 +1,43 @@
-"""Serve an ASGI app with uvicorn on a free loopback port, inside the test's event loop."""
+"""Serve an ASGI app with uvicorn on a free loopback port, inside the test's event loop, and
+the plumbing the tests' small ASGI apps share."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import pytest
 import uvicorn
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The whole request body, however many messages it came in."""
+    body = b""
+    while True:
+        message = await receive()
+        chunk: bytes = message.get("body", b"")
+        body += chunk
+        if not message.get("more_body"):
+            return body
+
+
+async def send_json(send: Send, status: int, payload: Any) -> None:
+    """A whole application/json response: `payload` encoded, or sent as it is if bytes."""
+    body = payload if isinstance(payload, bytes) else msgspec.json.encode(payload)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 @asynccontextmanager

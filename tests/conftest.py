@@ -25,7 +25,9 @@ import asyncpg
 import httpx
 import pytest
 from cryptography.fernet import Fernet
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.db.migrate import upgrade_head
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.sim.config import SimConfig
@@ -238,6 +240,34 @@ class TeamClient:
             await asyncio.sleep(0.3)
         pytest.fail(f"job {job_id} still {job['status']} after {timeout} s")
 
+    async def run_job(self, body: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
+        """Submit a job, wait for it and check it succeeded; return its final state."""
+        response = await self.submit(body)
+        assert response.status_code == 202, response.text
+        job = await self.wait_job(response.json()["id"], timeout=timeout)
+        assert job["status"] == "succeeded", job["error"]
+        return job
+
+    async def samples(self, run_id: str) -> list[dict[str, Any]]:
+        """Every request sample of a run, in one page."""
+        page = (await self.http.get(f"/v1/runs/{run_id}/requests", params={"limit": 5000})).json()
+        assert page["next_after"] is None
+        return list(page["items"])
+
+    async def add_price(self, **fields: Any) -> dict[str, Any]:
+        """Add a price book entry (acme-cloud's on-demand H200-SXM at 3.5 unless `fields`
+        say otherwise) and return it."""
+        body: dict[str, Any] = {
+            "provider": "acme-cloud",
+            "hardware": "H200-SXM",
+            "pricing_model": "on-demand",
+            "usd_per_gpu_hour": 3.5,
+        }
+        body.update(fields)
+        response = await self.http.post("/v1/prices", json=body)
+        assert response.status_code == 201, response.text
+        return dict(response.json())
+
 
 @pytest.fixture
 async def admin(api_server: Api) -> AsyncIterator[httpx.AsyncClient]:
@@ -283,6 +313,16 @@ async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
         yield conn
     finally:
         await conn.close()
+
+
+@pytest.fixture
+async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """SQLAlchemy sessions on the test database, as the API and the worker open them."""
+    engine = make_engine(database_url)
+    try:
+        yield make_sessionmaker(engine)
+    finally:
+        await engine.dispose()
 
 
 async def insert_finished_run(

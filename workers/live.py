@@ -8,7 +8,8 @@ median over a bounded reservoir, never a pass over every sample of the level.
 
 Figures follow METRICS.md over the requests finished so far: TTFT and output tokens/s over
 measured (not warm-up) requests that succeeded, output tokens/s over the measured window
-so far (first measured send to last measured end). Once every request of a level has
+so far (first measured send to last measured end, failed requests included, as
+`infercost.metrics.measured_window`). Once every request of a level has
 finished they equal the run summary's (the median exactly while at most RESERVOIR
 TTFTs were seen; an unbiased sample of them beyond that).
 
@@ -53,15 +54,18 @@ class LiveLevel:
         self._rng = random.Random(seed)  # noqa: S311 - sampling, not security
 
     def _take(self, rec: RawRequest) -> None:
-        if rec.error_class is not None:
+        failed = rec.error_class is not None
+        if failed:
             self.errors += 1
-            return
         if rec.warmup:
             return
+        # The measured window spans failed requests too (infercost.metrics.measured_window).
         if self._first_send is None or rec.t_send < self._first_send:
             self._first_send = rec.t_send
         if rec.t_end is not None and (self._last_end is None or rec.t_end > self._last_end):
             self._last_end = rec.t_end
+        if failed:
+            return
         self._out_tokens += rec.n_out
         if not rec.chunk_ns:
             return

@@ -10,10 +10,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.datasets.repository import DatasetRepository
-
-#: Characters per token assumed for a local prompt count (English text, common tokenizers);
-#: the server's usage.prompt_tokens replaces it whenever the server sends usage.
-CHARS_PER_TOKEN = 4.0
+from workers.sessions import estimate_tokens
 
 #: How samples mark a prompt taken from a dataset (no length was drawn for it).
 DATASET = "dataset"
@@ -55,7 +52,7 @@ def _item(
         prompt=prompt or "",
         messages=messages,
         max_tokens=max_tokens,
-        local_tokens=max(1, round(chars / CHARS_PER_TOKEN)),
+        local_tokens=estimate_tokens(chars),
         conversation=conversation,
     )
 

@@ -91,6 +91,11 @@ class _Progress:
         return self.done_before + max(self.level_planned, self.in_level) + self.planned_after
 
 
+#: A level's request builder: request `seq`'s body and local prompt-token estimate, and what
+#: to do when a request ends besides counting it (None: nothing).
+_Requests = tuple[Callable[[int], tuple[bytes, int]], Callable[[RawRequest], None] | None]
+
+
 def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tuple[Any, ...]]:
     """Rows for COPY into request_samples, in SAMPLE_COLUMNS order; times in ms from t_send."""
 
@@ -188,6 +193,10 @@ class JobRunner:
         self.exact_prompts: list[bool] = []
         # The job's dataset items (workload.dataset_id), loaded at its first level.
         self.replay: Replay | None = None
+        # The tokenizer route that counts output without usage (_output_counter), probed at
+        # the job's first level of dataset or session prompts.
+        self._counter: Tokenizer | None = None
+        self._counter_probed = False
 
     async def _plan(self, level_index: int, level: float) -> LevelPlan | RatePlan:
         """The level's plan: a rate level's schedule, or a concurrency level's users.
@@ -219,11 +228,18 @@ class JobRunner:
         stream = bool(workload.get("stream", True))
         sessions = bool(workload.get("sessions"))
         if sessions:
-            make_request, on_done = await self._session_requests(known, rng)
+            make_request, then = await self._session_requests(known, rng)
         elif workload.get("dataset_id") is not None:
-            make_request, on_done = await self._replay_requests(known, rng)
+            make_request, then = await self._replay_requests(known, rng)
         else:
-            make_request, on_done = await self._synthetic_requests(known, rng)
+            make_request, then = await self._synthetic_requests(known, rng)
+        progress = self.progress
+
+        def on_done(rec: RawRequest) -> None:
+            progress.in_level += 1
+            if then is not None:
+                then(rec)
+
         keep_text = self.tokenizer is not None
         if offsets_ns is not None:
             return RatePlan(offsets_ns, warmup, stream, make_request, on_done, keep_text)
@@ -240,9 +256,7 @@ class JobRunner:
             keep_answer=sessions,
         )
 
-    async def _synthetic_requests(
-        self, known: int, rng: np.random.Generator
-    ) -> tuple[Callable[[int], tuple[bytes, int]], Callable[[RawRequest], None]]:
+    async def _synthetic_requests(self, known: int, rng: np.random.Generator) -> _Requests:
         """Request `seq`'s body and what to do when it ends, for synthetic prompts of drawn
         lengths; `known` of them are drawn (and checked) before the level starts."""
         workload = self.job.workload
@@ -253,10 +267,6 @@ class JobRunner:
         calibration, checked = await self._prepare_prompts(
             prompts, [inputs[seq] for seq in range(min(known, MAX_CHECKED_PROMPTS))]
         )
-        progress = self.progress
-        stream = bool(workload.get("stream", True))
-        ignore_eos = bool(workload.get("ignore_eos", True))
-        temperature = workload.get("temperature")
 
         def make_request(seq: int) -> tuple[bytes, int]:
             n_in = inputs[seq]
@@ -268,26 +278,15 @@ class JobRunner:
             else:
                 words = prompts.words_for(n_in)
             sent_words[seq] = words + pad
-            body = request_body(
-                self.target,
-                prompts.make(seq, words, pad),
-                outputs[seq],
-                stream=stream,
-                ignore_eos=ignore_eos,
-                temperature=temperature,
-            )
-            return body, n_in
+            return self._body(prompts.make(seq, words, pad), outputs[seq]), n_in
 
         def on_done(rec: RawRequest) -> None:
-            progress.in_level += 1
             if rec.count_source == "usage" and rec.n_in:
                 prompts.observe(sent_words.pop(rec.seq, 0), rec.n_in)
 
         return make_request, on_done
 
-    async def _replay_requests(
-        self, known: int, rng: np.random.Generator
-    ) -> tuple[Callable[[int], tuple[bytes, int]], Callable[[RawRequest], None]]:
+    async def _replay_requests(self, known: int, rng: np.random.Generator) -> _Requests:
         """Request `seq`'s body and what to do when it ends, for a dataset's items (loaded
         once per job): each item's max_tokens, else a length drawn from output_tokens."""
         workload = self.job.workload
@@ -298,10 +297,6 @@ class JobRunner:
         self.exact_prompts = []
         spec = workload.get("output_tokens")
         outputs = LengthDraws(spec, known, rng) if spec else None
-        progress = self.progress
-        stream = bool(workload.get("stream", True))
-        ignore_eos = bool(workload.get("ignore_eos", True))
-        temperature = workload.get("temperature")
 
         def make_request(seq: int) -> tuple[bytes, int]:
             item = replay[seq]
@@ -311,21 +306,9 @@ class JobRunner:
                 # output_tokens is given.
                 assert outputs is not None
                 max_tokens = outputs[seq]
-            body = request_body(
-                self.target,
-                item.prompt,
-                max_tokens,
-                stream=stream,
-                ignore_eos=ignore_eos,
-                temperature=temperature,
-                messages=item.messages,
-            )
-            return body, item.local_tokens
+            return self._body(item.prompt, max_tokens, item.messages), item.local_tokens
 
-        def on_done(rec: RawRequest) -> None:
-            progress.in_level += 1
-
-        return make_request, on_done
+        return make_request, None
 
     async def _load_replay(self) -> Replay:
         """The job's dataset items, loaded at its first level and kept for the others."""
@@ -338,9 +321,7 @@ class JobRunner:
             )
         return self.replay
 
-    async def _session_requests(
-        self, known: int, rng: np.random.Generator
-    ) -> tuple[Callable[[int], tuple[bytes, int]], Callable[[RawRequest], None]]:
+    async def _session_requests(self, known: int, rng: np.random.Generator) -> _Requests:
         """Request `seq`'s body and what to do when it ends, for multi-turn sessions
         (workload.sessions; workers/sessions.py): a dataset's conversations, or synthetic
         ones whose user messages have drawn input_tokens lengths."""
@@ -383,10 +364,6 @@ class JobRunner:
                 )
 
         sessions = Sessions(turns, system_prompt, new_script)
-        progress = self.progress
-        stream = bool(workload.get("stream", True))
-        ignore_eos = bool(workload.get("ignore_eos", True))
-        temperature = workload.get("temperature")
 
         def make_request(seq: int) -> tuple[bytes, int]:
             messages, max_tokens, local_tokens = sessions.next(seq)
@@ -394,19 +371,9 @@ class JobRunner:
                 # The API asks for output_tokens unless every item gives max_tokens.
                 assert outputs is not None
                 max_tokens = outputs[seq]
-            body = request_body(
-                self.target,
-                "",
-                max_tokens,
-                stream=stream,
-                ignore_eos=ignore_eos,
-                temperature=temperature,
-                messages=messages,
-            )
-            return body, local_tokens
+            return self._body("", max_tokens, messages), local_tokens
 
         def on_done(rec: RawRequest) -> None:
-            progress.in_level += 1
             ok = rec.error_class is None and bool(rec.text)
             sessions.done(rec.seq, "".join(rec.text or ()) if ok else None)
             if counter is None:
@@ -414,15 +381,34 @@ class JobRunner:
 
         return make_request, on_done
 
+    def _body(
+        self, prompt: str, max_tokens: int, messages: list[dict[str, Any]] | None = None
+    ) -> bytes:
+        """One request's JSON body with the workload's stream, ignore_eos and temperature."""
+        workload = self.job.workload
+        return request_body(
+            self.target,
+            prompt,
+            max_tokens,
+            stream=bool(workload.get("stream", True)),
+            ignore_eos=bool(workload.get("ignore_eos", True)),
+            temperature=workload.get("temperature"),
+            messages=messages,
+        )
+
     async def _output_counter(self) -> Tokenizer | None:
-        """The endpoint's tokenizer route when it answers (one probe), to count output
-        tokens of responses without usage (METRICS.md n_out); else None."""
-        tokenizer = Tokenizer.for_target(self.target)
-        try:
-            await tokenizer.count(self.rt.http, "hello", as_prompt=False)
-        except TokenizerError:
-            return None
-        return tokenizer
+        """The endpoint's tokenizer route when it answers, to count output tokens of
+        responses without usage (METRICS.md n_out); else None. Probed once per job: a
+        failed probe may take the whole request timeout."""
+        if not self._counter_probed:
+            tokenizer = Tokenizer.for_target(self.target)
+            try:
+                await tokenizer.count(self.rt.http, "hello", as_prompt=False)
+                self._counter = tokenizer
+            except TokenizerError:
+                self._counter = None
+            self._counter_probed = True
+        return self._counter
 
     async def _prepare_prompts(
         self, prompts: PromptMaker, lengths: list[int]
@@ -471,6 +457,18 @@ class JobRunner:
             return part(None, warmup_s + duration)
         return np.concatenate([part(None, warmup_s), warmup_s + part(measured, None)])
 
+    async def _beat(self, live: dict[str, Any] | None = None) -> bool:
+        """Write progress as the job's heartbeat, and `live` as the running figures of the
+        run being measured (cleared with the level's figures, in _store_run); False when
+        the job is no longer running (cancelled)."""
+        async with self.rt.sessionmaker() as session:
+            repo = JobRepository(session)
+            running = await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
+            if live is not None and self.run_id is not None:
+                await repo.update_run(self.run_id, live=live)
+            await session.commit()
+        return running
+
     async def _watch(self, level_task: asyncio.Task[None]) -> None:
         """Write progress and a heartbeat, and notice a cancel, about twice a second."""
         if self.shard is not None:
@@ -480,13 +478,8 @@ class JobRunner:
             return
         while not level_task.done():
             await asyncio.sleep(PROGRESS_INTERVAL_S)
-            async with self.rt.sessionmaker() as session:
-                repo = JobRepository(session)
-                running = await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
-                if self.live is not None and self.run_id is not None:
-                    await repo.update_run(self.run_id, live=self.live.figures(perf_counter_ns()))
-                await session.commit()
-            if not running:
+            live = None if self.live is None else self.live.figures(perf_counter_ns())
+            if not await self._beat(live):
                 self.progress.cancelled = True
                 level_task.cancel()
                 return
@@ -647,12 +640,7 @@ class JobRunner:
             # Elapsed from the instant the shards agreed to start (0 until it is set).
             start_at = None if own.shard is None else own.shard.start_at
             elapsed_s = 0.0 if start_at is None else (utcnow() - start_at).total_seconds()
-            async with self.rt.sessionmaker() as session:
-                repo = JobRepository(session)
-                running = await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
-                # The live block (cleared with the level's figures, in _store_run).
-                await repo.update_run(run_id, live=sharded_figures(done, planned, elapsed_s))
-                await session.commit()
+            running = await self._beat(sharded_figures(done, planned, elapsed_s))
             self.progress.cancelled = self.progress.cancelled or not running
             return running
 
@@ -786,12 +774,7 @@ class JobRunner:
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
             await asyncio.sleep(min(PROGRESS_INTERVAL_S, left))
-            async with self.rt.sessionmaker() as session:
-                running = await JobRepository(session).heartbeat(
-                    self.job.id, self.progress.done, self.progress.total
-                )
-                await session.commit()
-            if not running:
+            if not await self._beat():
                 self.progress.cancelled = True
                 return False
         return True

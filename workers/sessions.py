@@ -17,8 +17,14 @@ from typing import Any
 
 Message = dict[str, Any]
 
-#: Characters per token assumed for a local prompt count (replaced by the server's usage).
+#: Characters per token assumed for a local prompt count (English text, common tokenizers);
+#: the server's usage.prompt_tokens replaces it whenever the server sends usage.
 CHARS_PER_TOKEN = 4.0
+
+
+def estimate_tokens(chars: int) -> int:
+    """A local estimate of a prompt's tokens from its length in characters (at least 1)."""
+    return max(1, round(chars / CHARS_PER_TOKEN))
 
 
 @dataclass(slots=True)
@@ -88,7 +94,7 @@ class Sessions:
         return (
             conversation.sent,
             conversation.script.max_tokens,
-            max(1, round(chars / CHARS_PER_TOKEN)),
+            estimate_tokens(chars),
         )
 
     def done(self, seq: int, answer: str | None) -> None:

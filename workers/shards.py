@@ -33,7 +33,7 @@ from infercost.metrics import RequestTiming
 from infercost.queue import RUN_SHARD_TASK, make_celery
 from infercost.sharding import shard_share
 from workers.loadgen.closed_loop import LevelPlan
-from workers.loadgen.open_loop import RatePlan
+from workers.loadgen.open_loop import RatePlan, wait_until
 from workers.loadgen.stream import RawRequest
 from workers.runtime import Runtime
 
@@ -179,7 +179,7 @@ class ShardSlot:
         if self.stopped.is_set() or self.start_at is None:
             raise ShardStopped
         target = perf_counter_ns() + round((self.start_at.timestamp() - time.time()) * 1e9)
-        await _sleep_until(target)
+        await wait_until(target)
         self.lag_ms = (perf_counter_ns() - target) / 1e6
         self.started_at = utcnow()
         return target
@@ -196,16 +196,6 @@ class ShardSlot:
             level_task.cancel()
             return True
         return False
-
-
-async def _sleep_until(deadline_ns: int) -> None:
-    """Return at `deadline_ns` (perf_counter_ns) or just after: sleep to within a
-    millisecond, then yield until it passes (asyncio's timers round to the millisecond)."""
-    while True:
-        left = deadline_ns - perf_counter_ns()
-        if left <= 0:
-            return
-        await asyncio.sleep((left - 1_000_000) * 1e-9 if left > 1_000_000 else 0)
 
 
 def timing_of(sample: RequestSample) -> RequestTiming:

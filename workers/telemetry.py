@@ -13,19 +13,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from infercost.metrics import RequestTiming
+from infercost.metrics import RequestTiming, measured_window
 from infercost.telemetry import Scraper, ScrapeResult, summarize
-
-
-def measured_window(timings: Sequence[RequestTiming]) -> tuple[float, float] | None:
-    """First send to last end of the measured (not warm-up) requests, in seconds."""
-    measured = [t for t in timings if not t.warmup]
-    if not measured:
-        return None
-    ends = [t.t_end for t in measured if t.t_end is not None]
-    start = min(t.t_send for t in measured)
-    return start, max(ends) if ends else start
-
 
 #: Scraped values kept per level before unmapped metrics are dropped (about 100 MB).
 MAX_KEPT_VALUES = 500_000

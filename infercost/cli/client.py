@@ -19,10 +19,9 @@ from typing import Any, TypeVar
 import click
 import httpx
 
+from infercost.cli.up import TEAM_KEY_FILE
 from infercost.settings import Settings
 
-#: The file `infercost up` writes the default team's key to, under the data dir.
-TEAM_KEY_FILE = "default-team.key"
 TIMEOUT_S = 30.0
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -25,10 +25,10 @@ from infercost.cli.watch import (
     LineDisplay,
     cells,
     fmt,
-    level_label,
     summary_table,
     watch_job,
 )
+from infercost.reports.data import level_label
 
 #: Exit codes of `submit --watch` beyond 0 (succeeded) and 1 (failed, or any error).
 EXIT_CANCELLED = 3
@@ -323,7 +323,7 @@ def compare(  # click passes every option by name
                 d["engine"] or "-",
                 d["hardware"] or "-",
                 str(d["gpu_count"]),
-                level_label(row["mode"], float(row["level"])),
+                level_label(float(row["level"]), row["mode"]),
                 str(row["runs"]),
                 *(fmt(row["figures"].get(n), digits=2) for n in page["figures"]),
                 "-" if slo is None else ("pass" if slo else "fail"),

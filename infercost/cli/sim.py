@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import click
 
 from infercost.sim.config import SimConfig, SimMode, SimPrecision, gpu_names
@@ -26,7 +28,7 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 )
 @click.option(
     "--mode",
-    type=click.Choice(["fixed", "gpu"]),
+    type=click.Choice(get_args(SimMode)),
     default="fixed",
     show_default=True,
     help="fixed: every token at exactly --ttft-ms, then every --itl-ms. gpu: a "
@@ -100,7 +102,7 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 )
 @click.option(
     "--precision",
-    type=click.Choice(["bf16", "fp8"]),
+    type=click.Choice(get_args(SimPrecision)),
     default="bf16",
     show_default=True,
     help="Gpu mode: weight precision (2 or 1 bytes per parameter, and its compute peak).",

@@ -39,6 +39,7 @@ from infercost.embedded import (
     child_process_kwargs,
 )
 from infercost.settings import Settings
+from infercost.sim.config import SimPrecision, default_kv_bytes_per_token
 
 ADMIN_TOKEN_FILE = "admin.token"  # noqa: S105 - a file name, not a secret
 SECRET_KEYS_FILE = "secret.keys"  # noqa: S105 - a file name, not a secret
@@ -49,6 +50,11 @@ SIM_ENDPOINT = "sim-fixed"
 SIM_MODEL = "sim-model"
 SIM_GPU_ENDPOINT = "sim-gpu"
 SIM_GPU_MODEL = "sim-llama-8b"
+# What both demo endpoints declare they run on, and the model `sim-gpu` simulates.
+SIM_HARDWARE = "H200-SXM"
+SIM_USD_PER_HOUR = 3.5
+SIM_GPU_PARAMS_B = 8
+SIM_GPU_PRECISION: SimPrecision = "bf16"
 # Bounds on each phase; a slow machine's cold start (initdb + migrations) fits easily.
 MIGRATE_TIMEOUT_S = 300.0
 READY_TIMEOUT_S = 90.0
@@ -98,21 +104,27 @@ class DemoEndpoint:
 
 def demo_endpoints(sim_port: int, sim_gpu_port: int) -> tuple[DemoEndpoint, DemoEndpoint]:
     """`sim-fixed` (50 ms TTFT, 10 ms per token) and `sim-gpu` (8B bf16 on a modelled H200)."""
+    common = {
+        "api": "openai-chat",
+        "engine": "infercost-sim",
+        "hardware": SIM_HARDWARE,
+        "gpu_count": 1,
+        "usd_per_hour": SIM_USD_PER_HOUR,
+    }
+    kv_bytes = default_kv_bytes_per_token(SIM_GPU_PARAMS_B, SIM_GPU_PRECISION)
     fixed = DemoEndpoint(
         name=SIM_ENDPOINT,
         port=sim_port,
         sim_args=("--mode", "fixed", "--ttft-ms", "50", "--itl-ms", "10", "--model", SIM_MODEL),
-        fields={"api": "openai-chat", "model": SIM_MODEL, "engine": "infercost-sim",
-                "hardware": "H200-SXM", "gpu_count": 1, "usd_per_hour": 3.5},
+        fields={**common, "model": SIM_MODEL},
     )  # fmt: skip
     gpu = DemoEndpoint(
         name=SIM_GPU_ENDPOINT,
         port=sim_gpu_port,
-        sim_args=("--mode", "gpu", "--gpu", "H200-SXM", "--params-b", "8", "--precision",
-                  "bf16", "--gpu-count", "1", "--model", SIM_GPU_MODEL),
-        fields={"api": "openai-chat", "model": SIM_GPU_MODEL, "engine": "infercost-sim",
-                "hardware": "H200-SXM", "gpu_count": 1, "usd_per_hour": 3.5, "params_b": 8,
-                "precision": "bf16", "kv_bytes_per_token": 131072},
+        sim_args=("--mode", "gpu", "--gpu", SIM_HARDWARE, "--params-b", str(SIM_GPU_PARAMS_B),
+                  "--precision", SIM_GPU_PRECISION, "--gpu-count", "1", "--model", SIM_GPU_MODEL),
+        fields={**common, "model": SIM_GPU_MODEL, "params_b": SIM_GPU_PARAMS_B,
+                "precision": SIM_GPU_PRECISION, "kv_bytes_per_token": kv_bytes},
         with_metrics=True,
     )  # fmt: skip
     return fixed, gpu
@@ -671,10 +683,12 @@ class Launcher:
             if resp.status_code == 200:
                 click.echo(f"up: pointed '{demo.name}' at {demo.base_url}")
             else:
+                stale = "; ".join(
+                    f"{key} is {found.get(key)}, not {changes[key]}" for key in changes
+                )
                 click.secho(
-                    f"up: '{demo.name}' points at {found.get('base_url')}, not "
-                    f"{demo.base_url}, and updating it failed: HTTP {resp.status_code}: "
-                    f"{_problem_detail(resp)}",
+                    f"up: '{demo.name}' has {stale}, and updating it failed: HTTP "
+                    f"{resp.status_code}: {_problem_detail(resp)}",
                     fg="yellow",
                     err=True,
                 )

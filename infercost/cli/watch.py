@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from infercost.cli.client import ApiClient
+from infercost.reports.data import level_label
 
 FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 #: How often the job is read while it runs (the worker writes progress about twice a second).
@@ -38,13 +39,6 @@ def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     if value is None:
         return "-"
     return f"{value:,.{digits}f}{unit}"
-
-
-def level_label(mode: str, level: float) -> str:
-    """'8 users' (closed loop) or '2.5 req/s' (open loop)."""
-    if mode == "concurrency":
-        return f"{level:g} user" if level == 1 else f"{level:g} users"
-    return f"{level:g} req/s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,11 +110,11 @@ def level_views(job: Mapping[str, Any]) -> list[LevelView]:
     for index in range(max(len(planned), len(runs))):
         if index < len(runs):
             run = runs[index]
-            label = level_label(str(run["mode"]), float(run["level"]))
+            label = level_label(float(run["level"]), str(run["mode"]))
             views.append(_run_view(index, label, run))
             continue
         mode, level = planned[index]
-        label = "chosen by the sweep" if level is None else level_label(mode, level)
+        label = "chosen by the sweep" if level is None else level_label(level, mode)
         if job.get("status") in FINAL_STATUSES:
             continue  # never ran: the job stopped before it
         views.append(LevelView(index, label, "planned"))
@@ -302,7 +296,7 @@ def summary_table(job: Mapping[str, Any]) -> Table:
         slo = run.get("slo_passed")
         table.add_row(
             *cells(
-                level_label(str(run["mode"]), float(run["level"])),
+                level_label(float(run["level"]), str(run["mode"])),
                 str(run["status"]),
                 str(requests.get("total", "-")),
                 str(requests.get("failed", "-")),

@@ -43,8 +43,10 @@ def dominates(a: Point[T], b: Point[T]) -> bool:
 def pareto_frontier(points: Sequence[Point[T]]) -> Frontier[T]:
     """Split `points` into the Pareto frontier (maximising x and y) and the dominated rest.
 
-    Equal points do not dominate each other, so both stay on the frontier. O(n log n): sweep
-    from the largest x down, keeping the best y seen at a strictly larger x.
+    Equal points do not dominate each other, so both stay on the frontier. Finding the
+    frontier is O(n log n): sweep from the largest x down, keeping the best y seen at a
+    strictly larger x. Naming each dominated point's first dominator scans the frontier, so
+    the whole is O(n log n + n * |frontier|), quadratic at worst.
     """
     order = sorted(range(len(points)), key=lambda i: (-points[i].x, -points[i].y))
     on_desc: list[int] = []

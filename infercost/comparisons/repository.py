@@ -20,7 +20,6 @@ from sqlalchemy import (
     distinct,
     func,
     literal,
-    or_,
     select,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
@@ -28,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from infercost.endpoints.models import Endpoint
+from infercost.history.repository import not_client_bound
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Job, Run
 
@@ -180,7 +180,7 @@ def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]
     if f.slo_passed is not None:
         where.append(Run.slo_passed.is_(f.slo_passed))
     if not f.include_client_bound:
-        where.append(or_(Run.client_bound.is_(None), Run.client_bound.is_(False)))
+        where.append(not_client_bound())
     return where
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, func, or_, select, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.endpoints.models import Endpoint
@@ -61,9 +61,10 @@ class HistoryRow:
     series_total: int
 
 
-def _trusted() -> ColumnElement[bool]:
-    # A client-bound run measured the load generator as much as the endpoint.
-    return or_(Run.client_bound.is_(None), Run.client_bound.is_(False))
+def not_client_bound() -> ColumnElement[bool]:
+    """Runs not flagged client-bound, unknown (NULL) included: a client-bound run measured
+    the load generator as much as the endpoint, so baselines and comparisons skip it."""
+    return Run.client_bound.is_not(True)
 
 
 class HistoryRepository:
@@ -101,7 +102,7 @@ class HistoryRepository:
                 Run.status == "succeeded",
                 Run.finished_at < run.finished_at,
                 Run.job_id != run.job_id,
-                _trusted(),
+                not_client_bound(),
             )
             .order_by(Run.finished_at.desc(), Run.id.desc())
             .limit(1)

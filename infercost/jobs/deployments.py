@@ -11,23 +11,36 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import BigInteger, ForeignKey, Identity, Index, String, select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import BigInteger, ForeignKey, Identity, Index, String, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from infercost.db.base import Base
 from infercost.endpoints.models import Endpoint
-from infercost.hardware.models import Hardware
+
+#: The one rule: a row per (team, model, engine, hardware name, GPU count), made from an
+#: endpoint's row `e`, whose source fills {endpoint}. DO UPDATE (a no-op write) rather than
+#: DO NOTHING, so RETURNING always yields the id.
+_UPSERT = (
+    "INSERT INTO deployments (team_id, model, engine, hardware, gpu_count)"
+    " SELECT e.team_id, e.model, e.engine, h.name, e.gpu_count FROM {endpoint}"
+    " LEFT JOIN hardware h ON h.id = e.hardware_id"
+    " ON CONFLICT (team_id, model, engine, hardware, gpu_count)"
+    " DO UPDATE SET model = excluded.model RETURNING id"
+)
 
 #: deployment_of for writers that insert runs with plain SQL (test fixtures, benchmarks):
 #: $1 is the endpoint's id; the statement returns its deployment's id.
-DEPLOYMENT_OF_ENDPOINT_SQL = (
-    "INSERT INTO deployments (team_id, model, engine, hardware, gpu_count)"
-    " SELECT e.team_id, e.model, e.engine, h.name, e.gpu_count FROM endpoints e"
-    " LEFT JOIN hardware h ON h.id = e.hardware_id WHERE e.id = $1"
-    " ON CONFLICT (team_id, model, engine, hardware, gpu_count)"
-    " DO UPDATE SET model = excluded.model RETURNING id"
+DEPLOYMENT_OF_ENDPOINT_SQL = _UPSERT.format(endpoint="(SELECT * FROM endpoints WHERE id = $1) e")
+
+# The same statement over an endpoint's values as the caller loaded them (a worker keeps
+# measuring the endpoint it loaded at the job's start, even if it is changed meanwhile).
+_DEPLOYMENT_OF_VALUES = text(
+    _UPSERT.format(
+        endpoint="(VALUES (CAST(:team_id AS uuid), CAST(:model AS text), CAST(:engine AS text),"
+        " CAST(:hardware_id AS uuid), CAST(:gpu_count AS integer)))"
+        " e (team_id, model, engine, hardware_id, gpu_count)"
+    )
 )
 
 
@@ -61,26 +74,11 @@ class Deployment(Base):
 
 async def deployment_of(session: AsyncSession, endpoint: Endpoint) -> int:
     """The id of the deployment `endpoint` describes now, created on first use."""
-    hardware = (
-        None
-        if endpoint.hardware_id is None
-        else await session.scalar(select(Hardware.name).where(Hardware.id == endpoint.hardware_id))
-    )
     values = {
         "team_id": endpoint.team_id,
         "model": endpoint.model,
         "engine": endpoint.engine,
-        "hardware": hardware,
+        "hardware_id": endpoint.hardware_id,
         "gpu_count": endpoint.gpu_count,
     }
-    # DO UPDATE (a no-op write) rather than DO NOTHING, so RETURNING always yields the id.
-    statement = (
-        insert(Deployment)
-        .values(**values)
-        .on_conflict_do_update(
-            index_elements=["team_id", "model", "engine", "hardware", "gpu_count"],
-            set_={"model": endpoint.model},
-        )
-        .returning(Deployment.id)
-    )
-    return int((await session.execute(statement)).scalar_one())
+    return int((await session.execute(_DEPLOYMENT_OF_VALUES, values)).scalar_one())

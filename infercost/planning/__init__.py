@@ -24,14 +24,12 @@ from infercost.planning.estimate import (
 )
 from infercost.planning.presets import PRESETS, UnknownPreset, WorkloadPreset, get_preset
 from infercost.planning.roofline import (
-    Efficiency,
     Hardware,
     ModelFacts,
     RooflineBounds,
     batch_step_time_bound_s,
     batch_throughput_bound_tokens_per_s,
     decode_bound_tokens_per_s,
-    efficiency,
     peak_throughput_bound_tokens_per_s,
     prefill_time_bound_s,
     roofline_bounds,
@@ -42,7 +40,6 @@ __all__ = [
     "BreakEven",
     "Capacity",
     "Deployment",
-    "Efficiency",
     "Estimate",
     "Evidence",
     "Hardware",
@@ -62,7 +59,6 @@ __all__ = [
     "break_even",
     "capacity_at_slo",
     "decode_bound_tokens_per_s",
-    "efficiency",
     "get_preset",
     "hosted_cost",
     "peak_throughput_bound_tokens_per_s",

@@ -18,7 +18,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Literal
 
-from infercost.cost import blended_per_million
+from infercost.cost import blended_per_million, hosted_usd_per_hour, per_million
 from infercost.errors import InvalidInput
 
 HOURS_PER_MONTH = 730.0
@@ -92,14 +92,19 @@ class Traffic:
         return self.requests_per_s / self.average_requests_per_s
 
     @property
-    def output_tokens_per_hour(self) -> float:
-        """Output tokens produced per hour on average."""
-        return self.average_requests_per_s * self.output_tokens * 3600.0
+    def input_tokens_per_s(self) -> float:
+        """Input tokens per second on average."""
+        return self.average_requests_per_s * self.input_tokens
 
     @property
-    def total_tokens_per_hour(self) -> float:
-        """Input plus output tokens per hour on average."""
-        return self.average_requests_per_s * (self.input_tokens + self.output_tokens) * 3600.0
+    def output_tokens_per_s(self) -> float:
+        """Output tokens produced per second on average."""
+        return self.average_requests_per_s * self.output_tokens
+
+    @property
+    def total_tokens_per_s(self) -> float:
+        """Input plus output tokens per second on average."""
+        return self.average_requests_per_s * (self.input_tokens + self.output_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,12 +176,14 @@ class HostedApi:
         if self.usd_per_million_input_tokens < 0 or self.usd_per_million_output_tokens < 0:
             raise ValueError(f"{self.name}: prices must be 0 or more")
 
-    def usd_per_request(self, input_tokens: float, output_tokens: float) -> float:
-        """USD for one request: n_in x input price + n_out x output price."""
-        return (
-            input_tokens * self.usd_per_million_input_tokens
-            + output_tokens * self.usd_per_million_output_tokens
-        ) / 1e6
+    def usd_per_hour_at(self, input_tokens_per_s: float, output_tokens_per_s: float) -> float:
+        """What the API charges per hour at these token rates."""
+        return hosted_usd_per_hour(
+            self.usd_per_million_input_tokens,
+            self.usd_per_million_output_tokens,
+            input_tokens_per_s=input_tokens_per_s,
+            output_tokens_per_s=output_tokens_per_s,
+        )
 
 
 def replicas_for(requests_per_s: float, capacity_rps: float) -> int:
@@ -216,9 +223,9 @@ def break_even(deployment: Deployment, api: HostedApi, traffic: Traffic) -> Brea
     (m c, (m+1) U / k] iff (m+1) U / k > m c, i.e. m < U / (c k - U). The last gap ends at
     m* U / k with m* = ceil(U / (c k - U)), above which self-hosting always wins.
     """
-    per_request = api.usd_per_request(traffic.input_tokens, traffic.output_tokens)
-    # hosted bills follow the average rate: average = sizing rate / peak_to_mean
-    k = per_request * 3600.0 / traffic.peak_to_mean
+    # one request/s at the traffic's lengths; hosted bills follow the average rate:
+    # average = sizing rate / peak_to_mean
+    k = api.usd_per_hour_at(traffic.input_tokens, traffic.output_tokens) / traffic.peak_to_mean
     u, c = deployment.usd_per_hour, deployment.capacity_rps
     if u >= c * k:
         return BreakEven(api.name, None, None)
@@ -285,8 +292,11 @@ class HostedEstimate:
 Candidate = SelfHostedEstimate | HostedEstimate
 
 
-def _per_million(usd_per_hour: float, units_per_hour: float) -> float:
-    return usd_per_hour / units_per_hour * 1e6
+def _per_million(usd_per_hour: float, per_s: float) -> float:
+    """cost.per_million for a rate Traffic keeps above 0."""
+    figure = per_million(usd_per_hour, per_s)
+    assert figure is not None
+    return figure
 
 
 def _deployment_warnings(d: Deployment, utilization: float, headroom_rps: float) -> list[str]:
@@ -352,8 +362,8 @@ def self_hosted_cost(traffic: Traffic, deployment: Deployment) -> SelfHostedEsti
         headroom_rps=headroom_rps,
         usd_per_hour=usd_per_hour,
         usd_per_month=usd_per_hour * HOURS_PER_MONTH,
-        per_million_output_tokens_usd=_per_million(usd_per_hour, traffic.output_tokens_per_hour),
-        per_million_total_tokens_usd=_per_million(usd_per_hour, traffic.total_tokens_per_hour),
+        per_million_output_tokens_usd=_per_million(usd_per_hour, traffic.output_tokens_per_s),
+        per_million_total_tokens_usd=_per_million(usd_per_hour, traffic.total_tokens_per_s),
         basis=deployment.basis,
         evidence=deployment.evidence,
         warnings=tuple(_deployment_warnings(deployment, utilization, headroom_rps)),
@@ -362,8 +372,7 @@ def self_hosted_cost(traffic: Traffic, deployment: Deployment) -> SelfHostedEsti
 
 def hosted_cost(traffic: Traffic, api: HostedApi) -> HostedEstimate:
     """Price `traffic` on a hosted API (METRICS.md, hosted APIs)."""
-    per_request = api.usd_per_request(traffic.input_tokens, traffic.output_tokens)
-    usd_per_hour = traffic.average_requests_per_s * 3600.0 * per_request
+    usd_per_hour = api.usd_per_hour_at(traffic.input_tokens_per_s, traffic.output_tokens_per_s)
     warnings: tuple[str, ...] = ()
     if not api.evidence:
         warnings = (
@@ -375,8 +384,8 @@ def hosted_cost(traffic: Traffic, api: HostedApi) -> HostedEstimate:
         api=api,
         usd_per_hour=usd_per_hour,
         usd_per_month=usd_per_hour * HOURS_PER_MONTH,
-        per_million_output_tokens_usd=_per_million(usd_per_hour, traffic.output_tokens_per_hour),
-        per_million_total_tokens_usd=_per_million(usd_per_hour, traffic.total_tokens_per_hour),
+        per_million_output_tokens_usd=_per_million(usd_per_hour, traffic.output_tokens_per_s),
+        per_million_total_tokens_usd=_per_million(usd_per_hour, traffic.total_tokens_per_s),
         blended_usd_per_million_tokens=blended_per_million(
             api.usd_per_million_input_tokens, api.usd_per_million_output_tokens
         ),

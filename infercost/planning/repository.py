@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from infercost.endpoints.models import Endpoint
 from infercost.jobs.models import Job
 from infercost.prices.models import Price
+from infercost.prices.repository import in_effect_at
 
 
 class EvidenceRepository:
@@ -60,14 +61,6 @@ class EvidenceRepository:
     async def prices_in_effect(self, team_id: uuid.UUID, at: datetime) -> list[Price]:
         """For each provider, hardware and pricing model, the entry in effect at `at`."""
         rows = await self.session.scalars(
-            select(Price)
-            .where(Price.team_id == team_id, Price.effective_from <= at)
-            .order_by(
-                Price.provider,
-                Price.hardware_id,
-                Price.pricing_model,
-                Price.effective_from.desc(),
-            )
-            .distinct(Price.provider, Price.hardware_id, Price.pricing_model)
+            in_effect_at(select(Price).where(Price.team_id == team_id), at)
         )
         return list(rows)

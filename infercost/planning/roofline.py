@@ -13,11 +13,9 @@ figure an upper limit for tensor- or pipeline-parallel deployments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Protocol
 
-from infercost.hardware.catalog import GpuSpec
-
-Precision = Literal["bf16", "fp16", "fp8"]
+from infercost.hardware.catalog import BYTES_PER_PARAM
 
 _BYTES_PER_GB = 1e9
 _FLOPS_PER_TFLOP = 1e12
@@ -54,6 +52,17 @@ class ModelFacts:
         return self.params * self.bytes_per_param
 
 
+class GpuFigures(Protocol):
+    """A GPU's datasheet figures: a catalog GpuSpec or a hardware row."""
+
+    @property
+    def memory_bandwidth_gbps(self) -> float: ...
+    @property
+    def bf16_tflops(self) -> float: ...
+    @property
+    def fp8_tflops(self) -> float | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Hardware:
     """One replica's hardware: per-GPU memory bandwidth (bytes/s), per-GPU peak dense
@@ -70,12 +79,12 @@ class Hardware:
             raise ValueError("gpu_count must be 1 or more")
 
     @classmethod
-    def from_gpu(cls, gpu: GpuSpec, precision: Precision = "bf16", gpu_count: int = 1) -> Hardware:
-        """From a catalog GpuSpec: bf16/fp16 use bf16_tflops; fp8 uses fp8_tflops, or
-        bf16_tflops on GPUs without fp8 compute (they upcast fp8 weights to compute)."""
-        tflops = gpu.bf16_tflops
-        if precision == "fp8" and gpu.fp8_tflops is not None:
-            tflops = gpu.fp8_tflops
+    def from_gpu(cls, gpu: GpuFigures, precision: str = "bf16", gpu_count: int = 1) -> Hardware:
+        """From a GPU's figures at a weight precision (a catalog Precision): 8-bit and
+        narrower weights use fp8_tflops where the GPU has fp8 compute, everything else (and
+        GPUs without it, which upcast to compute) bf16_tflops."""
+        narrow = BYTES_PER_PARAM[precision] <= 1
+        tflops = gpu.fp8_tflops if narrow and gpu.fp8_tflops is not None else gpu.bf16_tflops
         return cls(
             memory_bandwidth_bytes_s=gpu.memory_bandwidth_gbps * _BYTES_PER_GB,
             peak_flops=tflops * _FLOPS_PER_TFLOP,
@@ -161,31 +170,4 @@ def roofline_bounds(
     return RooflineBounds(
         decode_tokens_per_s=decode_bound_tokens_per_s(model, hw),
         peak_output_tokens_per_s=peak_throughput_bound_tokens_per_s(model, hw, mean_context_tokens),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Efficiency:
-    """Measured figures as fractions of their limits (0.6 = 60% of what the hardware could
-    do); None where the measured figure is missing. Above 1 means the model facts are wrong."""
-
-    decode_efficiency: float | None
-    throughput_efficiency: float | None
-
-
-def efficiency(
-    measured_single_stream_tps: float | None,
-    measured_peak_output_tps: float | None,
-    bounds: RooflineBounds,
-) -> Efficiency:
-    """Decode efficiency (one stream's tokens/s, e.g. per-user speed at concurrency 1, over
-    the decode bound) and throughput efficiency (the highest measured output tokens/s over
-    the peak bound)."""
-
-    def fraction(measured: float | None, bound: float) -> float | None:
-        return None if measured is None else measured / bound
-
-    return Efficiency(
-        decode_efficiency=fraction(measured_single_stream_tps, bounds.decode_tokens_per_s),
-        throughput_efficiency=fraction(measured_peak_output_tps, bounds.peak_output_tokens_per_s),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, overload
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -40,8 +40,15 @@ class HourlyPrice:
     per_token: tuple[float, float] | None = None
 
 
-def rfc3339(at: datetime) -> str:
-    """`at` as RFC 3339 in UTC, the way responses write times."""
+@overload
+def rfc3339(at: datetime) -> str: ...
+@overload
+def rfc3339(at: None) -> None: ...
+def rfc3339(at: datetime | None) -> str | None:
+    """`at` as RFC 3339 in UTC with a Z, the way responses (and webhook payloads) write
+    times; None stays None."""
+    if at is None:
+        return None
     return at.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 

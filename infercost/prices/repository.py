@@ -14,6 +14,21 @@ from infercost.hardware.models import Hardware
 from infercost.prices.models import Price
 
 
+def in_effect_at(query: Select[Any], at: datetime) -> Select[Any]:
+    """`query` over prices narrowed to the entry in effect at `at` (the latest
+    effective_from <= at) for each provider, hardware and pricing model."""
+    return (
+        query.where(Price.effective_from <= at)
+        .distinct(Price.provider, Price.hardware_id, Price.pricing_model)
+        .order_by(
+            Price.provider,
+            Price.hardware_id,
+            Price.pricing_model,
+            Price.effective_from.desc(),
+        )
+    )
+
+
 class PriceRepository:
     """Price entries of one team; every read is scoped by team_id. Callers commit."""
 
@@ -86,16 +101,7 @@ class PriceRepository:
         if pricing_model is not None:
             ids = ids.where(Price.pricing_model == pricing_model)
         if at is not None:
-            ids = (
-                ids.where(Price.effective_from <= at)
-                .distinct(Price.provider, Price.hardware_id, Price.pricing_model)
-                .order_by(
-                    Price.provider,
-                    Price.hardware_id,
-                    Price.pricing_model,
-                    Price.effective_from.desc(),
-                )
-            )
+            ids = in_effect_at(ids, at)
         matching = ids.subquery()
         total = await self.session.scalar(select(func.count()).select_from(matching))
         rows = await self.session.execute(

@@ -10,16 +10,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
+def level_label(level: float, mode: str) -> str:
+    """A load level as reports, the API and the CLI name it: '1 user', '8 users' (closed
+    loop) or '2.5 req/s' (open loop)."""
+    if mode != "concurrency":
+        return f"{level:g} req/s"
+    return f"{level:g} user" if level == 1 else f"{level:g} users"
+
+
 @dataclass(frozen=True, slots=True)
 class LevelFigures:
     """One run (one load level) as a report shows it; None where a figure is unknown."""
 
-    run_id: str
     level: float
     mode: str
     status: str
-    requests_total: int = 0
-    requests_failed: int = 0
     ttft_p50_ms: float | None = None
     ttft_p95_ms: float | None = None
     tpot_p50_ms: float | None = None
@@ -29,11 +34,9 @@ class LevelFigures:
     e2e_p50_ms: float | None = None
     e2e_p95_ms: float | None = None
     output_tokens_per_s: float | None = None
-    total_tokens_per_s: float | None = None
     requests_per_s: float | None = None
     error_rate: float | None = None
     goodput_rps: float | None = None
-    slo_attainment: float | None = None
     slo_passed: bool | None = None
     client_bound: bool | None = None
     usd_per_hour: float | None = None

@@ -21,7 +21,7 @@ from infercost.reports.charts import (
     inline,
     job_chart,
 )
-from infercost.reports.data import ComparisonReport, JobReport, SloLimit
+from infercost.reports.data import ComparisonReport, JobReport, SloLimit, level_label
 
 #: What a report page may load: nothing but its own inline styles (and data: images).
 CONTENT_SECURITY_POLICY = (
@@ -49,10 +49,6 @@ def number(value: float | None) -> str:
         return "0"
     magnitude = math.floor(math.log10(abs(rounded)))
     return f"{rounded:,.{max(0, 2 - magnitude)}f}"
-
-
-def _level(value: float) -> str:
-    return f"{value:g}"
 
 
 def _pct(value: float | None) -> str:
@@ -94,7 +90,9 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(level=_level, num=number, pct=_pct, usd=_usd, when=_when, slo_text=slo_text)
+    env.filters.update(
+        level_label=level_label, num=number, pct=_pct, usd=_usd, when=_when, slo_text=slo_text
+    )
     return env
 
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from infercost.sim import wire
 from infercost.sim.config import MAX_MODEL_LEN, SimConfig
-from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, escape_label
+from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, escape_label, wake
 from infercost.sim.lateness import Lateness
 
 Scope = MutableMapping[str, Any]
@@ -88,11 +88,6 @@ _METRIC_FAMILIES: Final = (
 )  # fmt: skip
 
 
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
 class _Inflight:
     """One generating request: its current sleep, and whether to stop (client left or the
     server is shutting down), so streams end at once and the gauges stay true."""
@@ -109,12 +104,12 @@ class _Inflight:
         """The engine emitted tokens (gpu mode); remembered until the next wait()."""
         self.notified = True
         if self.waiter is not None:
-            _wake(self.waiter)
+            wake(self.waiter)
 
     def stop(self) -> None:
         self.stopped = True
         if self.waiter is not None:
-            _wake(self.waiter)
+            wake(self.waiter)
 
     async def watch(self, receive: Receive) -> None:
         # After the body, uvicorn's receive() returns only when the client disconnects (or
@@ -128,7 +123,7 @@ class _Inflight:
         """Sleep to an absolute loop time (overshoot never accumulates into drift), or
         until stop()."""
         self.waiter = fut = loop.create_future()
-        handle = loop.call_at(when, _wake, fut)
+        handle = loop.call_at(when, wake, fut)
         try:
             await fut
         finally:

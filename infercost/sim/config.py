@@ -5,18 +5,15 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
-from infercost.hardware.catalog import PUBLIC_GPUS, GpuSpec
+from infercost.hardware.catalog import BYTES_PER_PARAM, PUBLIC_GPUS, GpuSpec
 
 SimMode = Literal["fixed", "gpu"]
 SimPrecision = Literal["bf16", "fp8"]
 
 # What /tokenize reports and the largest max_tokens a request may ask for.
 MAX_MODEL_LEN = 131072
-
-#: Bytes one weight (and one KV-cache element) takes in each precision gpu mode models.
-PRECISION_BYTES: Final[dict[str, int]] = {"bf16": 2, "fp8": 1}
 
 # Default KV cache per token for a Llama-3-like model with grouped-query attention
 # (2 x layers x kv_heads x head_dim x bytes): 131072 B at 8B and 327680 B at 70B in bf16
@@ -41,7 +38,7 @@ def gpu_names() -> list[str]:
 def default_kv_bytes_per_token(params_b: float, precision: SimPrecision) -> int:
     """KV-cache bytes per token of a Llama-3-like model of `params_b` billion parameters."""
     bf16: float = _KV_BF16_AT_8B * math.pow(params_b / 8.0, _KV_EXPONENT)
-    return max(1, round(bf16 * PRECISION_BYTES[precision] / 2))
+    return max(1, round(bf16 * BYTES_PER_PARAM[precision] / 2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +112,7 @@ class SimConfig:
             raise ValueError(f"gpu_count must be >= 1, got {self.gpu_count}")
         if not (math.isfinite(self.params_b) and self.params_b > 0):
             raise ValueError(f"params_b must be a number > 0, got {self.params_b}")
-        if self.precision not in PRECISION_BYTES:
+        if self.precision not in get_args(SimPrecision):
             raise ValueError(f"precision must be 'bf16' or 'fp8', got {self.precision!r}")
         if self.kv_bytes_per_token is not None and self.kv_bytes_per_token < 1:
             raise ValueError(f"kv_bytes_per_token must be >= 1, got {self.kv_bytes_per_token}")
@@ -139,7 +136,7 @@ class SimConfig:
         if self.precision == "fp8" and spec.fp8_tflops is None:
             raise ValueError(f"{spec.name} has no FP8 compute: use precision 'bf16'")
         usable_gb = spec.memory_gb * self.gpu_count * self.gpu_memory_utilization
-        weights_gb = self.params_b * PRECISION_BYTES[self.precision]
+        weights_gb = self.params_b * BYTES_PER_PARAM[self.precision]
         if weights_gb >= usable_gb:
             raise ValueError(
                 f"the weights of a {self.params_b:g}B model in {self.precision} take "

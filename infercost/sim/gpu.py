@@ -30,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from infercost.sim.config import PRECISION_BYTES, SimConfig, gpu_spec
+from infercost.hardware.catalog import BYTES_PER_PARAM
+from infercost.sim.config import SimConfig, gpu_spec
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class GpuModel:
     gpu: str
     gpu_count: int
     params: float  # P, parameters
-    bytes_per_param: int  # b
+    bytes_per_param: float  # b
     kv_bytes_per_token: int
     bandwidth_bytes_per_s: float  # B, peak, all GPUs
     peak_flops: float  # F, peak in this precision, all GPUs
@@ -75,7 +76,7 @@ class GpuModel:
             gpu=spec.name,
             gpu_count=n,
             params=config.params_b * 1e9,
-            bytes_per_param=PRECISION_BYTES[config.precision],
+            bytes_per_param=BYTES_PER_PARAM[config.precision],
             kv_bytes_per_token=config.kv_bytes,
             bandwidth_bytes_per_s=spec.memory_bandwidth_gbps * 1e9 * n,
             peak_flops=tflops * 1e12 * n,
@@ -238,7 +239,6 @@ class GpuEngine:
         self.current: Step | None = None
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
-        self.requests_finished = 0
         self.steps_total = 0
         # Telemetry: (start, end, active start, bytes, flops) of recent steps; busy seconds
         # of all steps planned so far; when the clock started (for the energy counter).
@@ -384,7 +384,6 @@ class GpuEngine:
                 request.state = "finished"
                 request.finished_at = end
                 self.kv_reserved_bytes -= request.kv_bytes
-                self.requests_finished += 1
                 finished = True
         if finished:
             self.running = [r for r in self.running if r.state == "running"]
@@ -527,7 +526,8 @@ def escape_label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _wake(fut: asyncio.Future[None]) -> None:
+def wake(fut: asyncio.Future[None]) -> None:
+    """Resolve `fut` unless it already is (a timer and a notify may race to it)."""
     if not fut.done():
         fut.set_result(None)
 
@@ -571,7 +571,7 @@ class EngineRunner:
         self.start()
         self.engine.submit(request, asyncio.get_running_loop().time())
         if self._wakeup is not None:
-            _wake(self._wakeup)
+            wake(self._wakeup)
 
     def cancel(self, request: GpuRequest) -> None:
         """Drop a request whose client left; no-op once it finished."""
@@ -589,7 +589,7 @@ class EngineRunner:
                 continue
             step = engine.plan_step()
             fut = loop.create_future()
-            handle = loop.call_at(step.end, _wake, fut)
+            handle = loop.call_at(step.end, wake, fut)
             try:
                 await fut
             finally:

@@ -3,9 +3,10 @@
 A benchmark client's TTFT or ITL error is only the client's when the server kept its
 schedule, so the fixed-mode stream records, for every write, the loop time it was written
 minus the time it was due, and `GET /stats` reports the distribution (`POST /stats/reset`
-starts a new window). Recording is one float multiply and a list increment per write: a
-histogram of 10 µs buckets up to 1 s (plus one overflow bucket) in fixed memory, so a long
-run costs no more than a short one and percentiles are exact to the bucket width.
+starts a new window). Recording is a few arithmetic steps per write (a bucket index and
+increment, the count, a running total and maximum): a histogram of 10 µs buckets up to 1 s
+(plus one overflow bucket) in fixed memory, so a long run costs no more than a short one
+and percentiles are exact to the bucket width.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ class Lateness:
     """A histogram of write lateness in seconds (early writes count as 0)."""
 
     __slots__ = ("count", "counts", "max_s", "total_s")
+    counts: list[int]
+    count: int
+    total_s: float
+    max_s: float
 
     def __init__(self) -> None:
-        self.counts = [0] * (_BUCKETS + 1)
-        self.count = 0
-        self.total_s = 0.0
-        self.max_s = 0.0
+        self.reset()
 
     def record(self, late_s: float) -> None:
         """Count one write that went out `late_s` seconds after it was due."""

@@ -4,10 +4,8 @@ canonical figures, and summarise them over the measured window (METRICS.md, Tele
 from infercost.telemetry.mapping import (
     CANONICAL_UNITS,
     METRIC_TABLE,
-    MappedValue,
     MetricSpec,
     lookup,
-    map_value,
 )
 from infercost.telemetry.scrape import (
     Sample,
@@ -15,7 +13,6 @@ from infercost.telemetry.scrape import (
     ScrapeResult,
     TelemetryError,
     parse_text,
-    scrape_once,
 )
 from infercost.telemetry.summary import CONTRACT_KEYS, TelemetrySummary, summarize
 
@@ -23,7 +20,6 @@ __all__ = [
     "CANONICAL_UNITS",
     "CONTRACT_KEYS",
     "METRIC_TABLE",
-    "MappedValue",
     "MetricSpec",
     "Sample",
     "ScrapeResult",
@@ -31,8 +27,6 @@ __all__ = [
     "TelemetryError",
     "TelemetrySummary",
     "lookup",
-    "map_value",
     "parse_text",
-    "scrape_once",
     "summarize",
 ]

@@ -27,10 +27,6 @@ from typing import Final, Literal
 
 Kind = Literal["gauge", "counter"]
 Family = Literal["vllm", "sglang", "tgi", "dcgm"]
-#: How series of one figure combine at one instant: several engines' running requests add
-#: up, several engines' KV cache fractions average. GPU figures are combined per GPU in
-#: `summary` (utilisation averaged, power and memory summed).
-Across = Literal["sum", "mean"]
 
 _MIB: Final = 1024.0 * 1024.0
 
@@ -45,7 +41,6 @@ class MetricSpec:
     unit: str
     family: Family
     scale: float = 1.0
-    across: Across = "sum"
     #: Lower wins when one endpoint publishes several names for the same figure (a vLLM
     #: that still shows a deprecated name next to its replacement): only one is used.
     priority: int = 0
@@ -65,11 +60,10 @@ def _spec(
     family: Family,
     *,
     scale: float = 1.0,
-    across: Across = "sum",
     priority: int = 0,
     note: str = "",
 ) -> MetricSpec:
-    return MetricSpec(source, canonical, kind, unit, family, scale, across, priority, note)
+    return MetricSpec(source, canonical, kind, unit, family, scale, priority, note)
 
 
 #: The table. Source names are as exposed; counters that the exposition lists without a
@@ -80,9 +74,9 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("vllm:num_requests_running", "requests_running", "gauge", "requests", "vllm"),
     _spec("vllm:num_requests_waiting", "requests_waiting", "gauge", "requests", "vllm"),
     _spec("vllm:kv_cache_usage_perc", "kv_cache_usage", "gauge", "fraction", "vllm",
-          across="mean", note="v1; 1 means full despite the _perc suffix"),
+          note="v1; 1 means full despite the _perc suffix"),
     _spec("vllm:gpu_cache_usage_perc", "kv_cache_usage", "gauge", "fraction", "vllm",
-          across="mean", priority=1, note="v0 name; 1 means full despite the _perc suffix"),
+          priority=1, note="v0 name; 1 means full despite the _perc suffix"),
     _spec("vllm:prefix_cache_hits_total", "prefix_cache_hits", "counter", "tokens", "vllm",
           note="v1"),
     _spec("vllm:gpu_prefix_cache_hits_total", "prefix_cache_hits", "counter", "tokens", "vllm",
@@ -92,7 +86,7 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("vllm:gpu_prefix_cache_queries_total", "prefix_cache_queries", "counter", "tokens",
           "vllm", priority=1, note="early v1 name"),
     _spec("vllm:gpu_prefix_cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction",
-          "vllm", across="mean", note="v0 gauge"),
+          "vllm", note="v0 gauge"),
     _spec("vllm:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "vllm"),
     _spec("vllm:generation_tokens_total", "generation_tokens", "counter", "tokens", "vllm"),
     _spec("vllm:request_success_total", "requests_succeeded", "counter", "requests", "vllm"),
@@ -101,9 +95,8 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("sglang:num_running_reqs", "requests_running", "gauge", "requests", "sglang"),
     _spec("sglang:num_queue_reqs", "requests_waiting", "gauge", "requests", "sglang"),
     _spec("sglang:token_usage", "kv_cache_usage", "gauge", "fraction", "sglang",
-          across="mean", note="share of the KV token pool in use"),
-    _spec("sglang:cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction", "sglang",
-          across="mean"),
+          note="share of the KV token pool in use"),
+    _spec("sglang:cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction", "sglang"),
     _spec("sglang:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "sglang"),
     _spec("sglang:generation_tokens_total", "generation_tokens", "counter", "tokens", "sglang"),
     # TGI (the Rust router's exporter: counters without a _total suffix; token counts only
@@ -117,12 +110,10 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("tgi_request_success", "requests_succeeded", "counter", "requests", "tgi"),
     # DCGM exporter (default counters plus the profiling ones), one series per GPU.
     _spec("DCGM_FI_DEV_GPU_UTIL", "gpu_util", "gauge", "fraction", "dcgm", scale=0.01,
-          across="mean", note="published in percent"),
-    _spec("DCGM_FI_PROF_SM_ACTIVE", "sm_active", "gauge", "fraction", "dcgm", across="mean"),
-    _spec("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active", "gauge", "fraction", "dcgm",
-          across="mean"),
-    _spec("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active", "gauge", "fraction", "dcgm",
-          across="mean"),
+          note="published in percent"),
+    _spec("DCGM_FI_PROF_SM_ACTIVE", "sm_active", "gauge", "fraction", "dcgm"),
+    _spec("DCGM_FI_PROF_DRAM_ACTIVE", "dram_active", "gauge", "fraction", "dcgm"),
+    _spec("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active", "gauge", "fraction", "dcgm"),
     _spec("DCGM_FI_DEV_FB_USED", "memory_used", "gauge", "bytes", "dcgm", scale=_MIB,
           note="published in MiB"),
     _spec("DCGM_FI_DEV_FB_FREE", "memory_free", "gauge", "bytes", "dcgm", scale=_MIB,
@@ -153,26 +144,3 @@ def lookup(name: str) -> MetricSpec | None:
     if spec is None and name.endswith(_TOTAL):
         spec = _BY_SOURCE.get(name[: -len(_TOTAL)])
     return spec
-
-
-@dataclass(frozen=True, slots=True)
-class MappedValue:
-    """A sample's value in canonical units, or its raw value when the name is unknown."""
-
-    canonical: str | None  # None: unmapped, `source` and `value` are as published
-    source: str
-    value: float
-    spec: MetricSpec | None
-
-    @property
-    def mapped(self) -> bool:
-        """Whether infercost knows this metric."""
-        return self.spec is not None
-
-
-def map_value(name: str, value: float) -> MappedValue:
-    """Convert one published value to its canonical figure and unit (or keep it raw)."""
-    spec = lookup(name)
-    if spec is None:
-        return MappedValue(None, name, value, None)
-    return MappedValue(spec.canonical, spec.source, value * spec.scale, spec)

@@ -338,16 +338,6 @@ def _parse(
     return samples, unmapped
 
 
-def scrape_once(url: str, timeout_s: float = 2.0) -> ScrapeResult:
-    """One scrape of one URL, in the calling thread (for a "check this metrics URL" action):
-    its samples, or one error saying what is wrong."""
-    scraper = Scraper([url], timeout_s=timeout_s)
-    with _make_client(timeout_s) as client:
-        scraper._client = client
-        scraper._scrape_once(url)
-    return scraper._snapshot()
-
-
 def _make_client(timeout_s: float) -> httpx.Client:
     # trust_env=False: a proxy configured for the worker's outbound traffic must not sit
     # between it and an exporter on the same network.

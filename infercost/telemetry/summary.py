@@ -137,44 +137,23 @@ def summarize(
         notes.append("telemetry was only read after the measured window had ended")
 
     gpu = _gpu_figures(collected, a, b, notes)
-    engine = _engine_figures(collected, a, b)
-
-    energy_j = gpu.energy_j
+    energy_j, gpu_count = gpu["energy_j"], gpu["gpu_count"]
     per_token = None
     if energy_j is not None and output_tokens is not None and output_tokens > 0:
         per_token = energy_j / output_tokens
 
-    if gpu_count_hint is not None and gpu.count is not None and gpu.count != gpu_count_hint:
+    if gpu_count_hint is not None and gpu_count is not None and gpu_count != gpu_count_hint:
         notes.append(
-            f"the GPU exporter reported {gpu.count} GPUs but the endpoint declares "
-            f"{gpu_count_hint}; GPU figures cover all {gpu.count} (point the metrics URL at "
+            f"the GPU exporter reported {gpu_count} GPUs but the endpoint declares "
+            f"{gpu_count_hint}; GPU figures cover all {gpu_count} (point the metrics URL at "
             "the deployment's own exporter or correct the endpoint's gpu_count)"
         )
 
     return TelemetrySummary(
-        gpu_util_mean=gpu.util_mean,
-        gpu_util_p95=gpu.util_p95,
-        sm_active_mean=gpu.sm_active_mean,
-        power_w_mean=gpu.power_w_mean,
+        **gpu,
+        **_engine_figures(collected, a, b),
         energy_j_per_output_token=per_token,
-        kv_cache_usage_mean=engine.kv_mean,
-        kv_cache_usage_max=engine.kv_max,
-        requests_running_mean=engine.running_mean,
-        requests_waiting_max=engine.waiting_max,
-        prefix_cache_hit_rate=engine.prefix_hit_rate,
         errors=notes,
-        requests_running_max=engine.running_max,
-        requests_waiting_mean=engine.waiting_mean,
-        memory_used_bytes_mean=gpu.memory_used_mean,
-        dram_active_mean=gpu.dram_active_mean,
-        tensor_active_mean=gpu.tensor_active_mean,
-        energy_j=energy_j,
-        energy_source=gpu.energy_source,
-        prompt_tokens=engine.prompt_tokens,
-        generation_tokens=engine.generation_tokens,
-        preemptions=engine.preemptions,
-        gpu_count=gpu.count,
-        per_gpu=gpu.per_gpu,
         sources=sorted(collected.families),
         unmapped=sorted(collected.unmapped),
         samples=collected.in_window,
@@ -359,9 +338,15 @@ def _counter_increase(points: Points, a: float, b: float) -> tuple[float, float]
 
 
 def _window_increase(
-    series: Sequence[_Series], a: float, b: float, label: str, notes: list[str]
+    series: Sequence[_Series],
+    a: float,
+    b: float,
+    *,
+    label: str = "",
+    notes: list[str] | None = None,
 ) -> float | None:
-    """Sum over series of each one's increase, scaled to the whole window."""
+    """Sum over series of each one's increase, scaled to the whole window; when `notes` is
+    given, a note says so if a series covered much less than the window."""
     total: float | None = None
     least_covered = b - a
     for s in series:
@@ -371,7 +356,7 @@ def _window_increase(
         increase, covered = found
         least_covered = min(least_covered, covered)
         total = (total or 0.0) + increase * (b - a) / covered
-    if total is not None and least_covered < _COVERAGE_NOTE_SHARE * (b - a):
+    if notes is not None and total is not None and least_covered < _COVERAGE_NOTE_SHARE * (b - a):
         notes.append(
             f"{label} was measured over only {least_covered:.1f} s of the {b - a:.1f} s "
             "window and scaled to the whole window"
@@ -380,21 +365,6 @@ def _window_increase(
 
 
 # -- GPU figures ------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _GpuFigures:
-    util_mean: float | None = None
-    util_p95: float | None = None
-    sm_active_mean: float | None = None
-    dram_active_mean: float | None = None
-    tensor_active_mean: float | None = None
-    power_w_mean: float | None = None
-    memory_used_mean: float | None = None
-    energy_j: float | None = None
-    energy_source: str | None = None
-    count: int | None = None
-    per_gpu: dict[str, float] = field(default_factory=dict)
 
 
 GpuKey = tuple[str, str, str]  # (host, gpu, MIG instance)
@@ -439,86 +409,81 @@ def _sum(values: Iterable[float]) -> float | None:
     return sum(values) if values else None
 
 
-def _gpu_figures(c: _Collected, a: float, b: float, notes: list[str]) -> _GpuFigures:
-    figures = _GpuFigures()
+#: TelemetrySummary field, canonical figure, how GPUs combine: the per-GPU time averages
+#: beyond utilisation.
+_GPU_MEANS: Final = (
+    ("sm_active_mean", "sm_active", _mean),
+    ("dram_active_mean", "dram_active", _mean),
+    ("tensor_active_mean", "tensor_active", _mean),
+    ("memory_used_bytes_mean", "memory_used", _sum),
+    ("power_w_mean", "power", _sum),
+)
+
+
+def _gpu_figures(c: _Collected, a: float, b: float, notes: list[str]) -> dict[str, Any]:
+    """The GPU figures, keyed by TelemetrySummary field."""
     seen: set[GpuKey] = set()
     for canonical in ("gpu_util", "sm_active", "dram_active", "tensor_active", "power",
                       "memory_used", "energy"):  # fmt: skip
         seen |= {_gpu_key(s) for s in c.series.get(canonical, []) if _covers(s.points, b)}
-    figures.count = len(seen) or None
 
     util = c.series.get("gpu_util", [])
     util_by_gpu = _per_gpu_means(util, a, b)
-    figures.util_mean = _mean(util_by_gpu.values())
-    figures.util_p95 = _time_quantile(_combine([s.points for s in util], a, b, "mean"), _P95)
     names = _gpu_names(util_by_gpu)
-    figures.per_gpu = {names[key]: value for key, value in sorted(util_by_gpu.items())}
+    figures: dict[str, Any] = {
+        "gpu_count": len(seen) or None,
+        "gpu_util_mean": _mean(util_by_gpu.values()),
+        "gpu_util_p95": _time_quantile(_combine([s.points for s in util], a, b, "mean"), _P95),
+        "per_gpu": {names[key]: value for key, value in sorted(util_by_gpu.items())},
+        "energy_j": None,
+        "energy_source": None,
+    }
+    for name, canonical, combine in _GPU_MEANS:
+        figures[name] = combine(_per_gpu_means(c.series.get(canonical, []), a, b).values())
 
-    figures.sm_active_mean = _mean(_per_gpu_means(c.series.get("sm_active", []), a, b).values())
-    figures.dram_active_mean = _mean(_per_gpu_means(c.series.get("dram_active", []), a, b).values())
-    figures.tensor_active_mean = _mean(
-        _per_gpu_means(c.series.get("tensor_active", []), a, b).values()
-    )
-    figures.memory_used_mean = _sum(_per_gpu_means(c.series.get("memory_used", []), a, b).values())
-    figures.power_w_mean = _sum(_per_gpu_means(c.series.get("power", []), a, b).values())
-
-    energy = _window_increase(c.series.get("energy", []), a, b, "GPU energy", notes)
+    energy = _window_increase(c.series.get("energy", []), a, b, label="GPU energy", notes=notes)
     if energy is not None:
-        figures.energy_j, figures.energy_source = energy, "energy_counter"
-        if figures.power_w_mean is None:
-            figures.power_w_mean = energy / (b - a)
-    elif figures.power_w_mean is not None:
-        figures.energy_j, figures.energy_source = figures.power_w_mean * (b - a), "power"
+        figures["energy_j"], figures["energy_source"] = energy, "energy_counter"
+        if figures["power_w_mean"] is None:
+            figures["power_w_mean"] = energy / (b - a)
+    elif figures["power_w_mean"] is not None:
+        figures["energy_j"], figures["energy_source"] = figures["power_w_mean"] * (b - a), "power"
     return figures
 
 
 # -- engine figures -----------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _EngineFigures:
-    running_mean: float | None = None
-    running_max: float | None = None
-    waiting_mean: float | None = None
-    waiting_max: float | None = None
-    kv_mean: float | None = None
-    kv_max: float | None = None
-    prefix_hit_rate: float | None = None
-    prompt_tokens: float | None = None
-    generation_tokens: float | None = None
-    preemptions: float | None = None
-
-
 def _max(segments: Sequence[Segment]) -> float | None:
     return max((v for _, _, v in segments), default=None)
 
 
-def _engine_figures(c: _Collected, a: float, b: float) -> _EngineFigures:
-    figures = _EngineFigures()
-
+def _engine_figures(c: _Collected, a: float, b: float) -> dict[str, Any]:
+    """The engine figures, keyed by TelemetrySummary field."""
     running = _combine([s.points for s in c.series.get("requests_running", [])], a, b, "sum")
-    figures.running_mean, figures.running_max = _time_mean(running), _max(running)
     waiting = _combine([s.points for s in c.series.get("requests_waiting", [])], a, b, "sum")
-    figures.waiting_mean, figures.waiting_max = _time_mean(waiting), _max(waiting)
-
     kv_series = c.series.get("kv_cache_usage", [])
-    figures.kv_mean = _time_mean(_combine([s.points for s in kv_series], a, b, "mean"))
-    figures.kv_max = max(
-        (v for s in kv_series for _, _, v in _segments(s.points, a, b)), default=None
-    )
 
-    hits = _window_increase(c.series.get("prefix_cache_hits", []), a, b, "prefix hits", [])
-    queries = _window_increase(c.series.get("prefix_cache_queries", []), a, b, "prefix queries", [])
+    hits = _window_increase(c.series.get("prefix_cache_hits", []), a, b)
+    queries = _window_increase(c.series.get("prefix_cache_queries", []), a, b)
     if queries is not None and hits is not None:
-        figures.prefix_hit_rate = hits / queries if queries > 0 else None
+        prefix_hit_rate = hits / queries if queries > 0 else None
     else:
         gauge = c.series.get("prefix_cache_hit_rate", [])
-        figures.prefix_hit_rate = _time_mean(_combine([s.points for s in gauge], a, b, "mean"))
+        prefix_hit_rate = _time_mean(_combine([s.points for s in gauge], a, b, "mean"))
 
-    # Only energy reaches a contract figure, so only its extrapolation is worth a note.
-    figures.prompt_tokens = _window_increase(c.series.get("prompt_tokens", []), a, b, "", [])
-    figures.generation_tokens = _window_increase(
-        c.series.get("generation_tokens", []), a, b, "", []
-    )
-    figures.preemptions = _window_increase(c.series.get("preemptions", []), a, b, "", [])
-    return figures
+    return {
+        "requests_running_mean": _time_mean(running),
+        "requests_running_max": _max(running),
+        "requests_waiting_mean": _time_mean(waiting),
+        "requests_waiting_max": _max(waiting),
+        "kv_cache_usage_mean": _time_mean(_combine([s.points for s in kv_series], a, b, "mean")),
+        "kv_cache_usage_max": max(
+            (v for s in kv_series for _, _, v in _segments(s.points, a, b)), default=None
+        ),
+        "prefix_cache_hit_rate": prefix_hit_rate,
+        # Only energy reaches a contract figure, so only its extrapolation is worth a note.
+        "prompt_tokens": _window_increase(c.series.get("prompt_tokens", []), a, b),
+        "generation_tokens": _window_increase(c.series.get("generation_tokens", []), a, b),
+        "preemptions": _window_increase(c.series.get("preemptions", []), a, b),
+    }

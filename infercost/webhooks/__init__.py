@@ -1,8 +1,9 @@
 """Webhooks: a team's subscriptions, the outbox of deliveries, signing and sending them.
 
-Producers call `record_event` inside their own transaction (the outbox), then send one
-`webhooks.deliver` task per returned id after commit; the worker signs and posts each one,
-retrying with backoff, and keeps every attempt as the delivery log.
+Producers call `record_event` inside their own transaction: the event becomes delivery rows
+in the outbox, committed (or rolled back) with the change that caused it. No message is
+sent: each worker's courier (workers/webhooks.py) polls the outbox for due deliveries, signs
+and posts each one, retries with backoff, and keeps every attempt as the delivery log.
 """
 
 from infercost.webhooks.models import EVENTS, Webhook, WebhookAttempt, WebhookDelivery

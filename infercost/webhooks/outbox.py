@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -24,26 +23,30 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from infercost.db.base import utcnow
 from infercost.history.changes import RunChange
 from infercost.jobs.models import Job, Run
+from infercost.prices.pricing import rfc3339
 from infercost.webhooks.models import EVENTS, Webhook
 from infercost.webhooks.repository import WebhookRepository
 
 
-def rfc3339(value: datetime | None) -> str | None:
-    """A time as receivers read it: RFC 3339 in UTC with a Z."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _payload(delivery_id: uuid.UUID, event: str, data: dict[str, Any]) -> dict[str, Any]:
-    return {"id": str(delivery_id), "event": event, "created_at": rfc3339(utcnow()), "data": data}
+def _delivery_row(webhook_id: uuid.UUID, event: str, data: dict[str, Any]) -> dict[str, Any]:
+    """One pending delivery of `event` to a webhook, its payload stamped with the delivery's
+    own id (receivers use it to drop duplicates)."""
+    delivery_id = uuid.uuid4()
+    payload = {
+        "id": str(delivery_id),
+        "event": event,
+        "created_at": rfc3339(utcnow()),
+        "data": data,
+    }
+    return {"id": delivery_id, "webhook_id": webhook_id, "event": event, "payload": payload}
 
 
 async def record_event(
     session: AsyncSession, team_id: uuid.UUID, event: str, data: dict[str, Any]
 ) -> list[uuid.UUID]:
     """Queue `event` for every webhook of the team subscribed to it, in the caller's
-    transaction; returns the new delivery ids, to send as tasks once committed.
+    transaction; returns the new delivery ids. Nothing more is needed once the caller
+    commits: the courier (workers/webhooks.py) polls the outbox and sends them when due.
 
     `event` is one of EVENTS; `data` is the event's JSON-ready body (strings, numbers,
     lists, dicts), sent as the payload's `data`.
@@ -51,36 +54,17 @@ async def record_event(
     if event not in EVENTS:
         raise ValueError(f"unknown webhook event {event!r}; known: {', '.join(EVENTS)}")
     repo = WebhookRepository(session)
-    webhook_ids = [w.id for w in await repo.subscribed(team_id, event)]
-    delivery_ids = [uuid.uuid4() for _ in webhook_ids]
-    await repo.add_deliveries(
-        [
-            {
-                "id": delivery_id,
-                "webhook_id": webhook_id,
-                "event": event,
-                "payload": _payload(delivery_id, event, data),
-            }
-            for delivery_id, webhook_id in zip(delivery_ids, webhook_ids, strict=True)
-        ]
-    )
-    return delivery_ids
+    rows = [_delivery_row(w.id, event, data) for w in await repo.subscribed(team_id, event)]
+    await repo.add_deliveries(rows)
+    return [row["id"] for row in rows]
 
 
 async def record_ping(session: AsyncSession, webhook: Webhook) -> uuid.UUID:
     """Queue a `ping` to one webhook (whatever it subscribes to), to test a receiver."""
-    delivery_id = uuid.uuid4()
     data = {"webhook_id": str(webhook.id), "message": "a test delivery from infercost"}
-    await WebhookRepository(session).add_deliveries(
-        [
-            {
-                "id": delivery_id,
-                "webhook_id": webhook.id,
-                "event": "ping",
-                "payload": _payload(delivery_id, "ping", data),
-            }
-        ]
-    )
+    row = _delivery_row(webhook.id, "ping", data)
+    await WebhookRepository(session).add_deliveries([row])
+    delivery_id: uuid.UUID = row["id"]
     return delivery_id
 
 

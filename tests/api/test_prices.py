@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from infercost.prices.pricing import rfc3339
 from tests.conftest import TeamClient, insert_finished_run
 
 pytestmark = pytest.mark.integration
@@ -19,32 +20,15 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 DAY = timedelta(days=1)
 
 
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-async def add_price(team: TeamClient, **fields: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "provider": "acme-cloud",
-        "hardware": "H200-SXM",
-        "pricing_model": "on-demand",
-        "usd_per_gpu_hour": 3.5,
-    }
-    body.update(fields)
-    response = await team.http.post("/v1/prices", json=body)
-    assert response.status_code == 201, response.text
-    return dict(response.json())
-
-
 async def test_create_and_list(team: TeamClient) -> None:
-    created = await add_price(team, effective_from="2026-12-01T01:00:00+01:00")
+    created = await team.add_price(effective_from="2026-12-01T01:00:00+01:00")
     assert created["provider"] == "acme-cloud"
     assert created["hardware"] == "H200-SXM"
     assert created["pricing_model"] == "on-demand"
     assert created["usd_per_gpu_hour"] == 3.5
     assert created["effective_from"] == "2026-12-01T00:00:00Z"
     # effective_from defaults to now.
-    later = await add_price(team, usd_per_gpu_hour=4.0)
+    later = await team.add_price(usd_per_gpu_hour=4.0)
     started = datetime.fromisoformat(later["effective_from"])
     assert abs(started - datetime.now(UTC)) < timedelta(minutes=1)
 
@@ -70,12 +54,16 @@ async def test_create_and_list(team: TeamClient) -> None:
 
 
 async def test_filters_and_price_in_effect_at(team: TeamClient) -> None:
-    await add_price(team, usd_per_gpu_hour=2.0, effective_from=iso(NOW - 2 * DAY))
-    await add_price(team, usd_per_gpu_hour=3.0, effective_from=iso(NOW - DAY))
-    await add_price(team, usd_per_gpu_hour=5.0, effective_from=iso(NOW + DAY))
-    await add_price(team, usd_per_gpu_hour=1.2, pricing_model="spot", effective_from=iso(NOW - DAY))
-    await add_price(team, hardware="H100-SXM", usd_per_gpu_hour=2.2, effective_from=iso(NOW - DAY))
-    await add_price(team, provider="other", usd_per_gpu_hour=4.4, effective_from=iso(NOW - DAY))
+    await team.add_price(usd_per_gpu_hour=2.0, effective_from=rfc3339(NOW - 2 * DAY))
+    await team.add_price(usd_per_gpu_hour=3.0, effective_from=rfc3339(NOW - DAY))
+    await team.add_price(usd_per_gpu_hour=5.0, effective_from=rfc3339(NOW + DAY))
+    await team.add_price(
+        usd_per_gpu_hour=1.2, pricing_model="spot", effective_from=rfc3339(NOW - DAY)
+    )
+    await team.add_price(
+        hardware="H100-SXM", usd_per_gpu_hour=2.2, effective_from=rfc3339(NOW - DAY)
+    )
+    await team.add_price(provider="other", usd_per_gpu_hour=4.4, effective_from=rfc3339(NOW - DAY))
 
     async def prices(**params: str) -> list[float]:
         response = await team.http.get("/v1/prices", params=params)
@@ -95,15 +83,15 @@ async def test_filters_and_price_in_effect_at(team: TeamClient) -> None:
         5.0,
     ]
     # `at` keeps, per provider, hardware and pricing model, the latest entry not after it.
-    assert await prices(at=iso(NOW)) == [1.2, 2.2, 3.0, 4.4]
-    assert await prices(at=iso(NOW - 1.5 * DAY), provider="acme-cloud") == [2.0]
+    assert await prices(at=rfc3339(NOW)) == [1.2, 2.2, 3.0, 4.4]
+    assert await prices(at=rfc3339(NOW - 1.5 * DAY), provider="acme-cloud") == [2.0]
     assert await prices(
-        at=iso(NOW + 2 * DAY), provider="acme-cloud", pricing_model="on-demand"
+        at=rfc3339(NOW + 2 * DAY), provider="acme-cloud", pricing_model="on-demand"
     ) == [
         2.2,
         5.0,
     ]
-    assert await prices(at=iso(NOW - 3 * DAY)) == []
+    assert await prices(at=rfc3339(NOW - 3 * DAY)) == []
     naive = await team.http.get("/v1/prices", params={"at": "2026-12-01T00:00:00"})
     assert naive.status_code == 422
     assert "at:" in naive.json()["detail"] and "time zone" in naive.json()["detail"]
@@ -177,15 +165,15 @@ async def test_team_isolation_and_repricing_from_the_book(
 ) -> None:
     a: TeamClient = await new_team()
     b: TeamClient = await new_team()
-    await add_price(a, usd_per_gpu_hour=2.0, effective_from=iso(NOW - DAY))
-    await add_price(a, usd_per_gpu_hour=1.0, pricing_model="spot", effective_from=iso(NOW - DAY))
+    await a.add_price(usd_per_gpu_hour=2.0, effective_from=rfc3339(NOW - DAY))
+    await a.add_price(usd_per_gpu_hour=1.0, pricing_model="spot", effective_from=rfc3339(NOW - DAY))
     assert (await b.http.get("/v1/prices")).json() == {
         "items": [],
         "total": 0,
         "limit": 50,
         "offset": 0,
     }
-    assert (await b.http.get("/v1/prices", params={"at": iso(NOW)})).json()["total"] == 0
+    assert (await b.http.get("/v1/prices", params={"at": rfc3339(NOW)})).json()["total"] == 0
 
     fields = {"provider": "acme-cloud", "usd_per_hour": None, "gpu_count": 2}
     a_run = await _stored_run(db, a, await a.create_endpoint(**fields))
@@ -196,10 +184,10 @@ async def test_team_isolation_and_repricing_from_the_book(
     assert stored["price_source"] == "run"
     assert stored["usd_per_hour"] is None and stored["reason"] == "no price then"
 
-    at = {"price_at": iso(NOW)}
+    at = {"price_at": rfc3339(NOW)}
     cost = (await a.http.get(f"/v1/runs/{a_run}", params=at)).json()["cost"]
     assert cost["price_source"] == "price_book"
-    assert cost["priced_at"] == iso(NOW)
+    assert cost["priced_at"] == rfc3339(NOW)
     assert cost["usd_per_hour"] == 4.0  # 2.0 per GPU-hour x 2 GPUs
     assert cost["per_million_output_tokens_usd"] == pytest.approx(4.0 / (1000 * 3600) * 1e6)
     assert cost["per_thousand_requests_usd"] == pytest.approx(4.0 / (2 * 3600) * 1e3)
@@ -226,7 +214,7 @@ async def test_team_isolation_and_repricing_from_the_book(
 async def test_repricing_parameters_are_checked(team: TeamClient, db: asyncpg.Connection) -> None:
     run_id = await _stored_run(db, team, await team.create_endpoint(usd_per_hour=None))
     both = await team.http.get(
-        f"/v1/runs/{run_id}", params={"price_at": iso(NOW), "usd_per_hour": 3}
+        f"/v1/runs/{run_id}", params={"price_at": rfc3339(NOW), "usd_per_hour": 3}
     )
     assert both.status_code == 422
     assert "price_at" in both.json()["detail"] and "usd_per_hour" in both.json()["detail"]

@@ -41,11 +41,9 @@ def level(
     """A plausible level: throughput saturating at about 1,600 tokens/s, latency rising."""
     tokens = 100 * n / (1 + n / 16)
     figures = LevelFigures(
-        run_id=f"run-{n}",
         level=float(n),
         mode="concurrency",
         status="succeeded",
-        requests_total=100,
         ttft_p50_ms=40 + 3 * n,
         ttft_p95_ms=50 + 5 * n,
         tpot_p50_ms=10 + n / 8,
@@ -55,7 +53,6 @@ def level(
         e2e_p50_ms=400 + 20 * n,
         e2e_p95_ms=500 + 30 * n,
         output_tokens_per_s=tokens,
-        total_tokens_per_s=5 * tokens,
         requests_per_s=tokens / 128,
         error_rate=0.0,
         goodput_rps=tokens / 128,
@@ -288,6 +285,23 @@ def test_job_page_is_one_escaped_self_contained_document() -> None:
     assert html.count("<svg") == len(CHART_NAMES)
     # The client-bound level is flagged in its row and in a banner.
     assert "client-bound" in html and "Client-bound levels:" in html
+    assert "Client-bound levels:</strong> 1 user." in html
+
+
+def test_levels_are_named_by_their_mode() -> None:
+    """Closed-loop levels in users (one user, singular), open-loop ones in req/s, in the
+    table and in the client-bound banner alike."""
+    d = deployment("mixed")
+    runs = (
+        replace(d.runs[0], client_bound=True),
+        replace(d.runs[1], mode="rate", level=2.5, client_bound=True),
+        *d.runs[2:],
+    )
+    html = render_job_report(_report(replace(d, runs=runs)))
+    assert '<td class="l">1 user</td>' in html
+    assert '<td class="l">2.5 req/s</td>' in html
+    assert f'<td class="l">{LEVELS[2]} users</td>' in html
+    assert "Client-bound levels:</strong> 1 user, 2.5 req/s." in html
     assert "TTFT p95 \u2264 200 ms" in html
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from infercost.cli import main
-from infercost.cli.client import TEAM_KEY_FILE, resolve_connection
+from infercost.cli.client import resolve_connection
+from infercost.cli.up import TEAM_KEY_FILE
 from infercost.settings import Settings
 from tests.conftest import free_port
 

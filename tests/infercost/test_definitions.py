@@ -18,11 +18,21 @@ t_send):
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import random
+from typing import Any
 
 import pytest
 
-from infercost.definitions import TOOLS, Sample, Samples, recompute, weighted_distribution
-from infercost.metrics import RequestTiming, summarize
+from infercost.definitions import (
+    TOOLS,
+    Sample,
+    Samples,
+    Tool,
+    recompute,
+    weighted_distribution,
+)
+from infercost.metrics import STAT_KEYS, RequestTiming, distribution, summarize
 
 
 def sample(
@@ -245,14 +255,184 @@ def test_pooled_gaps_stay_within_each_successful_request() -> None:
         assert (itl["count"], itl["min"], itl["max"]) == (2, 10.0, 30.0)
 
 
-def test_columns_give_the_figures_of_the_samples() -> None:
-    """recompute takes a run's columns (what the service reads) as it takes Sample objects;
-    without the chunk times only GuideLLM's definitions can be applied."""
+# --- the vectorised recomputation against a per-request reference --------------------
+
+
+def _span(ends: list[float], starts: list[float]) -> float | None:
+    if not ends or not starts or max(ends) <= min(starts):
+        return None
+    return max(ends) - min(starts)
+
+
+def _rate(amount: float, span: float | None) -> float | None:
+    return None if span is None else amount / span
+
+
+def _last(s: Sample) -> float | None:
+    """The request's last content event, else its end (ms from t_send)."""
+    return s.chunk_times_ms[-1] if len(s.chunk_times_ms) else s.e2e_ms
+
+
+def _gaps(requests: list[Sample]) -> list[float]:
+    """Every gap between consecutive content events within each request, pooled."""
+    return [b - a for s in requests for a, b in itertools.pairwise(s.chunk_times_ms)]
+
+
+def reference(tool: Tool, run: list[Sample]) -> dict[str, Any]:
+    """The figures of `tool` computed request by request, in plain loops, straight from the
+    definitions (DIFFERENCES): what the vectorised columns must reproduce. The statistics
+    of the value lists come from distribution / weighted_distribution, tested on their own
+    (tests/infercost/test_metrics.py and test_weighted_percentiles_do_not_interpolate)."""
+    measured = [s for s in run if not s.warmup]
+    ok = [s for s in measured if s.succeeded]
+    window = _span(
+        [s.t_send + s.e2e_ms / 1000 for s in measured if s.e2e_ms is not None],
+        [s.t_sched for s in measured],
+    )
+    tpot: list[float] = []
+    if tool == "vllm":
+        for s in ok:
+            c = s.chunk_times_ms
+            if s.n_out > 1 and len(c):
+                tpot.append((c[-1] - c[0]) / (s.n_out - 1))
+        return {
+            "tpot_ms": distribution(tpot),
+            "itl_ms": distribution(_gaps(ok)),
+            "output_tokens_per_s": _rate(sum(s.n_out for s in ok), window),
+            "requests_per_s": _rate(len(ok), window),
+            "duration_s": window,
+        }
+    if tool == "guidellm":
+        tpot_weights: list[int] = []
+        itl: list[float] = []
+        itl_weights: list[int] = []
+        token_ends: list[float] = []
+        token_starts: list[float] = []
+        tokens = 0
+        for s in ok:
+            last = _last(s)
+            if s.n_out <= 0 or last is None:
+                continue
+            c = s.chunk_times_ms
+            tpot.append(last / s.n_out)
+            tpot_weights.append(s.n_out)
+            if s.n_out > 1:
+                itl.append((c[-1] - c[0]) / (s.n_out - 1) if len(c) else 0.0)
+                itl_weights.append(s.n_out - 1)
+            token_ends.append(s.t_send + last / 1000)
+            token_starts.append(s.t_send + (c[0] if len(c) else last) / 1000)
+            tokens += s.n_out
+        return {
+            "tpot_ms": weighted_distribution(tpot, tpot_weights),
+            "itl_ms": weighted_distribution(itl, itl_weights),
+            "output_tokens_per_s": _rate(tokens, _span(token_ends, token_starts)),
+            "requests_per_s": _rate(len(ok), window),
+            "duration_s": window,
+        }
+    ends: list[float] = []
+    sends: list[float] = []
+    tokens = 0
+    for s in ok:
+        last = _last(s)
+        if last is None:
+            continue
+        c = s.chunk_times_ms
+        if s.n_out >= 2 and len(c):
+            # Less the first chunk's tokens when known and consistent, else less 1.
+            first = s.first_chunk_tokens or 0
+            known = first > 0 and s.n_out - first >= 1
+            tpot.append((c[-1] - c[0]) / (s.n_out - first if known else s.n_out - 1))
+        ends.append(s.t_send + last / 1000)
+        sends.append(s.t_send)
+        tokens += s.n_out
+    duration = _span(ends, sends)
+    return {
+        "tpot_ms": distribution(tpot),
+        "itl_ms": distribution(_gaps(ok)),
+        "output_tokens_per_s": _rate(tokens, duration),
+        "requests_per_s": _rate(len(ends), duration),
+        "duration_s": duration,
+    }
+
+
+def random_run(seed: int, requests: int = 400) -> list[Sample]:
+    """A run with every case the definitions tell apart: warm-up, failures with and without
+    events (and without an end), 0, 1 and many tokens, several tokens in one event, a first
+    chunk's tokens unknown, consistent or not, and successes that streamed no event."""
+    rng = random.Random(seed)
+    run = []
+    t = 0.0
+    for i in range(requests):
+        t += rng.expovariate(50.0)
+        t_send = t + rng.uniform(0.0, 0.002)
+        ok = rng.random() > 0.1
+        events = rng.choice([0, 1, 1, 2, 3, 5, 8]) if ok or rng.random() < 0.5 else 0
+        tokens = [rng.choice([1, 1, 1, 2, 3]) for _ in range(events)]
+        times = list(itertools.accumulate(rng.uniform(1.0, 40.0) for _ in range(events)))
+        times = [rng.uniform(20.0, 200.0) + x for x in times]
+        n_out = sum(tokens) if events else (rng.choice([0, 1, 3]) if ok else 0)
+        first = rng.choice([None, tokens[0] if tokens else None, n_out, 0])
+        e2e = (times[-1] if times else 50.0) + rng.uniform(0.0, 30.0)
+        run.append(
+            sample(
+                t_send,
+                times,
+                n_out,
+                None if not ok and rng.random() < 0.3 else e2e,
+                t_sched=t,
+                first=first,
+                ok=ok,
+                warmup=i < 8,
+            )
+        )
+    return run
+
+
+def _assert_same(got: Any, want: Any, what: str) -> None:
+    if want is None or got is None:
+        assert got is want, what
+    else:
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-9), what
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("run", ["hand-made", "seed 1", "seed 2", "seed 3"])
+def test_columns_give_the_figures_of_the_per_request_reference(tool: Tool, run: str) -> None:
+    """recompute, over whole columns at once, gives what the per-request loops give, for
+    every statistic of TPOT and ITL and for throughput, on the hand-made run and on
+    random ones of a few hundred requests."""
+    samples = RUN if run == "hand-made" else random_run(int(run.removeprefix("seed ")))
+    want = reference(tool, samples)
+    got = recompute(tool, Samples.of(samples))
+    for name in ("tpot_ms", "itl_ms"):
+        for key in STAT_KEYS:
+            _assert_same(getattr(got, name)[key], want[name][key], f"{tool} {name}.{key}")
+        assert getattr(got, name)["count"] == want[name]["count"]
+    for name in ("output_tokens_per_s", "requests_per_s", "duration_s"):
+        _assert_same(getattr(got, name), want[name], f"{tool} {name}")
+
+
+def test_the_random_runs_reach_every_case() -> None:
+    """The reference comparison is only as good as the cases it meets."""
+    samples = random_run(1)
+    measured = [s for s in samples if not s.warmup]
+    assert any(s.warmup for s in samples)
+    assert any(not s.succeeded and len(s.chunk_times_ms) for s in measured)
+    assert any(not s.succeeded and s.e2e_ms is None for s in measured)
+    assert any(s.succeeded and not len(s.chunk_times_ms) and s.n_out > 0 for s in measured)
+    assert any(s.succeeded and len(s.chunk_times_ms) == 1 and s.n_out > 1 for s in measured)
+    firsts = [(s.first_chunk_tokens, s.n_out) for s in measured if s.succeeded]
+    assert any(f is None for f, _ in firsts)
+    assert any(f is not None and f > 0 and n - f >= 1 for f, n in firsts)
+    assert any(f is not None and f > 0 and n - f < 1 for f, n in firsts)
+
+
+def test_columns_without_chunk_times_serve_guidellm_only() -> None:
+    """Without the chunk times only GuideLLM's definitions can be applied; no request at
+    all gives empty figures."""
     columns = Samples.of(RUN)
-    for tool in TOOLS:
-        assert recompute(tool, columns) == recompute(tool, RUN)
     bare = dataclasses.replace(columns, chunk_times_ms=None)
-    assert recompute("guidellm", bare) == recompute("guidellm", RUN)
+    assert recompute("guidellm", bare) == recompute("guidellm", columns)
     with pytest.raises(ValueError, match="chunk"):
         recompute("vllm", bare)
     empty = Samples.of([])

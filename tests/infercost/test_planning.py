@@ -32,7 +32,6 @@ from infercost.planning import (
     break_even,
     capacity_at_slo,
     decode_bound_tokens_per_s,
-    efficiency,
     get_preset,
     hosted_cost,
     peak_throughput_bound_tokens_per_s,
@@ -386,12 +385,13 @@ def test_roofline_precision_and_gpu_count() -> None:
     assert Hardware.from_gpu(GPUS["A100-SXM-80GB"], "fp8").peak_flops == 312e12
 
 
-def test_efficiency_fractions() -> None:
+def test_roofline_bounds_and_narrow_precisions() -> None:
     bounds = roofline_bounds(LLAMA_8B, H200)
-    eff = efficiency(240.0, 30_906.25, bounds)
-    assert eff.decode_efficiency == pytest.approx(0.8)
-    assert eff.throughput_efficiency == pytest.approx(0.5)
-    assert efficiency(None, None, bounds).decode_efficiency is None
+    assert bounds.decode_tokens_per_s == pytest.approx(300.0)
+    assert bounds.peak_output_tokens_per_s == pytest.approx(61_812.5)
+    # Weights of one byte or less use the GPU's fp8 compute; wider ones its bf16 compute.
+    for precision, tflops in (("int8", 1979), ("fp4", 1979), ("fp16", 989), ("fp32", 989)):
+        assert Hardware.from_gpu(GPUS["H200-SXM"], precision).peak_flops == tflops * 1e12
 
 
 # ---- presets --------------------------------------------------------------------------

@@ -139,7 +139,7 @@ def test_break_even_agrees_with_the_costs(
     rps = capacity * load
     traffic = Traffic(rps, n_in, n_out)
     api = HostedApi("h", p_in, p_out)
-    hosted_full_replica = capacity * 3600 * api.usd_per_request(n_in, n_out)
+    hosted_full_replica = capacity * api.usd_per_hour_at(n_in, n_out)
     d = replica(capacity, replica_vs_hosted * hosted_full_replica)
     be = break_even(d, api, traffic)
     own = self_hosted_cost(traffic, d).usd_per_hour

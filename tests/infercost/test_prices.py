@@ -7,9 +7,8 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.endpoints.models import Endpoint
 from infercost.hardware.repository import HardwareRepository
 from infercost.prices.models import Price
@@ -23,15 +22,11 @@ DAY = timedelta(days=1)
 
 
 @pytest.fixture
-async def session(database_url: str) -> AsyncIterator[AsyncSession]:
+async def session(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
     """A session whose rows are rolled back at the end, so each test has its own data."""
-    engine = make_engine(database_url, pool_size=1)
-    try:
-        async with make_sessionmaker(engine)() as session:
-            yield session
-            await session.rollback()
-    finally:
-        await engine.dispose()
+    async with sessions() as session:
+        yield session
+        await session.rollback()
 
 
 async def _team(session: AsyncSession) -> uuid.UUID:

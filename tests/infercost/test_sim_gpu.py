@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
+from prometheus_client.parser import text_string_to_metric_families
 
 from infercost.cli.sim import sim as sim_command
 from infercost.sim.config import SimConfig
@@ -313,7 +314,6 @@ def test_telemetry_follows_the_steps() -> None:
 
 
 def test_metrics_text_parses_with_one_series_per_gpu() -> None:
-    parser = pytest.importorskip("prometheus_client.parser")
     engine = _engine(gpu_count=2, params_b=70, model="m")
     engine.started_at = 0.0
     request = GpuRequest(100, 10)
@@ -322,7 +322,7 @@ def test_metrics_text_parses_with_one_series_per_gpu() -> None:
     text = engine.render_metrics('a "quoted" model', now=step.end)
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in parser.text_string_to_metric_families(text)
+        for family in text_string_to_metric_families(text)
         for s in family.samples
     }
     model_label = (("model_name", 'a "quoted" model'),)
@@ -508,8 +508,6 @@ async def gpu_client(gpu_sim: SimProcess) -> AsyncIterator[httpx.AsyncClient]:
 async def _scrape(
     client: httpx.AsyncClient,
 ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    from prometheus_client.parser import text_string_to_metric_families
-
     response = await client.get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -19,15 +15,17 @@ from infercost.telemetry import (
     METRIC_TABLE,
     Sample,
     Scraper,
+    ScrapeResult,
     TelemetryError,
     lookup,
-    map_value,
     parse_text,
-    scrape_once,
     summarize,
 )
+from infercost.telemetry.scrape import _make_client
+from tests.conftest import free_port
+from tests.exporter import PROMETHEUS_FIXTURES as FIXTURES
+from tests.exporter import Exporter, running_exporter
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
 MIB = 1024 * 1024
 DCGM = "http://dcgm:9400/metrics"
 ENGINE = "http://engine:8000/metrics"
@@ -41,9 +39,9 @@ def canonical(samples: list[Sample]) -> dict[str, list[float]]:
     """Canonical figure -> its values in canonical units, in exposition order."""
     out: dict[str, list[float]] = {}
     for s in samples:
-        m = map_value(s.metric, s.value)
-        if m.canonical is not None:
-            out.setdefault(m.canonical, []).append(m.value)
+        spec = lookup(s.metric)
+        if spec is not None:
+            out.setdefault(spec.canonical, []).append(s.value * spec.scale)
     return out
 
 
@@ -157,7 +155,6 @@ def test_mapping_table_is_one_entry_per_source_with_documented_units() -> None:
     assert spec is not None
     assert spec.canonical == "energy"
     assert lookup("no_such_metric") is None
-    assert not map_value("no_such_metric", 3.0).mapped
 
 
 def test_parse_text_rejects_html() -> None:
@@ -420,86 +417,26 @@ def test_empty_window_is_reported_not_raised() -> None:
 # -- the scraper against real loopback servers -------------------------------------------
 
 
-class _Exporter(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.release = threading.Event()  # lets hanging handlers go at teardown
-        self.t0 = time.perf_counter()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Exporter
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def _send(
-        self, status: int, body: str, content_type: str = "text/plain; version=0.0.4"
-    ) -> None:
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        if self.path == "/metrics":
-            self._send(200, (FIXTURES / "vllm_v1.txt").read_text())
-        elif self.path == "/power":
-            # A GPU drawing a steady 500 W: the energy counter (mJ) grows with real time.
-            joules = 500.0 * (time.perf_counter() - self.server.t0)
-            self._send(
-                200,
-                "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
-                'DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-x"} 500\n'
-                "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
-                f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu="0",UUID="GPU-x"}} {joules * 1000:.3f}\n',
-            )
-        elif self.path == "/hang":
-            self.server.release.wait(10)
-            self._send(200, "")
-        elif self.path == "/html":
-            self._send(
-                200, "<html><head><title>Welcome</title></head><body>hi</body></html>", "text/html"
-            )
-        elif self.path == "/boom":
-            self._send(500, "internal error")
-        else:
-            self._send(404, "not found")
-
-
 @pytest.fixture(scope="module")
-def exporter() -> Iterator[_Exporter]:
-    server = _Exporter()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(5)
+def exporter() -> Iterator[Exporter]:
+    with running_exporter() as server:
+        yield server
 
 
-@pytest.fixture
-def closed_port() -> int:
-    """A loopback port with nothing listening (connections are refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def scrape_once(url: str, timeout_s: float) -> ScrapeResult:
+    """One scrape of one URL in the calling thread: its samples, or one error."""
+    scraper = Scraper([url], timeout_s=timeout_s)
+    with _make_client(timeout_s) as client:
+        scraper._client = client
+        scraper._scrape_once(url)
+    return scraper._snapshot()
 
 
 def test_scraper_collects_good_samples_and_one_collapsed_error_per_bad_url(
-    exporter: _Exporter, closed_port: int
+    exporter: Exporter,
 ) -> None:
     good = exporter.base + "/metrics"
-    refused = f"http://127.0.0.1:{closed_port}/metrics"
+    refused = f"http://127.0.0.1:{free_port()}/metrics"  # nothing listens there
     hanging = exporter.base + "/hang"
     garbage = exporter.base + "/html"
     scraper = Scraper([good, refused, hanging, garbage], interval_s=0.05, timeout_s=0.3)
@@ -535,7 +472,7 @@ def test_scraper_collects_good_samples_and_one_collapsed_error_per_bad_url(
     assert scraper.stop() is result
 
 
-def test_http_errors_name_the_status(exporter: _Exporter) -> None:
+def test_http_errors_name_the_status(exporter: Exporter) -> None:
     with Scraper(
         [exporter.base + "/boom", exporter.base + "/nope"], interval_s=0.05, timeout_s=1.0
     ) as scraper:
@@ -549,7 +486,7 @@ def test_http_errors_name_the_status(exporter: _Exporter) -> None:
     assert scraper.result.samples == []
 
 
-def test_scrape_time_is_the_midpoint_of_request_and_response(exporter: _Exporter) -> None:
+def test_scrape_time_is_the_midpoint_of_request_and_response(exporter: Exporter) -> None:
     # A clock that ticks once per reading: sent at n, headers at n + 1, so t = n + 0.5.
     ticks = itertools.count()
     scraper = Scraper(
@@ -563,7 +500,7 @@ def test_scrape_time_is_the_midpoint_of_request_and_response(exporter: _Exporter
     assert all(t % 2 == 0.5 for t in times)
 
 
-def test_keep_unmapped_false_keeps_only_known_metrics(exporter: _Exporter) -> None:
+def test_keep_unmapped_false_keeps_only_known_metrics(exporter: Exporter) -> None:
     with Scraper([exporter.base + "/metrics"], interval_s=1.0, keep_unmapped=False) as scraper:
         pass
     assert scraper.result is not None
@@ -572,7 +509,7 @@ def test_keep_unmapped_false_keeps_only_known_metrics(exporter: _Exporter) -> No
     assert "vllm:time_to_first_token_seconds_bucket" in scraper.result.unmapped
 
 
-def test_past_max_samples_only_mapped_metrics_are_kept(exporter: _Exporter) -> None:
+def test_past_max_samples_only_mapped_metrics_are_kept(exporter: Exporter) -> None:
     url = exporter.base + "/metrics"
     with Scraper([url], interval_s=0.05, max_samples=5) as scraper:
         time.sleep(0.3)
@@ -585,7 +522,8 @@ def test_past_max_samples_only_mapped_metrics_are_kept(exporter: _Exporter) -> N
     assert any("more than 5 values kept" in e.reason for e in result.errors)
 
 
-def test_scrape_once(exporter: _Exporter, closed_port: int) -> None:
+def test_scrape_once(exporter: Exporter) -> None:
+    closed_port = free_port()
     ok = scrape_once(exporter.base + "/metrics", timeout_s=1.0)
     assert ok.errors == []
     assert ok.scrapes == {exporter.base + "/metrics": 1}
@@ -596,7 +534,7 @@ def test_scrape_once(exporter: _Exporter, closed_port: int) -> None:
     ]
 
 
-def test_scraped_energy_summarises_to_the_exporters_power(exporter: _Exporter) -> None:
+def test_scraped_energy_summarises_to_the_exporters_power(exporter: Exporter) -> None:
     scraper = Scraper([exporter.base + "/power"], interval_s=0.05, timeout_s=1.0)
     scraper.start()
     time.sleep(0.1)

@@ -47,21 +47,13 @@ def job(endpoint_id: str, workload: dict[str, Any], levels: list[int]) -> dict[s
     }
 
 
-async def run_job(team: TeamClient, body: dict[str, Any]) -> dict[str, Any]:
-    response = await team.submit(body)
-    assert response.status_code == 202, response.text
-    done = await team.wait_job(response.json()["id"])
-    assert done["status"] == "succeeded", done["error"]
-    return done
-
-
 async def test_dataset_job_sends_its_prompts(
     team: TeamClient, sim: SimProcess, db: asyncpg.Connection
 ) -> None:
     endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
     dataset = await upload(team, ITEMS)
     workload = {"dataset_id": dataset["id"], "output_tokens": {"mean": 3}, "seed": 1}
-    first = await run_job(team, job(endpoint["id"], workload, [1, 2]))
+    first = await team.run_job(job(endpoint["id"], workload, [1, 2]))
 
     fingerprint = first["workload_fingerprint"]
     assert fingerprint and len(fingerprint) == 16
@@ -78,7 +70,7 @@ async def test_dataset_job_sends_its_prompts(
         assert all(r["n_in_target"] is None for r in rows)
 
     # Same workload, other levels and seed: comparable, the same fingerprint.
-    again = await run_job(team, job(endpoint["id"], {**workload, "seed": 9}, [3]))
+    again = await team.run_job(job(endpoint["id"], {**workload, "seed": 9}, [3]))
     assert again["workload_fingerprint"] == fingerprint
     assert again["runs"][0]["workload_fingerprint"] == fingerprint
     # Another dataset, or synthetic prompts: another fingerprint.
@@ -130,7 +122,7 @@ async def test_sessions_send_the_history(
     async def n_in(workload: dict[str, Any], users: int, requests: int) -> Counter[int]:
         body = job(endpoint["id"], workload, [users])
         body["load"]["requests_per_level"] = requests
-        done = await run_job(team, body)
+        done = await team.run_job(body)
         rows = await db.fetch(
             "SELECT n_in FROM request_samples WHERE run_id = $1",
             uuid.UUID(done["runs"][0]["id"]),

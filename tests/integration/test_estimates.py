@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from infercost.prices.pricing import rfc3339
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient
@@ -19,10 +20,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
 MODEL = "sim-llama-8b"
 SLO = {"ttft_ms": {"p95": 150}}
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 @pytest.fixture(scope="module")
@@ -39,19 +36,6 @@ def big_gpu() -> Iterator[SimProcess]:
         yield s
 
 
-async def add_price(team: TeamClient, hardware: str, usd: float, start: datetime) -> None:
-    response = await team.http.post(
-        "/v1/prices",
-        json={
-            "provider": "acme-cloud",
-            "hardware": hardware,
-            "usd_per_gpu_hour": usd,
-            "effective_from": iso(start),
-        },
-    )
-    assert response.status_code == 201, response.text
-
-
 async def measure(team: TeamClient, sim: SimProcess, hardware: str) -> dict[str, Any]:
     endpoint = await team.create_endpoint(
         name=f"{hardware.lower()}-ep",
@@ -63,7 +47,7 @@ async def measure(team: TeamClient, sim: SimProcess, hardware: str) -> dict[str,
         params_b=8,
         precision="bf16",
     )
-    response = await team.submit(
+    return await team.run_job(
         {
             "endpoint_id": endpoint["id"],
             "workload": {"input_tokens": {"mean": 64}, "output_tokens": {"mean": 16}},
@@ -74,12 +58,9 @@ async def measure(team: TeamClient, sim: SimProcess, hardware: str) -> dict[str,
                 "warmup_requests": 2,
             },
             "slo": SLO,
-        }
+        },
+        timeout=180,
     )
-    assert response.status_code == 202, response.text
-    job = await team.wait_job(response.json()["id"], timeout=180)
-    assert job["status"] == "succeeded", job["error"]
-    return job
 
 
 async def estimate(team: TeamClient, **body: Any) -> dict[str, Any]:
@@ -97,9 +78,9 @@ async def estimate(team: TeamClient, **body: Any) -> dict[str, Any]:
 async def test_estimates_rank_by_the_numbers_and_follow_the_price_book(
     team: TeamClient, small_gpu: SimProcess, big_gpu: SimProcess
 ) -> None:
-    week_ago = datetime.now(UTC) - timedelta(days=7)
-    await add_price(team, "L40S", 1.0, week_ago)
-    await add_price(team, "H200-SXM", 6.0, week_ago)
+    week_ago = rfc3339(datetime.now(UTC) - timedelta(days=7))
+    await team.add_price(hardware="L40S", usd_per_gpu_hour=1.0, effective_from=week_ago)
+    await team.add_price(hardware="H200-SXM", usd_per_gpu_hour=6.0, effective_from=week_ago)
     small = await measure(team, small_gpu, "L40S")
     big = await measure(team, big_gpu, "H200-SXM")
 
@@ -141,7 +122,8 @@ async def test_estimates_rank_by_the_numbers_and_follow_the_price_book(
     assert result["explanation"].startswith(candidates[0]["deployment"]["name"])
 
     # The cheap GPU becomes dear: the answer follows the book without re-measuring.
-    await add_price(team, "L40S", 500.0, datetime.now(UTC) - timedelta(seconds=1))
+    a_second_ago = rfc3339(datetime.now(UTC) - timedelta(seconds=1))
+    await team.add_price(hardware="L40S", usd_per_gpu_hour=500.0, effective_from=a_second_ago)
     repriced = await estimate(team, include_projections=False)
     assert repriced["candidates"][0]["deployment"]["hardware"] == "H200-SXM"
     dear = next(c for c in repriced["candidates"] if c["deployment"]["hardware"] == "L40S")
@@ -168,7 +150,7 @@ async def test_estimates_rank_by_the_numbers_and_follow_the_price_book(
     assert h200["break_even"]["against"] == "hosted-api"
 
     # Hardware with a price but no measurement of the model: a labelled projection.
-    await add_price(team, "B200", 9.0, week_ago)
+    await team.add_price(hardware="B200", usd_per_gpu_hour=9.0, effective_from=week_ago)
     projected = await estimate(team)
     b200 = next(c for c in projected["candidates"] if c["deployment"]["hardware"] == "B200")
     assert b200["basis"] == "projection"

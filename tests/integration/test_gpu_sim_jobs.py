@@ -37,7 +37,7 @@ async def test_gpu_sim_levels_show_the_shape_of_a_real_deployment(
         precision="bf16",
         metrics_urls=[l4_sim.base_url + "/metrics"],
     )
-    response = await team.submit(
+    job = await team.run_job(
         {
             "endpoint_id": endpoint["id"],
             "workload": {"input_tokens": {"mean": 64}, "output_tokens": {"mean": 12}},
@@ -47,11 +47,9 @@ async def test_gpu_sim_levels_show_the_shape_of_a_real_deployment(
                 "duration_s": 4,
                 "telemetry_interval_s": 0.25,
             },
-        }
+        },
+        timeout=180,
     )
-    assert response.status_code == 202, response.text
-    job = await team.wait_job(response.json()["id"], timeout=180)
-    assert job["status"] == "succeeded", job["error"]
     runs = {int(r["level"]): r for r in job["runs"]}
 
     tokens = [runs[n]["output_tokens_per_s"] for n in (1, 4, 16, 64)]

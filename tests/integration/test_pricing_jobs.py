@@ -10,44 +10,29 @@ from typing import Any
 import asyncpg
 import pytest
 
+from infercost.prices.pricing import rfc3339
 from infercost.sim.process import SimProcess
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
 
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
 async def run_small_job(team: TeamClient, endpoint_id: str) -> dict[str, Any]:
-    response = await team.submit(
+    return await team.run_job(
         {
             "endpoint_id": endpoint_id,
             "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 8}},
             "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 5},
-        }
+        },
+        timeout=60,
     )
-    assert response.status_code == 202, response.text
-    job = await team.wait_job(response.json()["id"], timeout=60)
-    assert job["status"] == "succeeded", job["error"]
-    return job
 
 
 async def test_runs_are_priced_from_the_book_and_can_be_repriced(
     team: TeamClient, sim: SimProcess, db: asyncpg.Connection
 ) -> None:
     yesterday = datetime.now(UTC) - timedelta(days=1)
-    price = await team.http.post(
-        "/v1/prices",
-        json={
-            "provider": "acme-cloud",
-            "hardware": "H200-SXM",
-            "usd_per_gpu_hour": 2.0,
-            "effective_from": iso(yesterday),
-        },
-    )
-    assert price.status_code == 201, price.text
+    await team.add_price(usd_per_gpu_hour=2.0, effective_from=rfc3339(yesterday))
     endpoint = await team.create_endpoint(
         base_url=sim.openai_base_url, provider="acme-cloud", gpu_count=2, usd_per_hour=None
     )
@@ -68,18 +53,14 @@ async def test_runs_are_priced_from_the_book_and_can_be_repriced(
         "SELECT usd_per_hour, price_note, started_at FROM runs WHERE id = $1", uuid.UUID(run["id"])
     )
     assert (stored["usd_per_hour"], stored["price_note"]) == (4.0, None)
-    assert cost["priced_at"] == iso(stored["started_at"].astimezone(UTC))
+    assert cost["priced_at"] == rfc3339(stored["started_at"].astimezone(UTC))
 
     # A new price from now on; the stored run keeps the one it was measured at...
-    newer = await team.http.post(
-        "/v1/prices",
-        json={"provider": "acme-cloud", "hardware": "H200-SXM", "usd_per_gpu_hour": 3.0},
-    )
-    assert newer.status_code == 201, newer.text
+    await team.add_price(usd_per_gpu_hour=3.0)
     assert (await team.http.get(f"/v1/runs/{run['id']}")).json()["cost"] == cost
 
     # ...and a query can re-price it at a time when the new price holds.
-    later = iso(datetime.now(UTC) + timedelta(minutes=1))
+    later = rfc3339(datetime.now(UTC) + timedelta(minutes=1))
     repriced = (await team.http.get(f"/v1/runs/{run['id']}", params={"price_at": later})).json()
     assert repriced["cost"]["usd_per_hour"] == 6.0
     assert repriced["cost"]["price_source"] == "price_book"
@@ -94,7 +75,7 @@ async def test_runs_are_priced_from_the_book_and_can_be_repriced(
     ).json()
     assert via_job["runs"][0]["cost"] == repriced["cost"] == via_runs[0]["cost"]
     # At yesterday-plus-an-hour, the old price holds again.
-    then = iso(yesterday + timedelta(hours=1))
+    then = rfc3339(yesterday + timedelta(hours=1))
     old = (await team.http.get(f"/v1/runs/{run['id']}", params={"price_at": then})).json()
     assert old["cost"]["usd_per_hour"] == 4.0
 

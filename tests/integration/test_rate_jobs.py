@@ -28,12 +28,6 @@ def rate_job(endpoint_id: str, **load: Any) -> dict[str, Any]:
     }
 
 
-async def samples(team: TeamClient, run_id: str) -> list[dict[str, Any]]:
-    page = (await team.http.get(f"/v1/runs/{run_id}/requests", params={"limit": 5000})).json()
-    assert page["next_after"] is None
-    return list(page["items"])
-
-
 async def test_constant_rate_keeps_its_schedule(
     team: TeamClient, sim: SimProcess, db: asyncpg.Connection
 ) -> None:
@@ -59,7 +53,7 @@ async def test_constant_rate_keeps_its_schedule(
 
     # t_sched is the schedule itself: 1/20 s apart to the microsecond (exact by construction;
     # a time taken when the dispatcher woke would be off by tens of microseconds or more).
-    rows = await samples(team, run["id"])
+    rows = await team.samples(run["id"])
     assert [s["seq"] for s in rows] == list(range(64))
     assert [s["warmup"] for s in rows] == [True] * 4 + [False] * 60
     sched = [s["t_sched"] for s in rows if not s["warmup"]]
@@ -101,7 +95,7 @@ async def test_poisson_level_of_fixed_duration(team: TeamClient, sim: SimProcess
     assert 12 <= sent <= 50, sent
     assert run["requests"]["succeeded"] == sent
     assert final["progress"] == {"done": sent, "total": sent}
-    rows = await samples(team, run["id"])
+    rows = await team.samples(run["id"])
     assert len(rows) == sent
     sched = [s["t_sched"] for s in rows]
     assert sched == sorted(sched)
@@ -129,7 +123,7 @@ async def test_concurrency_level_of_fixed_duration(team: TeamClient, sim: SimPro
     assert run["client"]["concurrency_held"] is not None
     assert run["client"]["rate_held"] is None
     # No request started after the duration: the last send is within 1 s of the first.
-    rows = await samples(team, run["id"])
+    rows = await team.samples(run["id"])
     assert max(s["t_send"] for s in rows) - min(s["t_send"] for s in rows) < 1.0
 
 
@@ -153,7 +147,7 @@ async def test_cancel_keeps_what_a_rate_level_measured(team: TeamClient, sim: Si
     assert run["requests"]["failed"] == 0, (
         "requests in flight at the cancel are dropped, not failed"
     )
-    assert len(await samples(team, run["id"])) == run["requests"]["total"]
+    assert len(await team.samples(run["id"])) == run["requests"]["total"]
 
 
 @pytest.mark.parametrize(

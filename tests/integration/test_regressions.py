@@ -40,10 +40,7 @@ async def benchmark(team: TeamClient, endpoint_id: str) -> dict[str, Any]:
             "warmup_requests": 4,
         },
     }
-    response = await team.submit(body)
-    assert response.status_code == 202, response.text
-    job = await team.wait_job(response.json()["id"], timeout=60)
-    assert job["status"] == "succeeded", job["error"]
+    job = await team.run_job(body, timeout=60)
     # The worker decides the change just after it commits the job's status.
     run_id = job["runs"][0]["id"]
     deadline = time.monotonic() + 20

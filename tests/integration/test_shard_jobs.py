@@ -14,9 +14,9 @@ from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import workers.shards
-from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.sim.process import SimProcess
 from tests.conftest import TeamClient, insert_finished_run, running_worker
 from workers.shards import ShardSlot, ShardStopped, coordinate
@@ -41,12 +41,6 @@ def sharded_job(endpoint_id: str, **load: Any) -> dict[str, Any]:
     }
 
 
-async def samples(team: TeamClient, run_id: str) -> list[dict[str, Any]]:
-    page = (await team.http.get(f"/v1/runs/{run_id}/requests", params={"limit": 5000})).json()
-    assert page["next_after"] is None
-    return list(page["items"])
-
-
 async def shard_rows(db: asyncpg.Connection, run_id: str) -> list[asyncpg.Record]:
     return list(
         await db.fetch(
@@ -59,10 +53,9 @@ async def test_two_shards_run_each_level_together(
     team: TeamClient, sim: SimProcess, db: asyncpg.Connection
 ) -> None:
     endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
-    response = await team.submit(sharded_job(endpoint["id"], mode="concurrency", levels=[4, 2]))
-    assert response.status_code == 202, response.text
-    final = await team.wait_job(response.json()["id"], timeout=90)
-    assert final["status"] == "succeeded", final["error"]
+    final = await team.run_job(
+        sharded_job(endpoint["id"], mode="concurrency", levels=[4, 2]), timeout=90
+    )
     assert final["load"]["shards"] == 2
     # Progress counted both shards' requests.
     assert final["progress"] == {"done": 88, "total": 88}
@@ -70,7 +63,7 @@ async def test_two_shards_run_each_level_together(
     assert [r["level"] for r in final["runs"]] == [4, 2]
     for run in final["runs"]:
         assert run["requests"] == {"total": 40, "succeeded": 40, "failed": 0, "errors": {}}
-        rows = await samples(team, run["id"])
+        rows = await team.samples(run["id"])
         # Every request of both shards, each seq once: shard i sent seqs i, i + 2, ...
         assert [s["seq"] for s in rows] == list(range(44))
         assert [s["seq"] for s in rows if s["warmup"]] == [0, 1, 2, 3]
@@ -104,13 +97,10 @@ async def test_a_sharded_rate_level_keeps_the_level_schedule(
 ) -> None:
     endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
     body = sharded_job(endpoint["id"], mode="rate", levels=[20], arrival="constant")
-    response = await team.submit(body)
-    assert response.status_code == 202, response.text
-    final = await team.wait_job(response.json()["id"], timeout=90)
-    assert final["status"] == "succeeded", final["error"]
+    final = await team.run_job(body, timeout=90)
     [run] = final["runs"]
     assert run["requests"]["total"] == 40
-    rows = await samples(team, run["id"])
+    rows = await team.samples(run["id"])
     assert [s["seq"] for s in rows] == list(range(44))
     # The two shards' arrivals interleave into the one constant schedule of 20/s.
     gaps = [b["t_sched"] - a["t_sched"] for a, b in itertools.pairwise(rows)]
@@ -160,7 +150,7 @@ async def test_cancelling_a_sharded_job_stops_every_shard(
         [run] = (await team.http.get(f"/v1/jobs/{job_id}/runs")).json()
     assert run["status"] == "cancelled"
     assert run["live"] is None  # cleared when the level ended
-    stored = await samples(team, run["id"])
+    stored = await team.samples(run["id"])
     assert {s["seq"] % 2 for s in stored} == {0, 1}
 
 
@@ -173,15 +163,17 @@ async def test_the_concurrency_limit_holds_per_shard(team: TeamClient) -> None:
 
 
 async def test_a_level_fails_when_too_few_shards_start(
-    team: TeamClient, database_url: str, db: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
+    team: TeamClient,
+    sessions: async_sessionmaker[AsyncSession],
+    db: asyncpg.Connection,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The coordinator on its own, against the real database: shard 1's task is queued but no
     # worker takes it, so after the start timeout the level fails and says what to do.
     monkeypatch.setattr(workers.shards, "START_TIMEOUT_S", 1.0)
     endpoint = await team.create_endpoint()
     job_id, run_id = await insert_finished_run(db, team.team_id, endpoint["id"])
-    engine = make_engine(database_url)
-    rt: Any = SimpleNamespace(sessionmaker=make_sessionmaker(engine))
+    rt: Any = SimpleNamespace(sessionmaker=sessions)
     queued: list[tuple[str, list[Any]]] = []
     outcomes: list[str] = []
 
@@ -198,21 +190,18 @@ async def test_a_level_fails_when_too_few_shards_start(
     async def heartbeat(done: int) -> bool:
         return True
 
-    try:
-        outcome = await coordinate(
-            rt,
-            uuid.UUID(job_id),
-            uuid.UUID(run_id),
-            2,
-            own_shard=own_shard,
-            heartbeat=heartbeat,
-            enqueue=lambda name, args: queued.append((name, args)),
-        )
-        # A late or duplicate delivery of shard 1 finds nothing to claim.
-        late = ShardSlot(rt, uuid.UUID(job_id), uuid.UUID(run_id), 1, 2)
-        assert not await late.claim()
-    finally:
-        await engine.dispose()
+    outcome = await coordinate(
+        rt,
+        uuid.UUID(job_id),
+        uuid.UUID(run_id),
+        2,
+        own_shard=own_shard,
+        heartbeat=heartbeat,
+        enqueue=lambda name, args: queued.append((name, args)),
+    )
+    # A late or duplicate delivery of shard 1 finds nothing to claim.
+    late = ShardSlot(rt, uuid.UUID(job_id), uuid.UUID(run_id), 1, 2)
+    assert not await late.claim()
     assert queued == [("benchmark.run_shard", [job_id, run_id, 1, 2])]
     assert outcome.error == (
         "only 1 of 2 shards started within 1 s: run more workers, e.g. `infercost worker` "

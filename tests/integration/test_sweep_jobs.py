@@ -106,10 +106,7 @@ async def test_a_tight_slo_stops_the_sweep_after_two_failing_rates(
     endpoint = await team.create_endpoint(base_url=saturating_sim.openai_base_url)
     # TTFT is at least 20 ms, so every level fails a 1 ms median.
     body = sweep_job(endpoint["id"], {"ttft_ms": {"p50": 1}})
-    response = await team.submit(body)
-    assert response.status_code == 202, response.text
-    final = await team.wait_job(response.json()["id"], timeout=90)
-    assert final["status"] == "succeeded", final["error"]
+    final = await team.run_job(body, timeout=90)
 
     sweep = final["sweep"]
     assert sweep["stopped"] == "slo_failed_twice", sweep

@@ -6,69 +6,30 @@ from __future__ import annotations
 
 import csv
 import io
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from infercost.sim.process import SimProcess
 from tests.conftest import TeamClient, free_port
+from tests.exporter import Exporter, running_exporter
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
 
-class _Hangs(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        time.sleep(6)  # longer than the scraper's 2 s timeout
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *_: object) -> None:
-        pass
-
-
-class _Garbage(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"<html><body>{not: prometheus}</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_: object) -> None:
-        pass
-
-
-def _serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture(scope="module")
-def hanging_url() -> Iterator[str]:
-    yield from _serve(_Hangs)
-
-
-@pytest.fixture(scope="module")
-def garbage_url() -> Iterator[str]:
-    yield from _serve(_Garbage)
+def exporter() -> Iterator[Exporter]:
+    with running_exporter() as server:
+        yield server
 
 
 async def test_bad_metrics_urls_are_errors_and_the_run_goes_on(
-    team: TeamClient, sim: SimProcess, hanging_url: str, garbage_url: str
+    team: TeamClient, sim: SimProcess, exporter: Exporter
 ) -> None:
     good = sim.base_url + "/metrics"
     refused = f"http://127.0.0.1:{free_port()}/metrics"
+    hanging_url = exporter.base + "/hang"  # answers after the scraper's 2 s timeout
+    garbage_url = exporter.base + "/html"
     endpoint = await team.create_endpoint(
         base_url=sim.openai_base_url, metrics_urls=[good, refused, hanging_url, garbage_url]
     )

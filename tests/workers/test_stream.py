@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +20,12 @@ import msgspec
 import pytest
 
 from infercost.metrics import summarize
-from tests.asgi import serve_in_loop
+from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
 from workers.loadgen.stream import RawRequest, Target, request_body, send
 from workers.loadgen.tokenize import Tokenizer, count_outputs
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "llama-server"
 EVENT_GAP_S = 0.005
-
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 def fixture_bytes(name: str) -> bytes:
@@ -60,11 +57,6 @@ async def _replay_sse(send: Send, events: list[bytes]) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _whole(send: Send, status: int, body: bytes) -> None:
-    await _start(send, status, b"application/json")
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
 async def _stall(receive: Receive, send: Send) -> None:
     """Send the role event, then nothing until the client gives up (or 5 s pass)."""
     await _start(send, 200, b"text/event-stream")
@@ -87,12 +79,7 @@ class ReplayApp:
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         self.requests.append((scope["path"], headers, body))
         scenario = scope["path"].split("/")[1]
@@ -101,11 +88,11 @@ class ReplayApp:
                 send, sse_events(fixture_bytes(scenario.removesuffix("-sse") + ".sse"))
             )
         elif scenario == "chat-nostream":
-            await _whole(send, 200, fixture_bytes("chat-nostream.json"))
+            await send_json(send, 200, fixture_bytes("chat-nostream.json"))
         elif scenario == "error-400":
-            await _whole(send, 400, fixture_bytes("error-400.json"))
+            await send_json(send, 400, fixture_bytes("error-400.json"))
         elif scenario == "unavailable":
-            await _whole(send, 503, b'{"error":{"code":503,"message":"Loading model"}}')
+            await send_json(send, 503, b'{"error":{"code":503,"message":"Loading model"}}')
         elif scenario == "malformed":
             await _replay_sse(send, [b"data: {not json\n\n"])
         elif scenario == "done-only":
@@ -113,7 +100,7 @@ class ReplayApp:
         elif scenario == "stall":
             await _stall(receive, send)
         else:
-            await _whole(send, 404, b'{"detail":"no such scenario"}')
+            await send_json(send, 404, b'{"detail":"no such scenario"}')
 
 
 @pytest.fixture(scope="module")
@@ -478,12 +465,7 @@ class ScriptedApp:
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         body = msgspec.json.decode(raw) if raw else {}
         self.bodies.append((scope["path"], body))
         if scope["path"].endswith("/tokenize"):
@@ -493,7 +475,7 @@ class ScriptedApp:
                 text = body["prompt"]
             words = text.split()
             answer = {"count": len(words), "tokens": list(range(len(words))), "max_model_len": 8}
-            await _whole(send, 200, msgspec.json.encode(answer))
+            await send_json(send, 200, answer)
             return
         await _start(send, 200, b"text/event-stream")
         for event, delay in SCRIPTS[scope["path"].split("/")[1]]:

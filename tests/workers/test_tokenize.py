@@ -7,7 +7,7 @@ number whose digits split into groups of three. Its count is the truth the promp
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from infercost.workload import PromptMaker
-from tests.asgi import serve_in_loop
+from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
 from workers.loadgen.stream import Target
 from workers.loadgen.tokenize import (
     Calibrations,
@@ -26,9 +26,6 @@ from workers.loadgen.tokenize import (
     prepare_prompts,
     tokenize_url,
 )
-
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 CHAT_OVERHEAD = 7  # e.g. <|begin_of_text|><|start_header_id|>user<|end_header_id|>...
 BOS = 1
@@ -56,12 +53,7 @@ class TokenizerApp:
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         self.calls += 1
         if scope["path"] != "/tokenize":
             status, answer = 404, {"detail": "Not Found"}
@@ -74,14 +66,7 @@ class TokenizerApp:
                     body["prompt"], chat=False, special=body.get("add_special_tokens", True)
                 )
             status, answer = 200, {"count": count, "tokens": [0] * count, "max_model_len": 4096}
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": msgspec.json.encode(answer)})
+        await send_json(send, status, answer)
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.asgi import serve_in_loop
+from tests.asgi import Receive, Send, serve_in_loop
 from tests.workers.test_stream import (
     ReplayApp,
     fixture_bytes,
@@ -20,9 +20,6 @@ from tests.workers.test_stream import (
 )
 from workers.loadgen.stream import RawRequest, Target, request_body, send
 from workers.loadgen.transport import SLOT, load_client
-
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 async def client_port(scope: dict[str, Any], receive: Receive, send: Send) -> None:

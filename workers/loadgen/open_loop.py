@@ -46,7 +46,7 @@ class RatePlan:
         return len(self.offsets_ns)
 
 
-async def _wait_until(deadline_ns: int) -> None:
+async def wait_until(deadline_ns: int) -> None:
     """Return at `deadline_ns` (perf_counter_ns) or just after, never before."""
     while True:
         left = deadline_ns - perf_counter_ns()
@@ -92,7 +92,7 @@ async def run_open_loop(
     try:
         for seq, offset in enumerate(plan.offsets_ns):
             due = start + offset
-            await _wait_until(due)
+            await wait_until(due)
             rec = RawRequest(seq, seq < plan.warmup, due, n_in, keep_text=plan.keep_text)
             if free_slots:
                 slot = heapq.heappop(free_slots)

@@ -105,7 +105,8 @@ class RawRequest:
         self.error_class: str | None = None
         self.error: str | None = None
         # The received text, kept only to count it with the endpoint's tokenizer when the
-        # server sent no usage (dropped as soon as usage arrives); None: not collected.
+        # server sent no usage (dropped by the first event that carries usage); None: not
+        # collected.
         # keep_answer keeps the text even with usage: a multi-turn session sends it back as
         # the assistant's message of the next turn.
         self.keep_answer = keep_answer
@@ -383,6 +384,10 @@ def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
                 rec.tokens_at_chunk = completion
             rec.n_out = completion
             rec.count_source = "usage"
+            if not rec.keep_answer:
+                # Counted by the server: the text is no longer needed, and later events
+                # skip collecting it.
+                rec.text = None
         if usage.prompt_tokens is not None:
             rec.n_in = usage.prompt_tokens
 
@@ -487,8 +492,6 @@ async def send(
         # tokenizer count of `rec.text` after the level, off the timed path.
         rec.n_out = len(rec.chunk_ns)
         rec.count_source = "events"
-    elif not rec.keep_answer:
-        rec.text = None
     if len(rec.chunk_tokens) != len(rec.chunk_ns):
         rec.chunk_tokens.clear()  # only some events said how many tokens they carried
     if rec.n_in is None:

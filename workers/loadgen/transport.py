@@ -16,8 +16,6 @@ bench/loadgen.py measured that stack as most of the worker's CPU per streamed to
 (t_send is stamped at `http11.send_request_headers.started`, as with httpcore) are httpx's.
 A slot whose next request goes to another origin (the next job's endpoint) closes its
 connection and opens one there; a connection the server closed is reopened on next use.
-`SlotTransport(backend="httpcore")` keeps the previous per-slot httpcore pools, for the
-benchmark's before/after comparison.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
 import httptools
 import httpx
@@ -306,18 +304,9 @@ def _request_head(request: httpx.Request) -> bytes:
 class SlotTransport(httpx.AsyncBaseTransport):
     """Routes each request to its slot's own connection, made on first use."""
 
-    def __init__(
-        self,
-        *,
-        shared_limit: int,
-        verify: ssl.SSLContext | None = None,
-        backend: Literal["slots", "httpcore"] = "slots",
-    ) -> None:
+    def __init__(self, *, shared_limit: int, verify: ssl.SSLContext | None = None) -> None:
         self._ssl = verify or ssl.create_default_context()
-        self._backend = backend
-        self._one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         self._slots: dict[int, _SlotTransport] = {}
-        self._pools: dict[int, httpx.AsyncHTTPTransport] = {}
         self._shared = httpx.AsyncHTTPTransport(
             verify=self._ssl,
             limits=httpx.Limits(
@@ -330,13 +319,6 @@ class SlotTransport(httpx.AsyncBaseTransport):
         slot = request.extensions.get(SLOT)
         if slot is None:
             return await self._shared.handle_async_request(request)
-        if self._backend == "httpcore":
-            pool = self._pools.get(slot)
-            if pool is None:
-                pool = self._pools[slot] = httpx.AsyncHTTPTransport(
-                    verify=self._ssl, limits=self._one
-                )
-            return await pool.handle_async_request(request)
         transport = self._slots.get(slot)
         if transport is None:
             transport = self._slots[slot] = _SlotTransport(self._ssl)
@@ -350,10 +332,8 @@ class SlotTransport(httpx.AsyncBaseTransport):
         """Close every connection."""
         for transport in self._slots.values():
             transport.close()
-        for pool in (*self._pools.values(), self._shared):
-            await pool.aclose()
+        await self._shared.aclose()
         self._slots.clear()
-        self._pools.clear()
 
 
 def load_client(max_concurrency: int) -> httpx.AsyncClient:

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
 from litestar import Controller, MediaType, Request, get
 from litestar.datastructures import State
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromQuery, QueryParameter
 from litestar.response.base import ASGIResponse
 
-from api.auth import CurrentCaller
-from api.db import DbSession
+from api.auth import team_service
+from api.csv import csv_attachment, wants_csv
 from api.domain.comparisons.schemas import ComparisonPage, FrontierRead
 from api.domain.comparisons.services import (
     ComparisonQuery,
@@ -25,16 +24,10 @@ from api.domain.comparisons.services import (
     parse_figures,
     parse_sort,
 )
-from api.schemas import Limit, Offset
+from api.schemas import Limit, Offset, Since, Until
 from infercost.comparisons.repository import FIGURES, SORT_KEYS, Aggregate, GroupBy
 
 Many = Annotated[list[str] | None, QueryParameter(description="repeat to match any of several")]
-Since = Annotated[
-    datetime | None, QueryParameter(description="RFC 3339: runs finished at or after this time")
-]
-Until = Annotated[
-    datetime | None, QueryParameter(description="RFC 3339: runs finished before this")
-]
 SloPassed = Annotated[
     bool | None,
     QueryParameter(description="only runs that passed (true) or failed (false) their SLO"),
@@ -52,17 +45,12 @@ AggregateParam = Annotated[
 ]
 
 
-def provide_comparison_service(db_session: DbSession, caller: CurrentCaller) -> ComparisonService:
-    """The service for the caller's team."""
-    return ComparisonService(db_session, caller.team_id)
-
-
 class ComparisonController(Controller):
     """GET /v1/comparisons; GET /v1/comparisons/frontier."""
 
     path = "/v1/comparisons"
     tags = ["comparisons"]
-    dependencies = {"comparisons": Provide(provide_comparison_service, sync_to_thread=False)}
+    dependencies = {"comparisons": team_service(ComparisonService)}
 
     @get(
         "/",
@@ -138,7 +126,7 @@ class ComparisonController(Controller):
         offset: Offset = 0,
     ) -> ASGIResponse:
         """Filtered, grouped, aggregated, sorted, paged; warns when rows mix workloads."""
-        csv = "text/csv" in request.headers.get("accept", "")
+        csv = wants_csv(request)
         query = ComparisonQuery(
             filter=comparison_filter(
                 models=model or (),
@@ -164,17 +152,10 @@ class ComparisonController(Controller):
         )
         page = await comparisons.compare(query)
         if csv:
-            headers = {
-                "Content-Disposition": 'attachment; filename="comparison.csv"',
-                "X-Total-Count": str(page.total),
-            }
+            headers = {"X-Total-Count": str(page.total)}
             if page.mixed_workloads:
                 headers["X-Mixed-Workloads"] = "true"
-            return ASGIResponse(
-                body=comparison_csv(page).encode(),
-                media_type="text/csv; charset=utf-8",
-                headers=headers,
-            )
+            return csv_attachment(comparison_csv(page), "comparison.csv", headers)
         return ASGIResponse(body=msgspec.json.encode(page), media_type=MediaType.JSON)
 
     @get("/frontier", summary="Throughput per GPU against per-user speed: the frontier")

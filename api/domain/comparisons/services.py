@@ -3,8 +3,6 @@ GET /v1/comparisons): parameters checked here, the query in infercost.comparison
 
 from __future__ import annotations
 
-import csv
-import io
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -12,6 +10,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from api.csv import csv_cell, csv_text
 from api.domain.comparisons.schemas import (
     ComparisonPage,
     ComparisonRow,
@@ -19,7 +18,7 @@ from api.domain.comparisons.schemas import (
     FrontierPoint,
     FrontierRead,
 )
-from api.domain.prices.services import aware
+from api.schemas import time_window
 from infercost.comparisons import repository
 from infercost.comparisons.frontier import Point, pareto_frontier
 from infercost.comparisons.repository import (
@@ -146,10 +145,7 @@ def comparison_filter(
             raise InvalidInput(
                 "preset", f"unknown preset '{name}'; known presets: {', '.join(PRESETS)}"
             )
-    aware("since", since)
-    aware("until", until)
-    if since is not None and until is not None and since >= until:
-        raise InvalidInput("until", "must be later than since")
+    time_window(since, until)
     return ComparisonFilter(
         models=tuple(models),
         hardware=tuple(hardware),
@@ -319,9 +315,7 @@ class ComparisonService:
 def comparison_csv(page: ComparisonPage) -> str:
     """The page as CSV: one row per comparison row, its figures as columns, run ids
     space-separated in the last column."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([*_CSV_KEYS, *page.figures, "run_ids"])
+    rows = []
     for row in page.items:
         values: dict[str, object] = {
             "model": row.deployment.model,
@@ -338,17 +332,5 @@ def comparison_csv(page: ComparisonPage) -> str:
             "last_measured_at": row.last_measured_at,
         }
         cells = [values[k] for k in _CSV_KEYS] + [row.figures.get(n) for n in page.figures]
-        writer.writerow(
-            [
-                ""
-                if v is None
-                else str(v).lower()
-                if isinstance(v, bool)
-                else v.isoformat().replace("+00:00", "Z")
-                if isinstance(v, datetime)
-                else v
-                for v in cells
-            ]
-            + [" ".join(str(r) for r in row.run_ids)]
-        )
-    return buffer.getvalue()
+        rows.append([*map(csv_cell, cells), " ".join(str(r) for r in row.run_ids)])
+    return csv_text([*_CSV_KEYS, *page.figures, "run_ids"], rows)

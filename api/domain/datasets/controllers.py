@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, delete, get, post
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.openapi.spec import (
     OpenAPIFormat,
     OpenAPIMediaType,
@@ -18,8 +18,7 @@ from litestar.openapi.spec import (
 )
 from litestar.params import QueryParameter
 
-from api.auth import AppSettings, CurrentCaller
-from api.db import DbSession
+from api.auth import AppSettings, team_service
 from api.domain.datasets.schemas import DatasetRead
 from api.domain.datasets.services import DatasetService, TooLarge
 from api.schemas import Limit, Offset, Page, PathId
@@ -57,11 +56,6 @@ class UnsupportedType(InfercostError):
     title = "Unsupported media type"
 
 
-def provide_dataset_service(db_session: DbSession, caller: CurrentCaller) -> DatasetService:
-    """The service for the caller's team."""
-    return DatasetService(db_session, caller.team_id)
-
-
 def _mib(size: int) -> str:
     return f"{size / (1024 * 1024):g} MiB"
 
@@ -91,7 +85,7 @@ class DatasetController(Controller):
 
     path = "/v1/datasets"
     tags = ["datasets"]
-    dependencies = {"datasets": Provide(provide_dataset_service, sync_to_thread=False)}
+    dependencies = {"datasets": team_service(DatasetService)}
 
     # The size limit is this server's setting, enforced while reading (read_capped).
     @post(

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
-from api.auth import CurrentCaller
-from api.db import DbSession
+from api.auth import CurrentCaller, team_service
 from api.domain.estimates.schemas import EstimateCreate, EstimateRead, PresetRead
 from api.domain.estimates.services import EstimateService
 from infercost.planning.presets import PRESETS, WorkloadPreset, get_preset
-
-
-def provide_estimate_service(db_session: DbSession, caller: CurrentCaller) -> EstimateService:
-    """The service for the caller's team."""
-    return EstimateService(db_session, caller.team_id)
 
 
 def preset_read(preset: WorkloadPreset) -> PresetRead:
@@ -36,7 +30,7 @@ class EstimateController(Controller):
 
     path = "/v1/estimates"
     tags = ["estimates"]
-    dependencies = {"estimates": Provide(provide_estimate_service, sync_to_thread=False)}
+    dependencies = {"estimates": team_service(EstimateService)}
 
     @post("/", status_code=200, summary="Cost and capacity for a traffic profile and SLO")
     async def create_estimate(

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from api.domain.jobs.schemas import CapacityAtSlo, Efficiency
 from infercost.cost import per_million
 from infercost.endpoints.models import Endpoint
 from infercost.hardware.catalog import BYTES_PER_PARAM
@@ -40,46 +39,23 @@ def model_facts(endpoint: Endpoint) -> ModelFacts | None:
 
 
 def replica_hardware(row: HardwareRow, precision: str | None, gpu_count: int) -> Hardware:
-    """One replica's hardware at the serving precision: 8-bit (and narrower) weights use the
-    GPU's fp8 compute where it has one, everything else its bf16 compute."""
-    narrow = BYTES_PER_PARAM[precision or "bf16"] <= 1
-    tflops = row.fp8_tflops if narrow and row.fp8_tflops is not None else row.bf16_tflops
-    return Hardware(
-        memory_bandwidth_bytes_s=row.memory_bandwidth_gbps * 1e9,
-        peak_flops=tflops * 1e12,
-        gpu_count=gpu_count,
-    )
+    """One replica's hardware at the serving precision (bf16 when none is given)."""
+    return Hardware.from_gpu(row, precision or "bf16", gpu_count)
 
 
-def mean_tokens(run: Run) -> tuple[float, float] | None:
-    """Mean prompt and output tokens of a run's successful requests."""
+def mean_context(run: Run) -> float | None:
+    """A run's mean context over a request's decode: its successful requests' mean prompt
+    and half their mean output, in tokens."""
     if not run.requests_per_s or run.input_tokens_per_s is None or not run.output_tokens_per_s:
         return None
-    return run.input_tokens_per_s / run.requests_per_s, run.output_tokens_per_s / run.requests_per_s
+    mean_input = run.input_tokens_per_s / run.requests_per_s
+    mean_output = run.output_tokens_per_s / run.requests_per_s
+    return mean_input + mean_output / 2
 
 
-@dataclass(frozen=True, slots=True)
-class RunPhysics:
-    """A run against its limits: the bounds (tokens/s) and its figures as fractions of them.
-
-    decode: the median per-user speed over one stream's decode bound; throughput: output
-    tokens/s over the bound at the run's own mean concurrency and context; peak: output
-    tokens/s over the bound no batch can beat.
-    """
-
-    decode_bound_tokens_per_s: float
-    throughput_bound_tokens_per_s: float | None
-    peak_throughput_bound_tokens_per_s: float
-    decode: float | None
-    throughput: float | None
-    peak: float | None
-
-
-def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> RunPhysics:
+def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> Efficiency:
     """The roofline figures of one run (METRICS.md, Physical limits)."""
-    tokens = mean_tokens(run)
-    # Mean context over a request's decode: its prompt and half its output.
-    context = tokens[0] + tokens[1] / 2 if tokens else None
+    context = mean_context(run)
     bounds: RooflineBounds = roofline_bounds(facts, hardware, context)
     at_load: float | None = None
     if context is not None and run.mean_concurrency and run.mean_concurrency >= 0.5:
@@ -87,7 +63,7 @@ def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> RunPhysics:
         at_load = batch_throughput_bound_tokens_per_s(facts, hardware, streams, context)
     speed = ((run.stats or {}).get("per_user_tokens_per_s") or {}).get("p50")
     out = run.output_tokens_per_s
-    return RunPhysics(
+    return Efficiency(
         decode_bound_tokens_per_s=bounds.decode_tokens_per_s,
         throughput_bound_tokens_per_s=at_load,
         peak_throughput_bound_tokens_per_s=bounds.peak_output_tokens_per_s,
@@ -151,26 +127,26 @@ def capacity_block(
     usd_per_hour_of: Callable[[uuid.UUID], float | None],
     *,
     sweep: bool = False,
-) -> dict[str, Any]:
+) -> CapacityAtSlo:
     """A job's `capacity_at_slo` block: the capacity and its cost per million output tokens,
     priced like the (lower) run it rests on (`usd_per_hour_of` a run id), or a `reason` when
     there is none (`sweep`: see capacity_of)."""
     if not slo:
-        return {"reason": "the job has no SLO, so there is no capacity at the SLO"}
+        return CapacityAtSlo(reason="the job has no SLO, so there is no capacity at the SLO")
     found = capacity_of(runs, slo, sweep=sweep)
     if found is None:
-        return {"reason": "no finished level met the SLO"}
+        return CapacityAtSlo(reason="no finished level met the SLO")
     capacity, run_ids = found
     usd_per_hour = usd_per_hour_of(run_ids[0])
-    return {
-        "requests_per_s": capacity.requests_per_s,
-        "output_tokens_per_s": capacity.output_tokens_per_s,
-        "level": capacity.level,
-        "interpolated": capacity.interpolated,
-        "between": list(capacity.between) if capacity.between else None,
-        "lower_bound": capacity.limited_by_measurements,
-        "client_bound": capacity.client_bound,
-        "run_ids": [str(r) for r in run_ids],
-        "usd_per_hour": usd_per_hour,
-        "per_million_output_tokens_usd": per_million(usd_per_hour, capacity.output_tokens_per_s),
-    }
+    return CapacityAtSlo(
+        requests_per_s=capacity.requests_per_s,
+        output_tokens_per_s=capacity.output_tokens_per_s,
+        level=capacity.level,
+        interpolated=capacity.interpolated,
+        between=list(capacity.between) if capacity.between else None,
+        lower_bound=capacity.limited_by_measurements,
+        client_bound=capacity.client_bound,
+        run_ids=run_ids,
+        usd_per_hour=usd_per_hour,
+        per_million_output_tokens_usd=per_million(usd_per_hour, capacity.output_tokens_per_s),
+    )

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.estimates.evidence import (
     capacity_of,
-    mean_tokens,
+    mean_context,
     model_facts,
     replica_hardware,
 )
@@ -268,16 +268,16 @@ class EstimateService:
         endpoint, source_hw, measured, facts = max(
             sources, key=lambda s: s[2].capacity.requests_per_s / max(s[0].gpu_count, 1)
         )
-        tokens = mean_tokens(measured.runs[0]) if measured.runs else None
-        context = tokens[0] + tokens[1] / 2 if tokens else None
+        context = mean_context(measured.runs[0]) if measured.runs else None
         source_bounds = roofline_bounds(
             facts, replica_hardware(source_hw, endpoint.precision, endpoint.gpu_count), context
         )
         out: list[tuple[Deployment, str, Measured]] = []
+        visible = {h.id: h for h in await self.hardware.list(self.team_id)}
         for price in await self.evidence.prices_in_effect(self.team_id, now):
             if price.hardware_id in measured_hardware or price.pricing_model != "on-demand":
                 continue
-            row = await self.hardware.get(self.team_id, price.hardware_id)
+            row = visible.get(price.hardware_id)
             if row is None or (allowed is not None and row.name not in allowed):
                 continue
             target = roofline_bounds(

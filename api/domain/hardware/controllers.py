@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
-from api.auth import CurrentCaller
-from api.db import DbSession
+from api.auth import team_service
 from api.domain.hardware.schemas import HardwareCreate, HardwareRead
 from api.domain.hardware.services import HardwareService, to_read
 from api.schemas import PathId
-
-
-def provide_hardware_service(db_session: DbSession, caller: CurrentCaller) -> HardwareService:
-    """The service for the caller's team."""
-    return HardwareService(db_session, caller.team_id)
 
 
 class HardwareController(Controller):
@@ -23,7 +17,7 @@ class HardwareController(Controller):
 
     path = "/v1/hardware"
     tags = ["hardware"]
-    dependencies = {"hardware": Provide(provide_hardware_service, sync_to_thread=False)}
+    dependencies = {"hardware": team_service(HardwareService)}
 
     @get("/", summary="List the GPU catalog")
     async def list_hardware(self, hardware: NamedDependency[HardwareService]) -> list[HardwareRead]:

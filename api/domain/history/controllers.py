@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from litestar import Controller, get
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 
-from api.auth import CurrentCaller
-from api.db import DbSession
+from api.auth import team_service
 from api.domain.history.schemas import History
 from api.domain.history.services import DEFAULT_LIMIT, MAX_LIMIT, HistoryQuery, HistoryService
-from api.schemas import PathId
-
-
-def provide_history_service(db_session: DbSession, caller: CurrentCaller) -> HistoryService:
-    """The service for the caller's team."""
-    return HistoryService(db_session, caller.team_id)
+from api.schemas import PathId, Since, Until
 
 
 class HistoryController(Controller):
@@ -26,7 +19,7 @@ class HistoryController(Controller):
 
     path = "/v1/endpoints/{endpoint_id:uuid}/history"
     tags = ["history"]
-    dependencies = {"history": Provide(provide_history_service, sync_to_thread=False)}
+    dependencies = {"history": team_service(HistoryService)}
 
     @get(
         "/",
@@ -62,12 +55,8 @@ class HistoryController(Controller):
         level: Annotated[
             float | None, QueryParameter(description="only this load level (concurrency or rate)")
         ] = None,
-        since: Annotated[
-            datetime | None, QueryParameter(description="RFC 3339: runs finished at or after this")
-        ] = None,
-        until: Annotated[
-            datetime | None, QueryParameter(description="RFC 3339: runs finished before this")
-        ] = None,
+        since: Since = None,
+        until: Until = None,
         limit: Annotated[
             int,
             QueryParameter(

@@ -13,7 +13,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.history.schemas import Change, History, HistoryPoint, Series
-from api.domain.prices.services import aware
+from api.schemas import time_window
 from infercost.errors import InvalidInput, NotFound
 from infercost.fingerprint import FINGERPRINT_HEX_DIGITS
 from infercost.history.repository import (
@@ -61,10 +61,7 @@ class HistoryQuery:
             raise InvalidInput(
                 "level", "a load level is a concurrency or a rate above 0, e.g. level=8"
             )
-        aware("since", self.since)
-        aware("until", self.until)
-        if self.since is not None and self.until is not None and self.since >= self.until:
-            raise InvalidInput("until", "until must be later than since")
+        time_window(self.since, self.until)
         if not 1 <= self.limit <= MAX_LIMIT:
             raise InvalidInput(
                 "limit", f"points per series: from 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})"

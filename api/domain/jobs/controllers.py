@@ -12,9 +12,9 @@ from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromQuery, HeaderParameter, JSONBody, QueryParameter
 from litestar.response.base import ASGIResponse
-from litestar.response.streaming import ASGIStreamingResponse
 
 from api.auth import AppSettings, CurrentCaller
+from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
 from api.domain.jobs.definitions import (
     DefinitionsParam,
@@ -174,12 +174,10 @@ class RunController(Controller):
     ) -> ASGIResponse:
         """One row a request, in send order; warm-up requests are marked."""
         # Two media types from one route: Litestar sends a returned ASGI response as built.
-        if "text/csv" in request.headers.get("accept", ""):
+        if wants_csv(request):
             await jobs.run(run_id)
-            return ASGIStreamingResponse(
-                iterator=samples_csv(request.app.state.sessionmaker, run_id, warmup),
-                media_type="text/csv; charset=utf-8",
-                headers={"Content-Disposition": f'attachment; filename="run-{run_id}.csv"'},
+            return csv_attachment(
+                samples_csv(request.app.state.sessionmaker, run_id, warmup), f"run-{run_id}.csv"
             )
         page = await jobs.samples(run_id, after=after, limit=limit, warmup=warmup)
         return ASGIResponse(body=msgspec.json.encode(page), media_type=MediaType.JSON)

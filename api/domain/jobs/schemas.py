@@ -10,6 +10,8 @@ import msgspec
 
 from api.domain.history.schemas import Change
 from infercost.prices.pricing import PriceSource
+from infercost.sharding import MAX_SHARDS
+from infercost.sweep import MAX_LEVELS
 
 TokenCount = Annotated[float, msgspec.Meta(gt=0, le=1_000_000)]
 SloLimit = Annotated[float, msgspec.Meta(gt=0)]
@@ -120,7 +122,7 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     levels: (
         Annotated[
             list[Annotated[float, msgspec.Meta(gt=0)]],
-            msgspec.Meta(min_length=1, max_length=64),
+            msgspec.Meta(min_length=1, max_length=MAX_LEVELS),
         ]
         | None
     ) = None
@@ -136,12 +138,13 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     # How often the endpoint's metrics_urls are scraped during each level.
     telemetry_interval_s: Annotated[float, msgspec.Meta(ge=0.1, le=60)] = 1.0
     # Sweep only; stored resolved (5, min(64, the server's limit), 0.05) for a sweep.
-    rate_levels: Annotated[int, msgspec.Meta(ge=1, le=62)] | None = None
+    # A sweep also measures its synchronous and throughput levels.
+    rate_levels: Annotated[int, msgspec.Meta(ge=1, le=MAX_LEVELS - 2)] | None = None
     max_concurrency: Annotated[int, msgspec.Meta(ge=1)] | None = None
     max_error_rate: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
     # Worker processes that run each level together, starting at one agreed instant; their
     # samples merge into one run (README, "Shards"). A concurrency level needs >= shards users.
-    shards: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    shards: Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)] = 1
 
 
 class SloLimits(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -14,10 +12,10 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from api.csv import csv_cell, stream_csv
 from api.db import after_commit
 from api.domain.datasets.services import workload_dataset
 from api.domain.estimates.evidence import (
-    RunPhysics,
     capacity_block,
     model_facts,
     replica_hardware,
@@ -26,7 +24,6 @@ from api.domain.estimates.evidence import (
 from api.domain.history.services import change_read
 from api.domain.jobs.schemas import (
     CSV_COLUMNS,
-    CapacityAtSlo,
     ClientHealth,
     Cost,
     Distribution,
@@ -46,8 +43,8 @@ from api.domain.jobs.schemas import (
     Sweep,
     Telemetry,
 )
-from api.domain.prices.services import aware
 from api.queue import TaskQueue
+from api.schemas import aware
 from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 from infercost.cost import hosted_run_cost, run_cost
 from infercost.endpoints.repository import EndpointRepository
@@ -100,7 +97,7 @@ def stored_price(run: Run) -> HourlyPrice:
 
 
 def run_summary(
-    run: Run, price: HourlyPrice | None = None, physics: RunPhysics | None = None
+    run: Run, price: HourlyPrice | None = None, physics: Efficiency | None = None
 ) -> RunSummary:
     """The CONTRACT.md run summary of a stored run, priced at `price` (default: the run's
     stored snapshot), with its roofline efficiency when known. The run is only read."""
@@ -171,7 +168,7 @@ def run_summary(
             priced_at=price.priced_at,
             price_source=price.source,
         ),
-        efficiency=None if physics is None else Efficiency(**asdict(physics)),
+        efficiency=physics,
         workload_fingerprint=run.workload_fingerprint,
         live=msgspec.convert(run.live, LiveFigures) if run.live else None,
         change=change_read(run.change),
@@ -454,15 +451,19 @@ class JobService:
         summaries = await self.summaries(runs, pricing)
         by_id = {s.id: s for s in summaries}
         sweep = job.load.get("mode") == "sweep"
-        capacity = capacity_block(
-            runs, job.slo, lambda run_id: by_id[run_id].cost.usd_per_hour, sweep=sweep
+        capacity = (
+            capacity_block(
+                runs, job.slo, lambda run_id: by_id[run_id].cost.usd_per_hour, sweep=sweep
+            )
+            if runs
+            else None
         )
         return JobRead(
             **msgspec.structs.asdict(job_list_item(job)),
             workload=job.workload,
             slo=job.slo,
             runs=summaries,
-            capacity_at_slo=msgspec.convert(capacity, CapacityAtSlo) if runs else None,
+            capacity_at_slo=capacity,
             workload_fingerprint=job.workload_fingerprint,
             sweep=msgspec.convert(job.sweep, Sweep) if job.sweep else None,
         )
@@ -560,25 +561,10 @@ async def samples_csv(
     The response outlives the request's session, so the export opens its own; the caller
     checks the team's access first.
     """
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
     async with sessionmaker() as session:
-        count = 0
-        async for sample in JobRepository(session).stream_samples(run_id, warmup=warmup):
-            writer.writerow(
-                [
-                    ""
-                    if (v := getattr(sample, c)) is None
-                    else str(v).lower()
-                    if isinstance(v, bool)
-                    else v
-                    for c in CSV_COLUMNS
-                ]
-            )
-            count += 1
-            if count % 1000 == 0:
-                yield buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-    yield buffer.getvalue()
+        rows = (
+            [csv_cell(getattr(sample, c)) for c in CSV_COLUMNS]
+            async for sample in JobRepository(session).stream_samples(run_id, warmup=warmup)
+        )
+        async for chunk in stream_csv(CSV_COLUMNS, rows, batch=1000):
+            yield chunk

@@ -6,20 +6,14 @@ from datetime import datetime
 from typing import Annotated
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
-from api.auth import CurrentCaller
-from api.db import DbSession
+from api.auth import team_service
 from api.domain.prices.schemas import PriceCreate, PriceRead
 from api.domain.prices.services import PriceService
 from api.schemas import Limit, Offset, Page
 from infercost.prices.models import PricingModel
-
-
-def provide_price_service(db_session: DbSession, caller: CurrentCaller) -> PriceService:
-    """The service for the caller's team."""
-    return PriceService(db_session, caller.team_id)
 
 
 class PriceController(Controller):
@@ -27,7 +21,7 @@ class PriceController(Controller):
 
     path = "/v1/prices"
     tags = ["prices"]
-    dependencies = {"prices": Provide(provide_price_service, sync_to_thread=False)}
+    dependencies = {"prices": team_service(PriceService)}
 
     @post("/", status_code=201, summary="Add a price")
     async def create_price(

@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.prices.schemas import PriceCreate, PriceRead
+from api.schemas import aware
 from infercost.db.base import utcnow
 from infercost.errors import Conflict, InvalidInput
 from infercost.hardware.models import Hardware
@@ -29,16 +30,6 @@ def to_read(price: Price, hardware_name: str) -> PriceRead:
         effective_from=price.effective_from,
         created_at=price.created_at,
     )
-
-
-def aware(field: str, moment: datetime | None) -> datetime | None:
-    """`moment` if it names its time zone; a naive time would be read differently by
-    different servers, so it is refused with the form to use."""
-    if moment is not None and moment.tzinfo is None:
-        raise InvalidInput(
-            field, "give a time zone, e.g. 2026-12-01T00:00:00Z or 2026-12-01T01:00:00+01:00"
-        )
-    return moment
 
 
 class PriceService:

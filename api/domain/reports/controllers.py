@@ -16,7 +16,7 @@ from litestar.params import FromPath, QueryParameter
 
 from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
-from api.domain.jobs.services import JobService
+from api.domain.jobs.controllers import provide_job_service
 from api.domain.reports.services import MAX_COMPARED, ReportService, chart_name
 from api.schemas import PathId
 from infercost.reports.charts import CHART_NAMES, job_chart
@@ -36,9 +36,9 @@ _DRAWING = anyio.CapacityLimiter(1)
 def provide_report_service(
     db_session: DbSession, caller: CurrentCaller, state: State, settings: AppSettings
 ) -> ReportService:
-    """The service for the caller's team (job reads go through the job service's rules)."""
-    jobs = JobService(db_session, caller.team_id, state.task_queue, settings.max_concurrency)
-    return ReportService(db_session, caller.team_id, jobs)
+    """The service for the caller's team, over its job service (job reads go through the
+    job service's rules)."""
+    return ReportService(provide_job_service(db_session, caller, state, settings))
 
 
 def _page(body: str, media_type: str) -> Response[str]:

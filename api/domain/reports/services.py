@@ -10,8 +10,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from api.domain.jobs.schemas import CapacityAtSlo, JobRead, RunSummary
 from api.domain.jobs.services import JobService
 from infercost.endpoints.repository import EndpointRepository
@@ -26,6 +24,7 @@ from infercost.reports.data import (
     JobReport,
     LevelFigures,
     SloLimit,
+    level_label,
 )
 from infercost.reports.render import number
 from infercost.reports.repository import MeasuredOn, ReportRepository
@@ -50,12 +49,9 @@ def chart_name(file_name: str) -> str:
 def level_figures(run: RunSummary) -> LevelFigures:
     """A run summary reduced to what the report's table and charts show."""
     return LevelFigures(
-        run_id=str(run.id),
         level=run.level,
         mode=run.mode,
         status=run.status,
-        requests_total=run.requests.total,
-        requests_failed=run.requests.failed,
         ttft_p50_ms=run.ttft_ms.p50,
         ttft_p95_ms=run.ttft_ms.p95,
         tpot_p50_ms=run.tpot_ms.p50,
@@ -65,11 +61,9 @@ def level_figures(run: RunSummary) -> LevelFigures:
         e2e_p50_ms=run.e2e_ms.p50,
         e2e_p95_ms=run.e2e_ms.p95,
         output_tokens_per_s=run.output_tokens_per_s,
-        total_tokens_per_s=run.total_tokens_per_s,
         requests_per_s=run.requests_per_s,
         error_rate=run.error_rate,
         goodput_rps=run.goodput_rps,
-        slo_attainment=run.slo_attainment,
         slo_passed=run.slo_passed,
         client_bound=run.client_bound,
         usd_per_hour=run.cost.usd_per_hour,
@@ -81,13 +75,6 @@ def level_figures(run: RunSummary) -> LevelFigures:
         sm_active_mean=run.telemetry.sm_active_mean,
         telemetry_errors=tuple(run.telemetry.errors),
     )
-
-
-def level_label(level: float, mode: str) -> str:
-    """'1 user', '8 users' or '2.5 req/s'."""
-    if mode != "concurrency":
-        return f"{level:g} req/s"
-    return f"{level:g} user" if level == 1 else f"{level:g} users"
 
 
 def _lengths(spec: dict[str, Any] | None) -> str:
@@ -203,10 +190,10 @@ def _setup_text(m: MeasuredOn) -> str:
 class ReportService:
     """A team's report data: the same summaries as the job routes, plus histograms."""
 
-    def __init__(self, session: AsyncSession, team_id: uuid.UUID, jobs: JobService) -> None:
-        self.session = session
-        self.team_id = team_id
+    def __init__(self, jobs: JobService) -> None:
         self.jobs = jobs
+        self.session = jobs.session
+        self.team_id = jobs.team_id
 
     async def _deployment(self, job: Job, read: JobRead) -> Deployment:
         """The job's deployment as its runs measured it (the endpoint keeps only its name

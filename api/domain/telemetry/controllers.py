@@ -11,18 +11,19 @@ from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import QueryParameter
 from litestar.response.base import ASGIResponse
-from litestar.response.streaming import ASGIStreamingResponse
 
-from api.auth import CurrentCaller
+from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
+from api.domain.jobs.controllers import provide_job_service
+from api.domain.jobs.services import JobService
 from api.domain.telemetry.schemas import TelemetrySeries
 from api.domain.telemetry.services import TelemetryService, telemetry_csv
 from api.schemas import PathId
 
 
-def provide_telemetry_service(db_session: DbSession, caller: CurrentCaller) -> TelemetryService:
-    """The service for the caller's team."""
-    return TelemetryService(db_session, caller.team_id)
+def provide_telemetry_service(db_session: DbSession) -> TelemetryService:
+    """The service on the request's session (runs are checked through the job service)."""
+    return TelemetryService(db_session)
 
 
 class TelemetryController(Controller):
@@ -30,7 +31,10 @@ class TelemetryController(Controller):
 
     path = "/v1/runs"
     tags = ["runs"]
-    dependencies = {"telemetry": Provide(provide_telemetry_service, sync_to_thread=False)}
+    dependencies = {
+        "jobs": Provide(provide_job_service, sync_to_thread=False),
+        "telemetry": Provide(provide_telemetry_service, sync_to_thread=False),
+    }
 
     @get(
         "/{run_id:uuid}/telemetry",
@@ -47,6 +51,7 @@ class TelemetryController(Controller):
         self,
         *,
         request: Request[object, object, State],
+        jobs: NamedDependency[JobService],
         telemetry: NamedDependency[TelemetryService],
         run_id: PathId,
         metric: Annotated[
@@ -55,14 +60,11 @@ class TelemetryController(Controller):
         ] = None,
     ) -> ASGIResponse:
         """Every value scraped from the endpoint's metrics_urls while the run was measured."""
-        if "text/csv" in request.headers.get("accept", ""):
-            await telemetry.run(run_id)
-            return ASGIStreamingResponse(
-                iterator=telemetry_csv(request.app.state.sessionmaker, run_id, metric),
-                media_type="text/csv; charset=utf-8",
-                headers={
-                    "Content-Disposition": f'attachment; filename="run-{run_id}-telemetry.csv"'
-                },
+        run = await jobs.run(run_id)  # 404 unless the run is the caller's team's
+        if wants_csv(request):
+            return csv_attachment(
+                telemetry_csv(request.app.state.sessionmaker, run_id, metric),
+                f"run-{run_id}-telemetry.csv",
             )
-        series = await telemetry.series(run_id, metric)
+        series = await telemetry.series(run, metric)
         return ASGIResponse(body=msgspec.json.encode(series), media_type=MediaType.JSON)

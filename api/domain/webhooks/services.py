@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import uuid
 from urllib.parse import urlsplit
 
@@ -23,8 +22,6 @@ from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 from infercost.webhooks.outbox import record_ping
 from infercost.webhooks.repository import WebhookRepository
 from infercost.webhooks.signing import new_secret
-
-log = logging.getLogger("infercost.api.webhooks")
 
 
 def _receiver_url(url: str) -> str:

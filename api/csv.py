@@ -1,0 +1,73 @@
+"""CSV answers shared by the routes that serve `Accept: text/csv`: cell formatting, a
+streamed body, and the attachment response."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from datetime import datetime
+
+from litestar import Request
+from litestar.datastructures import State
+from litestar.response.base import ASGIResponse
+from litestar.response.streaming import ASGIStreamingResponse
+
+CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+
+
+def csv_cell(value: object) -> object:
+    """One cell: None empty, booleans lowercase, datetimes RFC 3339 (Z for UTC), the rest
+    as the csv module writes it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    return value
+
+
+def csv_text(header: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
+    """A whole table as CSV text (rows already formatted)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+async def stream_csv(
+    header: Iterable[str], rows: AsyncIterable[Iterable[object]], *, batch: int
+) -> AsyncIterator[str]:
+    """A table as CSV text, `batch` rows a chunk (rows already formatted)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    count = 0
+    async for row in rows:
+        writer.writerow(row)
+        count += 1
+        if count % batch == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def wants_csv(request: Request[object, object, State]) -> bool:
+    """Whether the request asks for CSV (`Accept: text/csv`)."""
+    return "text/csv" in request.headers.get("accept", "")
+
+
+def csv_attachment(
+    body: str | AsyncIterator[str], filename: str, headers: Mapping[str, str] | None = None
+) -> ASGIResponse:
+    """CSV as a download named `filename`: sent whole (text) or streamed (an iterator).
+
+    Routes that answer JSON or CSV return an ASGI response, which Litestar sends as built.
+    """
+    all_headers = {"Content-Disposition": f'attachment; filename="{filename}"', **(headers or {})}
+    if isinstance(body, str):
+        return ASGIResponse(body=body.encode(), media_type=CSV_MEDIA_TYPE, headers=all_headers)
+    return ASGIStreamingResponse(iterator=body, media_type=CSV_MEDIA_TYPE, headers=all_headers)
