@@ -1,12 +1,38 @@
-"""The endpoint's own tokenizer route: prompts of an exact token count, and output counts.
+"""The endpoint's own tokenizer: prompts of an exact token count, and output counts.
 
-vLLM, SGLang and `infercost sim` answer `POST {server root}/tokenize` with
-`{"model", "prompt"}` or `{"model", "messages"}` (the chat template applied) and return
-`{"count", "tokens", "max_model_len"}`. With it the worker calibrates once per endpoint and
-model (tokens per prompt word, and the tokens a prompt carries beyond its words: BOS, the
-chat template), then checks each prepared prompt before the level's clock starts and adds or
-removes words until the count is exact. Without it, prompts are estimated (PromptMaker,
-calibrated by usage) and each request says so.
+Engines answer different tokenizer requests, so the worker probes the forms each engine's
+source defines (read there, December 2026) and keeps the first whose answers hold up:
+
+- vLLM (vllm/entrypoints/serve/tokenize/api_router.py, protocol.py): `POST /tokenize` at
+  the server root, `{"model", "prompt", "add_special_tokens"}` or `{"model", "messages"}`
+  (the chat template applied as chat completions apply it), answer
+  `{"count", "max_model_len", "tokens"}`.
+- SGLang (python/sglang/srt/entrypoints/http_server.py, openai/serving_tokenize.py):
+  `POST /v1/tokenize` and `/tokenize`, vLLM's `prompt` body (no `messages`), same answer.
+- TGI (router/src/server.rs, lib.rs): `POST /tokenize` `{"inputs"}`, answer a list of
+  `{"id", "text", "start", "stop"}`, special tokens always added; `POST /chat_tokenize`
+  takes a chat request and answers `{"tokenize_response": [...], "templated_text"}`.
+- llama.cpp (tools/server/server-context.cpp, server.cpp): `POST /tokenize`
+  `{"content", "add_special"}`, answer `{"tokens": [...]}`; any other body gets
+  `{"tokens": []}`, which is why an empty answer never counts.
+
+Each form is tried at the server root and under the base URL's `/v1`, the endpoint's
+declared engine first. A form counts only when its answers are consistent (probe_tokenizer).
+
+Chat templates: a form that takes `messages` counts the prompt exactly as the server will.
+A form that tokenizes raw text only (llama.cpp content, SGLang prompt, TGI inputs without
+/chat_tokenize) counts the text; the template's tokens are then measured once from the
+server's own `usage.prompt_tokens` of two one-token chat requests (their difference must
+equal the texts' difference, so the template is a constant the server really adds). That
+gives the exact n_in the server reports; without usage there is nothing to measure the
+template by, and the probe says lengths are exact for the text only (approximate).
+Completion prompts need no template: they are counted with the special tokens (BOS) the
+server adds to a completion prompt.
+
+With a tokenizer the worker calibrates once per endpoint (tokens per prompt word, and the
+tokens a prompt carries beyond its words), then checks each prepared prompt before the
+level's clock starts and adds or removes words until the count is exact. Without one,
+prompts are estimated (PromptMaker, calibrated by usage) and the run says so up front.
 
 None of this runs on the timed path: prompts are checked before a level starts and output
 text is counted after it ends.
@@ -18,17 +44,21 @@ import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import httpx
 import msgspec
 
 from infercost.workload import PromptMaker
-from workers.loadgen.stream import RawRequest, Target
+from workers.loadgen.stream import RawRequest, Target, request_body
 
 #: Seconds one tokenize call may take.
 TOKENIZE_TIMEOUT_S = 10.0
+#: Seconds one tokenize call of the probe may take.
+PROBE_TIMEOUT_S = 5.0
+#: Seconds the one-token chat requests that measure a chat template may take.
+USAGE_PROBE_TIMEOUT_S = 30.0
 #: Words between the two calibration prompts (their count difference gives tokens per word).
 CALIBRATION_WORDS = 256
 #: Tokenize calls per prompt at most (the first check plus corrections).
@@ -40,87 +70,485 @@ PARALLEL = 8
 MAX_CHECKED_PROMPTS = 4096
 #: How long a failed probe is remembered before the route is tried again.
 NO_ROUTE_TTL_S = 300.0
+#: Most tokens a chat template (with its default system prompt) or BOS may plausibly add.
+MAX_TEMPLATE_TOKENS = 4096
+
+#: A plain English sentence of PROBE_WORDS words: every tokenizer gives it a few tokens a
+#: word at most, and repeating it repeats its tokens.
+PROBE_TEXT = "The quick brown fox jumps over the lazy dog while the farmer counts his sheep."
+PROBE_WORDS = 15
 
 EXACT = "exact"
 APPROXIMATE = "approximate"
 
 _T = TypeVar("_T")
+#: What a calibration depends on: tokenizer URL, form name, model, chat or not, template.
+CalibrationKey = tuple[str, str, str, bool, int | None]
 
 
 class TokenizerError(Exception):
     """The tokenizer route did not answer with a count."""
 
 
-class _Counted(msgspec.Struct):
-    count: int | None = None
-    tokens: list[Any] | None = None
+class _Unreachable(TokenizerError):
+    """The server did not answer at all (refused, timed out): no other form will do better."""
 
 
-_decode_counted = msgspec.json.Decoder(_Counted).decode
+@dataclass(frozen=True, slots=True)
+class Form:
+    """One engine's tokenizer request: the route, the field that carries the text, and how
+    special tokens (BOS) are switched (`special_key`; None: the server always adds them)."""
+
+    engines: tuple[str, ...]
+    path: str
+    field: str
+    special_key: str | None
+    # The body carries chat messages: the server applies its chat template.
+    chat: bool = False
+
+    def body(self, model: str, text: str, *, special: bool) -> dict[str, Any]:
+        """The request body that tokenizes `text` (as a user message for a chat form)."""
+        body: dict[str, Any] = {"model": model}
+        if self.chat:
+            body[self.field] = [{"role": "user", "content": text}]
+        else:
+            body[self.field] = text
+        if self.special_key is not None and not self.chat:
+            body[self.special_key] = special
+        return body
+
+
+#: vLLM's body (SGLang answers the same one); `add_special_tokens` defaults to true.
+PROMPT = Form(("vllm", "sglang"), "/tokenize", "prompt", "add_special_tokens")
+#: vLLM's chat body: the chat template applied, as /v1/chat/completions applies it.
+MESSAGES = Form(("vllm",), "/tokenize", "messages", None, chat=True)
+#: llama.cpp's body; `add_special` defaults to false there.
+CONTENT = Form(("llamacpp",), "/tokenize", "content", "add_special")
+#: TGI's body; it always adds the special tokens.
+INPUTS = Form(("tgi",), "/tokenize", "inputs", None)
+#: TGI's chat route: the chat template applied, no special tokens added beyond it.
+CHAT_TOKENIZE = Form(("tgi",), "/chat_tokenize", "messages", None, chat=True)
+
+#: Text forms by the engine that defines them, in the order tried for an unknown engine.
+_TEXT_FORMS = {"vllm": PROMPT, "sglang": PROMPT, "llamacpp": CONTENT, "tgi": INPUTS}
+#: The chat form served beside each text form.
+_CHAT_FORMS = {PROMPT: MESSAGES, INPUTS: CHAT_TOKENIZE}
+
+_ENGINE_ALIASES = {
+    "llama.cpp": "llamacpp",
+    "llama-cpp": "llamacpp",
+    "llama_cpp": "llamacpp",
+    "llama-server": "llamacpp",
+    "text-generation-inference": "tgi",
+}
+
+
+def engine_key(engine: str | None) -> str | None:
+    """The short engine name the forms use (vllm, sglang, tgi, llamacpp), or None."""
+    if not engine:
+        return None
+    name = engine.strip().lower()
+    name = _ENGINE_ALIASES.get(name, name)
+    return name if name in _TEXT_FORMS else None
+
+
+def server_root(base_url: str) -> str:
+    """The server root: the OpenAI base URL without its trailing `/v1`."""
+    return base_url.rstrip("/").removesuffix("/v1")
 
 
 def tokenize_url(base_url: str) -> str:
-    """`{server root}/tokenize`: the OpenAI base URL without its trailing `/v1`."""
-    root = base_url.rstrip("/")
-    root = root.removesuffix("/v1")
-    return root + "/tokenize"
+    """`{server root}/tokenize`: where vLLM serves its tokenizer."""
+    return server_root(base_url) + "/tokenize"
+
+
+def _count_of(content: bytes) -> int:
+    """The token count in any engine's answer: `count`, or the length of `tokens`,
+    `tokenize_response` or of a bare list (TGI)."""
+    try:
+        answer = msgspec.json.decode(content)
+    except msgspec.DecodeError as exc:
+        raise TokenizerError(f"unreadable answer: {exc}") from None
+    if isinstance(answer, list):
+        return len(answer)
+    if isinstance(answer, dict):
+        count = answer.get("count")
+        if isinstance(count, int) and not isinstance(count, bool):
+            return count
+        for key in ("tokens", "tokenize_response"):
+            if isinstance(answer.get(key), list):
+                return len(answer[key])
+    raise TokenizerError("the answer has no count or tokens")
 
 
 @dataclass(frozen=True, slots=True)
 class Tokenizer:
-    """One endpoint's tokenizer route, for its model and API (chat applies the template)."""
+    """One endpoint's tokenizer: a text form at `url`, optionally a chat form at `chat_url`,
+    for its model and API (a chat endpoint's prompts carry the chat template).
+
+    `template_tokens`: for a chat endpoint without a chat form, the tokens the server adds
+    to a message's text (measured from usage; None: unknown, prompts are counted as text).
+    `specials`: tokens a form that cannot leave them out adds to every text (TGI's BOS).
+    """
 
     url: str
     model: str
     chat: bool
     headers: dict[str, str]
+    form: Form = PROMPT
+    chat_url: str | None = None
+    chat_form: Form | None = None
+    template_tokens: int | None = None
+    specials: int = 0
+    name: str = "vllm:/tokenize prompt"
 
     @classmethod
     def for_target(cls, target: Target) -> Tokenizer:
-        """The route next to a target's generation route, with its credentials."""
-        headers = {"Content-Type": "application/json"}
-        if "Authorization" in target.headers:
-            headers["Authorization"] = target.headers["Authorization"]
+        """vLLM's route next to a target's generation route, with its credentials (the form
+        assumed without a probe)."""
+        url = tokenize_url(target.base_url)
+        chat = target.api == "openai-chat"
         return cls(
-            tokenize_url(target.base_url), target.model, target.api == "openai-chat", headers
+            url,
+            target.model,
+            chat,
+            _auth_headers(target),
+            chat_url=url if chat else None,
+            chat_form=MESSAGES if chat else None,
+            name="vllm:/tokenize messages" if chat else "vllm:/tokenize prompt",
         )
 
     @property
-    def key(self) -> tuple[str, str, bool]:
-        """What a calibration depends on: the route, the model and the prompt's shape."""
-        return (self.url, self.model, self.chat)
+    def key(self) -> CalibrationKey:
+        """What a calibration depends on: the route and form, the model, the prompt's shape."""
+        return (self.url, self.name, self.model, self.chat, self.template_tokens)
 
     async def count(self, client: httpx.AsyncClient, text: str, *, as_prompt: bool = True) -> int:
         """Tokens the server counts for `text`: as this endpoint's prompt (`as_prompt`: in a
         user message under the chat template, or as a completion prompt with its special
         tokens), or as bare generated text (no special tokens)."""
-        body: dict[str, Any] = {"model": self.model}
         if as_prompt and self.chat:
-            body["messages"] = [{"role": "user", "content": text}]
-        else:
-            body["prompt"] = text
-            if not as_prompt:
-                body["add_special_tokens"] = False
+            if self.chat_form is not None and self.chat_url is not None:
+                return await self.ask(client, self.chat_url, self.chat_form, text, special=False)
+            return await self.count_text(client, text) + (self.template_tokens or 0)
+        if as_prompt:
+            return await self.ask(client, self.url, self.form, text, special=True)
+        return await self.count_text(client, text)
+
+    async def count_text(self, client: httpx.AsyncClient, text: str) -> int:
+        """Tokens of `text` alone: no special tokens, no template."""
+        counted = await self.ask(client, self.url, self.form, text, special=False)
+        return counted if self.form.special_key is not None else counted - self.specials
+
+    async def ask(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        form: Form,
+        text: str,
+        *,
+        special: bool,
+        limit_s: float = TOKENIZE_TIMEOUT_S,
+    ) -> int:
+        """POST `text` in `form`'s body to `url`; the count in the answer."""
+        body = form.body(self.model, text, special=special)
         try:
             response = await client.post(
-                self.url,
-                content=msgspec.json.encode(body),
-                headers=self.headers,
-                timeout=TOKENIZE_TIMEOUT_S,
+                url, content=msgspec.json.encode(body), headers=self.headers, timeout=limit_s
             )
+        except (httpx.TimeoutException, httpx.ConnectError) as exc:
+            raise _Unreachable(f"{type(exc).__name__} at {url}") from None
         except httpx.HTTPError as exc:
             raise TokenizerError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
         if response.status_code != 200:
-            raise TokenizerError(f"HTTP {response.status_code} from {self.url}")
+            raise TokenizerError(f"HTTP {response.status_code} from {url}")
+        return _count_of(response.content)
+
+
+def _auth_headers(target: Target) -> dict[str, str]:
+    headers = {"Content-Type": "application/json"}
+    if "Authorization" in target.headers:
+        headers["Authorization"] = target.headers["Authorization"]
+    return headers
+
+
+# --- the probe -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerProbe:
+    """What probing an endpoint's tokenizer found.
+
+    `tokenizer` is None when no form answered consistently. `form` names the one used (e.g.
+    "llamacpp:/tokenize content"). `exact`: prompts can be built to exactly the length the
+    server will count. `template_tokens`: the chat template's tokens measured from usage
+    (raw-text forms on chat endpoints). `note` says in a sentence what that means for prompt
+    lengths; `tried` lists each form refused and why.
+    """
+
+    tokenizer: Tokenizer | None
+    form: str | None
+    exact: bool
+    note: str
+    template_tokens: int | None = None
+    tried: tuple[str, ...] = ()
+
+    def block(self) -> dict[str, Any]:
+        """The run's `prompt_tokenizer` block (stored with its stats, shown in its summary)."""
+        return {
+            "form": self.form,
+            "exact": self.exact,
+            "template_tokens": self.template_tokens,
+            "note": self.note,
+        }
+
+
+def _candidates(target: Target) -> list[tuple[Form, str, str]]:
+    """(text form, URL, path shown) to try: the declared engine's form first, each at the
+    server root and then under the base URL's /v1."""
+    root = server_root(target.base_url)
+    base = target.base_url.rstrip("/")
+    declared = engine_key(target.engine)
+    forms = [PROMPT, CONTENT, INPUTS]
+    if declared is not None:
+        first = _TEXT_FORMS[declared]
+        forms = [first, *(f for f in forms if f is not first)]
+    prefixes = [("", root)]
+    if base != root:
+        prefixes.append((base[len(root) :] if base.startswith(root) else "/v1", base))
+    return [(f, prefix + f.path, shown + f.path) for f in forms for shown, prefix in prefixes]
+
+
+def _label(form: Form, path: str, engine: str | None) -> str:
+    """A form's short name: the engine (the declared one where it serves this form), the
+    path used and the field, e.g. "sglang:/v1/tokenize prompt"."""
+    who = engine if engine in form.engines else form.engines[0]
+    return f"{who}:{path} {form.field}"
+
+
+def _inconsistency(counts: Sequence[int], words: int) -> str | None:
+    """Why counts of a text once, twice and four times cannot be a tokenizer's, or None.
+
+    They must be non-empty and grow with the text, about linearly (the second doubling adds
+    twice what the first did, within a token or two at the joins), and the text itself must
+    cost a plausible number of tokens: at least one per two words, at most its characters.
+    """
+    one, two, four = counts
+    if one <= 0:
+        return f"empty answer ({one} tokens)"
+    if not one < two < four:
+        return f"no growth with longer text ({one}, {two}, {four} tokens)"
+    step, double = two - one, four - two
+    if abs(double - 2 * step) > max(2, 0.1 * double):
+        return f"not linear in the text ({one}, {two}, {four} tokens)"
+    if not words / 2 <= step <= len(PROBE_TEXT) + 1:
+        return f"implausible {step} tokens for {words} words"
+    if one - step > MAX_TEMPLATE_TOKENS:
+        return f"implausible {one - step} tokens beyond the text"
+    return None
+
+
+async def _consistent(
+    client: httpx.AsyncClient, tok: Tokenizer, url: str, form: Form, *, special: bool
+) -> tuple[list[int] | None, str | None]:
+    """The form's counts of PROBE_TEXT once, twice and four times, or why they don't hold."""
+    counts: list[int] = []
+    for times in (1, 2, 4):
+        text = " ".join([PROBE_TEXT] * times)
         try:
-            counted = _decode_counted(response.content)
-        except msgspec.DecodeError as exc:
-            raise TokenizerError(f"unreadable answer from {self.url}: {exc}") from None
-        if counted.count is not None:
-            return counted.count
-        if counted.tokens is not None:
-            return len(counted.tokens)
-        raise TokenizerError(f"{self.url} answered without count or tokens")
+            counts.append(
+                await tok.ask(client, url, form, text, special=special, limit_s=PROBE_TIMEOUT_S)
+            )
+        except _Unreachable:
+            raise
+        except TokenizerError as exc:
+            return None, str(exc)
+    reason = _inconsistency(counts, PROBE_WORDS)
+    return (counts, None) if reason is None else (None, reason)
+
+
+async def _usage_prompt_tokens(client: httpx.AsyncClient, target: Target, text: str) -> int | None:
+    """The server's usage.prompt_tokens for a one-token, non-streamed request of `text`."""
+    body = request_body(target, text, 1, stream=False, ignore_eos=False, temperature=None)
+    headers = {k: v for k, v in target.headers.items() if k != "Accept"}
+    try:
+        response = await client.post(
+            target.url, content=body, headers=headers, timeout=USAGE_PROBE_TIMEOUT_S
+        )
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    try:
+        answer = msgspec.json.decode(response.content)
+    except msgspec.DecodeError:
+        return None
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
+
+
+async def _template_from_usage(
+    client: httpx.AsyncClient, target: Target, tok: Tokenizer
+) -> tuple[int | None, str]:
+    """The chat template's tokens: usage.prompt_tokens minus the text's own tokens, for a
+    short and a long message; None (and why) unless both give the same number."""
+    texts = (PROBE_TEXT, " ".join([PROBE_TEXT] * 4))
+    measured: list[int] = []
+    for text in texts:
+        used = await _usage_prompt_tokens(client, target, text)
+        if used is None:
+            return None, "the server sent no usage.prompt_tokens to measure its chat template by"
+        measured.append(used - await tok.count_text(client, text))
+    if measured[0] != measured[1] or not 0 <= measured[0] <= MAX_TEMPLATE_TOKENS:
+        return None, (
+            f"the chat template's tokens vary with the message ({measured[0]} and "
+            f"{measured[1]}), so the tokenizer's count of the text cannot give the server's"
+        )
+    return measured[0], ""
+
+
+async def probe_tokenizer(client: httpx.AsyncClient, target: Target) -> TokenizerProbe:
+    """Find the endpoint's tokenizer: try each engine's form (the declared engine's first)
+    at the root and under /v1, keep the first whose counts are consistent, then settle how
+    a prompt is counted (a chat form, the template measured from usage, or text only).
+
+    Sends only tokenize calls and, for a chat endpoint whose tokenizer takes raw text only,
+    two one-token chat requests. Never raises: a probe that finds nothing says so.
+    """
+    engine = engine_key(target.engine)
+    chat = target.api == "openai-chat"
+    headers = _auth_headers(target)
+    tried: list[str] = []
+    found: tuple[Tokenizer, list[int]] | None = None
+    try:
+        for form, url, path in _candidates(target):
+            name = _label(form, path, engine)
+            tok = Tokenizer(url, target.model, chat, headers, form=form, name=name)
+            counts, reason = await _consistent(client, tok, url, form, special=False)
+            if counts is None:
+                tried.append(f"{name}: {reason}")
+                continue
+            if form.special_key is None:
+                # The form always adds special tokens (TGI): what an empty text costs.
+                try:
+                    specials = await tok.ask(
+                        client, url, form, "", special=True, limit_s=PROBE_TIMEOUT_S
+                    )
+                except TokenizerError:
+                    specials = max(0, 2 * counts[0] - counts[1])
+                tok = replace(tok, specials=specials)
+            found = (tok, counts)
+            break
+    except _Unreachable as exc:
+        tried.append(str(exc))
+    if found is None:
+        return TokenizerProbe(
+            None,
+            None,
+            False,
+            "no tokenizer route answered consistently, so prompt lengths are approximate "
+            "(estimated, then corrected by the server's usage where it sends it): "
+            + "; ".join(tried),
+            tried=tuple(tried),
+        )
+    tok, _ = found
+    if not chat:
+        return TokenizerProbe(
+            tok,
+            tok.name,
+            True,
+            "completion prompts counted with the server's tokenizer",
+            tried=tuple(tried),
+        )
+    return await _settle_chat(client, target, tok, engine, tried)
+
+
+async def _settle_chat(
+    client: httpx.AsyncClient,
+    target: Target,
+    tok: Tokenizer,
+    engine: str | None,
+    tried: list[str],
+) -> TokenizerProbe:
+    """For a chat endpoint: the chat form beside the text form when it answers, else the
+    template's tokens measured from usage, else text-only counting (not exact)."""
+    chat_form = _CHAT_FORMS.get(tok.form)
+    if chat_form is not None:
+        root = server_root(target.base_url)
+        # vLLM's messages share the text form's URL; TGI's /chat_tokenize is at the root.
+        url = tok.url if chat_form.path == tok.form.path else root + chat_form.path
+        shown = url[len(root) :] if url.startswith(root) else chat_form.path
+        name = _label(chat_form, shown, engine)
+        try:
+            counts, reason = await _consistent(client, tok, url, chat_form, special=False)
+        except _Unreachable as exc:
+            counts, reason = None, str(exc)
+        if counts is not None:
+            chat_tok = replace(tok, chat_url=url, chat_form=chat_form, name=name)
+            return TokenizerProbe(
+                chat_tok,
+                name,
+                True,
+                "chat prompts counted with the chat template applied",
+                tried=tuple(tried),
+            )
+        tried.append(f"{name}: {reason}")
+    try:
+        template, why = await _template_from_usage(client, target, tok)
+    except TokenizerError as exc:
+        template, why = None, str(exc)
+    if template is None:
+        return TokenizerProbe(
+            tok,
+            tok.name,
+            False,
+            f"{tok.name} counts a message's text only and {why}: prompt lengths are exact "
+            "for the text, without the chat template's tokens (approximate)",
+            tried=tuple(tried),
+        )
+    return TokenizerProbe(
+        replace(tok, template_tokens=template),
+        tok.name,
+        True,
+        f"{tok.name} counts the text; the chat template adds {template} tokens "
+        "(measured from the server's usage.prompt_tokens)",
+        template_tokens=template,
+        tried=tuple(tried),
+    )
+
+
+class Probes:
+    """Probes by endpoint (URL, API, model, engine, credentials), kept for the worker
+    process; a probe that found nothing is tried again after NO_ROUTE_TTL_S."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, ...], tuple[float, TokenizerProbe]] = {}
+        self._locks: dict[tuple[str, ...], asyncio.Lock] = {}
+
+    async def get(self, client: httpx.AsyncClient, target: Target) -> TokenizerProbe:
+        """The endpoint's probe, run on first use."""
+        key = (
+            target.base_url,
+            target.api,
+            target.model,
+            target.engine or "",
+            target.headers.get("Authorization", ""),
+        )
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            known = self._known.get(key)
+            if known is not None:
+                at, probe = known
+                if probe.tokenizer is not None or time.monotonic() - at < NO_ROUTE_TTL_S:
+                    return probe
+            probe = await probe_tokenizer(client, target)
+            self._known[key] = (time.monotonic(), probe)
+            return probe
+
+
+#: This worker process's probes (plain data, no connection: safe at import).
+PROBES = Probes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +579,14 @@ async def calibrate(
 
 
 class Calibrations:
-    """Calibrations by (tokenizer route, model, chat or not), kept for the worker process.
+    """Calibrations by Tokenizer.key, kept for the worker process.
 
     A route that failed is tried again after NO_ROUTE_TTL_S, in case the server changed.
     """
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str, bool], tuple[float, Calibration | None]] = {}
-        self._locks: dict[tuple[str, str, bool], asyncio.Lock] = {}
+        self._known: dict[CalibrationKey, tuple[float, Calibration | None]] = {}
+        self._locks: dict[CalibrationKey, asyncio.Lock] = {}
 
     async def get(
         self, client: httpx.AsyncClient, tokenizer: Tokenizer, maker: PromptMaker
