@@ -16,6 +16,20 @@ bench/loadgen.py measured that stack as most of the worker's CPU per streamed to
 (t_send is stamped at `http11.send_request_headers.started`, as with httpcore) are httpx's.
 A slot whose next request goes to another origin (the next job's endpoint) closes its
 connection and opens one there; a connection the server closed is reopened on next use.
+
+Servers close kept-alive connections when they like: llama.cpp's server closes each one just
+after a streamed response although it answered `Keep-Alive`, so the slot's next request can
+be written onto a connection whose close has not been read yet. A request written to a
+reused connection that then ends (closed, reset, or the write fails) before any byte of a
+response came back is therefore sent again, once, on a fresh connection (METRICS.md); the
+`trace` event fires again, so t_send is the re-send's. A failure on a fresh connection, or
+after a response byte, is the server's and surfaces. A response that says `Connection:
+close` (or HTTP/1.0 without keep-alive) never leaves its connection for the next request.
+
+`load_client()` honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY as httpx does: a
+request a proxy applies to goes through an ordinary httpx proxy transport (a pool shared by
+all slots, so proxied requests lose the one-connection-per-slot property); the rest go to
+the slots.
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ from typing import Any
 
 import httptools
 import httpx
+from httpx._utils import get_environment_proxies  # httpx's own reading of *_PROXY
 
 #: Request extension naming the slot whose connection a request should use.
 SLOT = "infercost_slot"
@@ -50,6 +65,8 @@ class _SlotConnection(asyncio.Protocol):
         self.headers_done = False
         self.complete = False
         self.keep_alive = False
+        # Any byte since the current request was written: one without can be sent again.
+        self.received = False
         self.body: list[bytes] = []
         self.buffered = 0
         self.reason = b""
@@ -62,6 +79,7 @@ class _SlotConnection(asyncio.Protocol):
         self.closed = False
 
     def data_received(self, data: bytes) -> None:
+        self.received = True
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -148,6 +166,7 @@ class _SlotConnection(asyncio.Protocol):
         self.headers_done = False
         self.complete = False
         self.keep_alive = False
+        self.received = False
         self.body = []
         self.buffered = 0
         self.reason = b""
@@ -222,31 +241,61 @@ class _SlotTransport:
         return conn
 
     async def handle(self, request: httpx.Request) -> httpx.Response:
-        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        """Send on the slot's connection; the slot is busy until the response body closes."""
         self.busy = True
+        try:
+            return await self._handle(request)
+        except BaseException:
+            self.busy = False
+            raise
+
+    async def _handle(self, request: httpx.Request) -> httpx.Response:
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        connect_timeout, read_timeout = timeouts.get("connect"), timeouts.get("read")
+        # Read once: a re-send writes the same bytes.
+        payload = await _request_bytes(request)
         url = request.url
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         conn = self._conn
-        if conn is not None and conn.origin != origin:
-            # The slot moved to another server (the next job's endpoint): a new connection.
-            self.release(conn, reusable=False)
-            self.busy = True
+        if conn is not None and (conn.origin != origin or conn.closed):
+            # The slot moved to another server (the next job's endpoint), or the server
+            # closed the connection while it was idle: a new connection.
+            self._drop(conn)
             conn = None
-        if conn is None or conn.closed:
-            try:
-                conn = self._conn = await self._connect(origin, timeouts.get("connect"))
-            finally:
-                self.busy = self._conn is not None and not self._conn.closed
-        conn.reset()
-        read_timeout = timeouts.get("read")
+        if conn is None:
+            conn = self._conn = await self._connect(origin, connect_timeout)
+            return await self._exchange(conn, request, payload, read_timeout)
         try:
-            await self._send(conn, request)
+            return await self._exchange(conn, request, payload, read_timeout)
+        except (httpx.RemoteProtocolError, httpx.WriteError):
+            # The connection ended under the request (closed, reset, or closing when it was
+            # written). With a response byte received, that is the server's failure.
+            if conn.received:
+                raise
+        # Without one, the server had closed this kept-alive connection before the request
+        # reached it (the close was still unread when it was written): not the server's
+        # error. The request goes again on a fresh connection, once; a failure there surfaces.
+        conn = self._conn = await self._connect(origin, connect_timeout)
+        return await self._exchange(conn, request, payload, read_timeout)
+
+    async def _exchange(
+        self,
+        conn: _SlotConnection,
+        request: httpx.Request,
+        payload: bytes,
+        read_timeout: float | None,
+    ) -> httpx.Response:
+        """Write the request and wait for the response head; on failure the connection is
+        closed (and `conn.received` tells whether any byte of an answer had come)."""
+        conn.reset()
+        try:
+            await self._send(conn, request, payload)
             while not conn.headers_done:
                 if conn.error is not None:
                     raise conn.error
                 await conn.wait(read_timeout)
         except BaseException:
-            self.release(conn, reusable=False)
+            self._drop(conn)
             raise
         return httpx.Response(
             conn.parser.get_status_code(),
@@ -256,31 +305,33 @@ class _SlotTransport:
         )
 
     @staticmethod
-    async def _send(conn: _SlotConnection, request: httpx.Request) -> None:
+    async def _send(conn: _SlotConnection, request: httpx.Request, payload: bytes) -> None:
         """Write the request in one piece, announcing it to the `trace` extension first."""
-        head = _request_head(request)
-        chunked = request.headers.get("transfer-encoding", "").lower() == "chunked"
         trace: Callable[[str, dict[str, Any]], Awaitable[None]] | None = request.extensions.get(
             "trace"
         )
         if trace is not None:
-            # t_send (METRICS.md) is stamped here, as it is with httpcore.
+            # t_send (METRICS.md) is stamped here, as it is with httpcore; a re-send stamps
+            # it again.
             await trace("http11.send_request_headers.started", {"request": request})
-        assert isinstance(request.stream, httpx.AsyncByteStream)
-        parts = [head]
-        async for part in request.stream:
-            parts.append(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
-        if chunked:
-            parts.append(b"0\r\n\r\n")
-        if conn.transport is None or conn.closed:
+        transport = conn.transport
+        if transport is None or conn.closed or transport.is_closing():
+            conn.closed = True
             raise httpx.WriteError("the connection closed before the request was written")
-        conn.transport.write(b"".join(parts))
+        transport.write(payload)
 
     def release(self, conn: _SlotConnection, *, reusable: bool) -> None:
-        """After a response: keep the connection for the next request, or close it."""
+        """After a response: keep the connection for the next request, or close it. Only a
+        response read to its end that allows keep-alive (httptools' should_keep_alive: no
+        `Connection: close`, not HTTP/1.0 without keep-alive, a length or chunked body) on a
+        connection the server has not closed is kept."""
         self.busy = False
         if reusable and conn.keep_alive and not conn.closed:
             return
+        self._drop(conn)
+
+    def _drop(self, conn: _SlotConnection) -> None:
+        """Close the connection; the slot's next request opens a new one."""
         if conn.transport is not None:
             conn.transport.close()
         conn.closed = True
@@ -288,16 +339,23 @@ class _SlotTransport:
             self._conn = None
 
     def close(self) -> None:
+        self.busy = False
         if self._conn is not None:
-            self.release(self._conn, reusable=False)
+            self._drop(self._conn)
 
 
-def _request_head(request: httpx.Request) -> bytes:
-    url = request.url
-    target = url.raw_path
-    lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode(), target)]
+async def _request_bytes(request: httpx.Request) -> bytes:
+    """The whole request as written on the wire: head, then the body (chunked if the
+    request says so)."""
+    lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode(), request.url.raw_path)]
     lines.extend(b"%s: %s\r\n" % (name, value) for name, value in request.headers.raw)
     lines.append(b"\r\n")
+    chunked = request.headers.get("transfer-encoding", "").lower() == "chunked"
+    assert isinstance(request.stream, httpx.AsyncByteStream)
+    async for part in request.stream:
+        lines.append(b"%x\r\n%s\r\n" % (len(part), part) if chunked and part else part)
+    if chunked:
+        lines.append(b"0\r\n\r\n")
     return b"".join(lines)
 
 
@@ -305,10 +363,10 @@ class SlotTransport(httpx.AsyncBaseTransport):
     """Routes each request to its slot's own connection, made on first use."""
 
     def __init__(self, *, shared_limit: int, verify: ssl.SSLContext | None = None) -> None:
-        self._ssl = verify or ssl.create_default_context()
+        self.ssl = verify or ssl.create_default_context()
         self._slots: dict[int, _SlotTransport] = {}
         self._shared = httpx.AsyncHTTPTransport(
-            verify=self._ssl,
+            verify=self.ssl,
             limits=httpx.Limits(
                 max_connections=shared_limit, max_keepalive_connections=shared_limit
             ),
@@ -321,7 +379,7 @@ class SlotTransport(httpx.AsyncBaseTransport):
             return await self._shared.handle_async_request(request)
         transport = self._slots.get(slot)
         if transport is None:
-            transport = self._slots[slot] = _SlotTransport(self._ssl)
+            transport = self._slots[slot] = _SlotTransport(self.ssl)
         elif transport.busy:
             # A slot is one user, one request at a time; a caller that overlaps two gets
             # the shared pool for the second rather than a corrupted connection.
@@ -336,10 +394,29 @@ class SlotTransport(httpx.AsyncBaseTransport):
         self._slots.clear()
 
 
-def load_client(max_concurrency: int) -> httpx.AsyncClient:
-    """The worker's HTTP client: per-slot connections, no redirects, per-request timeouts."""
+def load_client(max_concurrency: int, *, trust_env: bool = True) -> httpx.AsyncClient:
+    """The worker's HTTP client: per-slot connections, no redirects, per-request timeouts.
+
+    With `trust_env`, the *_PROXY variables are read once, here, the way httpx reads them: a
+    URL a proxy applies to goes through that proxy (an httpx pool, no slots); NO_PROXY
+    hosts and everything else go to the slots.
+    """
+    slots = SlotTransport(shared_limit=max_concurrency)
+    limits = httpx.Limits(
+        max_connections=max_concurrency, max_keepalive_connections=max_concurrency
+    )
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
+    if trust_env:
+        for pattern, proxy in get_environment_proxies().items():
+            # None: NO_PROXY matched, the client's own transport (the slots) serves it.
+            mounts[pattern] = (
+                None
+                if proxy is None
+                else httpx.AsyncHTTPTransport(verify=slots.ssl, limits=limits, proxy=proxy)
+            )
     return httpx.AsyncClient(
-        transport=SlotTransport(shared_limit=max_concurrency),
+        transport=slots,
+        mounts=mounts,
         timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None),
         follow_redirects=False,
     )
