@@ -6,7 +6,18 @@ from typing import get_args
 
 import click
 
-from infercost.sim.config import SimConfig, SimMode, SimPrecision, gpu_names
+from infercost.sim.config import (
+    MetricsFlavor,
+    RoleChunk,
+    SimConfig,
+    SimEngine,
+    SimMode,
+    SimPrecision,
+    StreamEnd,
+    TokenizeFlavor,
+    UsageStyle,
+    gpu_names,
+)
 
 
 def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -142,6 +153,113 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     show_default=True,
     help="Gpu mode: most prompt tokens prefilled in one step, across requests.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(get_args(SimEngine)),
+    default="default",
+    show_default=True,
+    help="Behave like this engine: a profile of the switches below (each one given on its "
+    "own wins). llamacpp: close after each stream, role chunk at the first token, usage and "
+    "timings, prefix cache, llama tokenize and metrics. vllm / sglang: role chunk at the first "
+    "token, prefix cache (vLLM: 16-token blocks, continuous usage when asked), their tokenize "
+    "and metrics. tgi: no role chunk, usage on the finish chunk, TGI tokenize and metrics, 429 "
+    "when the queue is full. default: the original polite simulator.",
+)
+@click.option(
+    "--close-after-response/--keep-alive",
+    default=None,
+    help="Close the connection after each streamed response although the headers say "
+    "keep-alive (llama-server does).",
+)
+@click.option(
+    "--role-chunk",
+    type=click.Choice(get_args(RoleChunk)),
+    default=None,
+    help="The role-only first chat chunk: on arrival, at the first token as its own write "
+    "(separate), in the first content write (joined), or none.",
+)
+@click.option(
+    "--usage",
+    type=click.Choice(get_args(UsageStyle)),
+    default=None,
+    help="requested: a final choices:[] chunk when stream_options.include_usage (every "
+    "chunk with continuous_usage_stats); finish: on the finish_reason chunk, always; "
+    "continuous: on every chunk, always; none: never.",
+)
+@click.option(
+    "--stream-end",
+    type=click.Choice(get_args(StreamEnd)),
+    default=None,
+    help="done: finish chunk then [DONE]; no_done: no [DONE]; abrupt: the body just stops "
+    "(no finish_reason, no [DONE]); error: an SSE `event: error`, then the body stops.",
+)
+@click.option(
+    "--fault-after-tokens",
+    type=click.IntRange(min=0),
+    default=None,
+    help="With --stream-end abrupt or error: fail after this many tokens [default: all].",
+)
+@click.option(
+    "--finish-reason-default",
+    type=click.Choice(["length", "stop"]),
+    default=None,
+    help="finish_reason of a request without max_tokens (engines stop at EOS: stop).",
+)
+@click.option(
+    "--prefix-cache/--no-prefix-cache",
+    default=None,
+    help="Remember prompt prefixes: a shared prefix is not prefilled again (fixed mode: ttft "
+    "x uncached / prompt tokens; gpu mode: only uncached tokens are prefilled) and usage "
+    "reports prompt_tokens_details.cached_tokens.",
+)
+@click.option(
+    "--prefix-cache-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Prefix cache capacity in tokens, least recently used evicted [default: 1000000].",
+)
+@click.option(
+    "--prefix-cache-block",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Prefix cache hits come in whole blocks of this many tokens (vLLM 16) [default: 1].",
+)
+@click.option(
+    "--timings/--no-timings",
+    default=None,
+    help="llama.cpp's `timings` object on the last event and in non-streamed answers.",
+)
+@click.option(
+    "--tokenize",
+    type=click.Choice(get_args(TokenizeFlavor)),
+    default=None,
+    help="Whose POST /tokenize body and answer.",
+)
+@click.option(
+    "--metrics",
+    type=click.Choice(get_args(MetricsFlavor)),
+    default=None,
+    help="Whose metric names on GET /metrics (DCGM too in gpu mode).",
+)
+@click.option(
+    "--max-queue",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Overload: when N requests already wait (fixed mode: behind --max-concurrency), "
+    "answer --overload-status with Retry-After.",
+)
+@click.option(
+    "--overload-status",
+    type=click.Choice(["429", "503"]),
+    default=None,
+    help="Status of an overload answer [default: 429; llamacpp 503].",
+)
+@click.option(
+    "--retry-after-s",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Retry-After seconds of an overload answer [default: 1].",
+)
 def sim(  # click passes options by keyword
     *,
     host: str,
@@ -164,18 +282,28 @@ def sim(  # click passes options by keyword
     efficiency: float,
     step_overhead_ms: float,
     prefill_chunk: int,
+    engine: SimEngine,  # click.Choice guarantees one of its values
+    **switches: object,
 ) -> None:
     """Serve a simulated OpenAI-compatible endpoint with known timings (test ground truth).
 
     --mode fixed sends every token on a fixed schedule; --mode gpu models continuous
     batching of a --params-b model on --gpu-count x --gpu (roofline step times, KV-cache
     admission) and publishes vLLM and DCGM metrics at /metrics.
+
+    --engine copies a real engine's behaviours that clients get wrong (closed connections,
+    role chunks, usage placement, missing [DONE], prefix caching, tokenize and metric
+    shapes); each switch can also be set on its own.
     """
     # Imported here so that `infercost --help` does not pay for uvicorn and msgspec.
     from infercost.sim.server import serve
 
+    given = {name: value for name, value in switches.items() if value is not None}
+    if "overload_status" in given:
+        given["overload_status"] = int(str(given["overload_status"]))
     try:
-        config = SimConfig(
+        config = SimConfig.for_engine(
+            engine,
             host=host,
             port=port,
             mode=mode,
@@ -196,6 +324,7 @@ def sim(  # click passes options by keyword
             efficiency=efficiency,
             step_overhead_ms=step_overhead_ms,
             prefill_chunk=prefill_chunk,
+            **given,
         )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None

@@ -1,7 +1,9 @@
 """The simulated OpenAI-compatible endpoint as an ASGI app.
 
 Fixed mode takes its timings from the config; gpu mode streams tokens as the modelled GPU
-engine (infercost.sim.gpu) emits them.
+engine (infercost.sim.gpu) emits them. Both share the stream's shape, which follows the
+configured engine's behaviours (role chunk, usage, finish, faults, timings, prefix cache;
+see SimConfig and ENGINE_PROFILES).
 
 Plain ASGI under uvicorn rather than Litestar: with hundreds of concurrent streams the event
 path must cost one bytes concatenation and one `send` per token, with no router, response
@@ -12,22 +14,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from infercost.sim import wire
 from infercost.sim.config import MAX_MODEL_LEN, SimConfig
-from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, escape_label, wake
+from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, wake
 from infercost.sim.lateness import Lateness
+from infercost.sim.metrics import SimMetrics, render
+from infercost.sim.prefix_cache import PrefixCache
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-Handler = Callable[[Receive, Send, float], Awaitable[None]]
+Handler = Callable[[Scope, Receive, Send, float], Awaitable[None]]
 
 MAX_BODY_BYTES: Final = 32 * 1024 * 1024
 
@@ -37,6 +43,14 @@ _SSE_HEADERS: Final = (
     (b"cache-control", b"no-cache"),
 )
 _METRICS_HEADERS: Final = ((b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),)
+# What llama-server's (cpp-httplib's) responses say, although it closes after a stream.
+_KEEP_ALIVE_HEADERS: Final = (
+    (b"connection", b"keep-alive"),
+    (b"keep-alive", b"timeout=5, max=100"),
+)
+#: Scope key the app sets on a response after which the server closes the connection
+#: (read by infercost.sim.server's protocol).
+CLOSE_AFTER_RESPONSE: Final = "infercost.sim.close_after_response"
 
 
 class _ClientGoneError(Exception):
@@ -45,47 +59,6 @@ class _ClientGoneError(Exception):
 
 class _BodyTooLargeError(Exception):
     """The request body exceeds MAX_BODY_BYTES."""
-
-
-class SimMetrics:
-    """Live counters behind GET /metrics (vLLM names, so telemetry code can read either).
-
-    In gpu mode the engine owns running, waiting and the token counters; the app copies
-    them here before each render.
-    """
-
-    __slots__ = ("generation_tokens", "prompt_tokens", "request_success", "running", "waiting")
-
-    def __init__(self) -> None:
-        self.running = 0
-        self.waiting = 0  # requests queued behind --max-concurrency
-        self.prompt_tokens = 0
-        self.generation_tokens = 0
-        self.request_success = 0
-
-    def render(self, model: str) -> bytes:
-        """Prometheus text exposition (format 0.0.4) of the current values."""
-        label = f'{{model_name="{escape_label(model)}"}}'
-        lines: list[str] = []
-        for name, kind, help_text, attr in _METRIC_FAMILIES:
-            lines.append(f"# HELP {name} {help_text}")
-            lines.append(f"# TYPE {name} {kind}")
-            lines.append(f"{name}{label} {float(getattr(self, attr))!r}")
-        return ("\n".join(lines) + "\n").encode()
-
-
-# (name, type, help, SimMetrics attribute), in the order vLLM lists them.
-_METRIC_FAMILIES: Final = (
-    ("vllm:num_requests_running", "gauge",
-     "Number of requests in model execution batches.", "running"),
-    ("vllm:num_requests_waiting", "gauge",
-     "Number of requests waiting to be processed.", "waiting"),
-    ("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", "prompt_tokens"),
-    ("vllm:generation_tokens_total", "counter",
-     "Number of generation tokens processed.", "generation_tokens"),
-    ("vllm:request_success_total", "counter",
-     "Count of successfully processed requests.", "request_success"),
-)  # fmt: skip
 
 
 class _Inflight:
@@ -174,6 +147,22 @@ async def _send_error(send: Send, status: int, message: str, error_type: str) ->
     await _send_bytes(send, status, wire.error_body(status, message, error_type), _JSON_HEADERS)
 
 
+@dataclass(slots=True)
+class _Job:
+    """One generation request as the simulator serves it."""
+
+    chat: bool
+    prompt_tokens: int
+    n: int  # tokens the request asked for (or the default)
+    reason: str  # finish_reason when all n are sent
+    stream: bool
+    include_usage: bool
+    continuous_usage: bool  # usage on every chunk
+    keys: list[int]  # prefix-cache block keys of the prompt
+    cached: int = 0  # prompt tokens served from the prefix cache (set at admission)
+    n_out: int = 0  # tokens sent before the stream ends: n, or fewer for a fault
+
+
 class SimApp:
     """ASGI app of the simulated endpoint; `metrics` exposes its live state in-process too."""
 
@@ -189,6 +178,17 @@ class SimApp:
         self._model_json = wire.encode(config.model)
         self._ttft_s = config.ttft_ms / 1000.0
         self._itl_s = config.itl_ms / 1000.0
+        llamacpp = config.engine == "llamacpp"
+        self._formats = {
+            True: wire.StreamFormat(chat=True, llamacpp=llamacpp),
+            False: wire.StreamFormat(chat=False, llamacpp=llamacpp),
+        }
+        self._sse_headers = _SSE_HEADERS + (_KEEP_ALIVE_HEADERS if llamacpp else ())
+        self.prefix_cache = (
+            PrefixCache(config.prefix_cache_tokens, config.prefix_cache_block)
+            if config.prefix_cache
+            else None
+        )
         # Fixed mode: how late each write went out against its schedule (GET /stats).
         self.lateness = Lateness()
         self.engine: GpuEngine | None = None
@@ -222,6 +222,8 @@ class SimApp:
             "/stats": {"GET": self._stats},
             "/stats/reset": {"POST": self._stats_reset},
         }
+        if config.tokenize == "sglang":  # SGLang serves both paths
+            self._routes["/v1/tokenize"] = {"POST": self._tokenize}
 
     def close(self) -> None:
         """End every in-flight generation now (streams stop, waiting ones get 503): called
@@ -255,7 +257,7 @@ class SimApp:
                 )
                 return
             try:
-                await handler(receive, send, arrival)
+                await handler(scope, receive, send, arrival)
             except _ClientGoneError:
                 return
             except _BodyTooLargeError:
@@ -277,36 +279,52 @@ class SimApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    async def _health(self, receive: Receive, send: Send, arrival: float) -> None:
+    async def _health(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
         await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
 
-    async def _stats(self, receive: Receive, send: Send, arrival: float) -> None:
+    async def _stats(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
         """The simulator's own lateness against its schedule (fixed mode) since the last reset."""
         body = wire.encode({"lateness": self.lateness.summary()})
         await _send_bytes(send, 200, body, _JSON_HEADERS)
 
-    async def _stats_reset(self, receive: Receive, send: Send, arrival: float) -> None:
+    async def _stats_reset(
+        self, scope: Scope, receive: Receive, send: Send, arrival: float
+    ) -> None:
         self.lateness.reset()
         await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
 
-    async def _models(self, receive: Receive, send: Send, arrival: float) -> None:
+    async def _models(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
         await _send_bytes(send, 200, self._models_body, _JSON_HEADERS)
 
-    async def _metrics(self, receive: Receive, send: Send, arrival: float) -> None:
+    async def _metrics(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
         metrics = self.metrics
+        cache = self.prefix_cache
+        if cache is not None:
+            metrics.prefix_queries = cache.queries_tokens
+            metrics.prefix_hits = cache.hits_tokens
         engine = self.engine
+        flavor = self.config.metrics
+        model = self.config.model
         if engine is None:
-            body = metrics.render(self.config.model)
+            body = render(flavor, metrics, model)
         else:
             metrics.running = len(engine.running)
             metrics.waiting = len(engine.waiting)
-            metrics.prompt_tokens = engine.prompt_tokens_total
+            # The engine prefills only uncached tokens; the counter counts every prompt token.
+            metrics.prompt_tokens = engine.prompt_tokens_total + metrics.cached_tokens
             metrics.generation_tokens = engine.generation_tokens_total
-            now = asyncio.get_running_loop().time()
-            body = (
-                metrics.render(self.config.model)
-                + engine.render_metrics(self.config.model, now).encode()
+            metrics.n_decode = engine.steps_total
+            metrics.busy_slot_sum = engine.generation_tokens_total
+            metrics.kv_usage = engine.kv_usage()
+            metrics.kv_used_tokens = int(
+                engine.kv_reserved_bytes // engine.model.kv_bytes_per_token
             )
+            metrics.running_max_tokens = sum(r.prompt_tokens + r.max_tokens for r in engine.running)
+            now = asyncio.get_running_loop().time()
+            if flavor == "default":
+                body = metrics.render(model) + engine.render_metrics(model, now).encode()
+            else:
+                body = render(flavor, metrics, model) + engine.render_dcgm(now).encode()
         await _send_bytes(send, 200, body, _METRICS_HEADERS)
 
     def _unknown_model(self, model: str | None) -> str | None:
@@ -314,31 +332,43 @@ class SimApp:
             return None
         return f"The model `{model}` does not exist."
 
-    async def _tokenize(self, receive: Receive, send: Send, arrival: float) -> None:
+    # -- /tokenize, in each engine's shape
+
+    async def _tokenize(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
         body = await _read_body(receive)
+        flavor = self.config.tokenize
+        payload: Any
         try:
-            req = wire.decode_tokenize(body)
+            if flavor == "llamacpp":
+                payload = _tokenize_llamacpp(wire.decode_llama_tokenize(body))
+            elif flavor == "sglang":
+                payload = _tokenize_sglang(wire.decode_sglang_tokenize(body))
+            elif flavor == "tgi":
+                payload = _tokenize_tgi(wire.decode_tgi_tokenize(body))
+            else:
+                req = wire.decode_tokenize(body)
+                if (problem := self._unknown_model(req.model)) is not None:
+                    await _send_error(send, 404, problem, "not_found_error")
+                    return
+                payload = _tokenize_vllm(req, with_strs=flavor == "vllm")
         except wire.RequestError as exc:
             await _send_error(send, 400, str(exc), "invalid_request_error")
             return
-        if (problem := self._unknown_model(req.model)) is not None:
-            await _send_error(send, 404, problem, "not_found_error")
-            return
-        if req.prompt is not None:
-            words = req.prompt.split()
-        else:
-            words = wire.message_words(req.messages or [])
-        ids = wire.token_ids(words)
-        payload = {"tokens": ids, "count": len(ids), "max_model_len": MAX_MODEL_LEN}
         await _send_bytes(send, 200, wire.encode(payload), _JSON_HEADERS)
 
-    async def _chat(self, receive: Receive, send: Send, arrival: float) -> None:
-        await self._complete(receive, send, arrival, chat=True)
+    # -- generation
 
-    async def _completions(self, receive: Receive, send: Send, arrival: float) -> None:
-        await self._complete(receive, send, arrival, chat=False)
+    async def _chat(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
+        await self._complete(scope, receive, send, arrival, chat=True)
 
-    async def _complete(self, receive: Receive, send: Send, arrival: float, *, chat: bool) -> None:
+    async def _completions(
+        self, scope: Scope, receive: Receive, send: Send, arrival: float
+    ) -> None:
+        await self._complete(scope, receive, send, arrival, chat=False)
+
+    async def _complete(
+        self, scope: Scope, receive: Receive, send: Send, arrival: float, *, chat: bool
+    ) -> None:
         """Parse a chat or completion body, then generate; a bad body gets a 400."""
         body = await _read_body(receive)
         req: wire.ChatRequest | wire.CompletionRequest
@@ -354,30 +384,42 @@ class SimApp:
             words = wire.prompt_words(req.prompt)
             asked = req.max_tokens
         options = req.stream_options
-        await self._generate(
-            receive,
-            send,
-            arrival,
+        include_usage = bool(options is not None and options.include_usage)
+        usage = self.config.usage
+        n = asked or self.config.max_tokens_default
+        job = _Job(
             chat=chat,
-            model=req.model,
             prompt_tokens=max(1, len(words)),
-            n=asked or self.config.max_tokens_default,
+            n=n,
+            reason="length" if asked else self.config.finish_reason_default,
             stream=bool(req.stream),
-            include_usage=bool(options is not None and options.include_usage),
+            include_usage=include_usage,
+            continuous_usage=usage == "continuous"
+            or (
+                usage == "requested"
+                and include_usage
+                and options is not None
+                and bool(options.continuous_usage_stats)
+            ),
+            keys=self.prefix_cache.keys(words) if self.prefix_cache is not None else [],
+            n_out=n,
+        )
+        if job.stream and self.config.stream_end in ("abrupt", "error"):
+            after = self.config.fault_after_tokens
+            job.n_out = n if after is None else min(after, n)
+        await self._generate(
+            scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )
 
     async def _generate(
         self,
+        *,
+        scope: Scope,
         receive: Receive,
         send: Send,
         arrival: float,
-        *,
-        chat: bool,
+        job: _Job,
         model: str | None,
-        prompt_tokens: int,
-        n: int,
-        stream: bool,
-        include_usage: bool,
     ) -> None:
         if (problem := self._unknown_model(model)) is not None:
             await _send_error(send, 404, problem, "not_found_error")
@@ -386,19 +428,14 @@ class SimApp:
         if rate > 0.0 and self._rng.random() < rate:
             await _send_error(send, 500, "simulated server failure (--error-rate)", "server_error")
             return
-        if self._runner is not None:
-            await self._generate_gpu(
-                receive,
-                send,
-                self._runner,
-                chat=chat,
-                prompt_tokens=prompt_tokens,
-                n=n,
-                stream=stream,
-                include_usage=include_usage,
-            )
+        if self._overloaded():
+            await self._send_overload(send)
             return
         metrics = self.metrics
+        metrics.requests_total += 1
+        if self._runner is not None:
+            await self._generate_gpu(scope, receive, send, self._runner, job)
+            return
         if self._admission is not None:
             # Queue behind --max-concurrency; the first token is due ttft after admission.
             metrics.waiting += 1
@@ -408,63 +445,83 @@ class SimApp:
                 metrics.waiting -= 1
             arrival = asyncio.get_running_loop().time()
         try:
-            await self._admitted(
-                receive,
-                send,
-                arrival,
-                chat=chat,
-                prompt_tokens=prompt_tokens,
-                n=n,
-                stream=stream,
-                include_usage=include_usage,
-            )
+            await self._admitted(scope, receive, send, arrival, job)
         finally:
             if self._admission is not None:
                 self._admission.release()
 
+    def _overloaded(self) -> bool:
+        """Whether --max-queue requests already wait (gpu mode: not yet admitted)."""
+        limit = self.config.max_queue
+        if limit is None:
+            return False
+        if self.engine is not None:
+            return len(self.engine.waiting) >= limit
+        admission = self._admission
+        return admission is not None and admission.locked() and self.metrics.waiting >= limit
+
+    async def _send_overload(self, send: Send) -> None:
+        """429 or 503 with Retry-After; TGI's body is its own `{"error", "error_type"}`."""
+        status = self.config.overload_status
+        if self.config.engine == "tgi":
+            body = wire.encode({"error": "Model is overloaded", "error_type": "overloaded"})
+        else:
+            body = wire.error_body(
+                status,
+                f"the simulator's queue is full ({self.config.max_queue} waiting): retry later",
+                "server_error" if status == 503 else "rate_limit_error",
+            )
+        headers = (*_JSON_HEADERS, (b"retry-after", str(self.config.retry_after_s).encode()))
+        await _send_bytes(send, status, body, headers)
+
+    def _lookup(self, job: _Job) -> None:
+        """Set the job's cached tokens from the prefix cache (at admission, when prefill starts)."""
+        if self.prefix_cache is not None:
+            job.cached = self.prefix_cache.lookup(job.keys, job.prompt_tokens)
+        self.metrics.cached_tokens += job.cached
+
+    def _remember(self, job: _Job) -> None:
+        """The job's prompt is prefilled: later requests may reuse it."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.insert(job.keys)
+
+    def _ttft_s_for(self, job: _Job) -> float:
+        """Fixed mode's TTFT with a prefix-cache hit: ttft x uncached / prompt tokens (prefill
+        time is taken as proportional to the tokens computed)."""
+        return self._ttft_s * (job.prompt_tokens - job.cached) / job.prompt_tokens
+
     async def _admitted(
-        self,
-        receive: Receive,
-        send: Send,
-        arrival: float,
-        *,
-        chat: bool,
-        prompt_tokens: int,
-        n: int,
-        stream: bool,
-        include_usage: bool,
+        self, scope: Scope, receive: Receive, send: Send, arrival: float, job: _Job
     ) -> None:
         if self._closing:
             await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return
         metrics = self.metrics
+        self._lookup(job)
         metrics.running += 1
-        metrics.prompt_tokens += prompt_tokens
+        metrics.prompt_tokens += job.prompt_tokens
+        metrics.running_max_tokens += job.prompt_tokens + job.n
+        loop = asyncio.get_running_loop()
+        first = arrival + self._ttft_s_for(job)
+        loop.call_at(first, self._remember, job)
         try:
             async with self._tracked(receive) as inflight:
-                if stream:
-                    done = await self._stream(
-                        send=send,
-                        inflight=inflight,
-                        arrival=arrival,
-                        chat=chat,
-                        prompt_tokens=prompt_tokens,
-                        n=n,
-                        include_usage=include_usage,
-                    )
+                if job.stream:
+                    done = await self._stream(scope, send, inflight, first, job)
                 else:
-                    done = await self._respond(
-                        send=send,
-                        inflight=inflight,
-                        arrival=arrival,
-                        chat=chat,
-                        prompt_tokens=prompt_tokens,
-                        n=n,
-                    )
+                    done = await self._respond(send, inflight, first, job)
                 if done:
-                    metrics.request_success += 1
+                    self._finished(job, first - arrival, (job.n - 1) * self._itl_s)
         finally:
             metrics.running -= 1
+            metrics.running_max_tokens -= job.prompt_tokens + job.n
+
+    def _finished(self, job: _Job, prompt_s: float, predicted_s: float) -> None:
+        metrics = self.metrics
+        metrics.finished(job.reason)
+        metrics.prompt_seconds += prompt_s
+        metrics.predicted_seconds += predicted_s
+        metrics.n_tokens_max = max(metrics.n_tokens_max, job.prompt_tokens + job.n)
 
     @contextlib.asynccontextmanager
     async def _tracked(self, receive: Receive) -> AsyncIterator[_Inflight]:
@@ -478,55 +535,136 @@ class SimApp:
             self._inflight.discard(inflight)
             watcher.cancel()
 
-    def _stream_parts(self, chat: bool) -> tuple[bytes, tuple[bytes, ...], bytes]:
-        """This stream's event prefix, the per-token choices to cycle and the finish choice."""
-        created = int(time.time())
-        if chat:
-            prefix = wire.event_prefix(
-                "chat.completion.chunk", f"chatcmpl-{uuid.uuid4().hex}", created, self._model_json
-            )
-            return prefix, wire.CHAT_TOKEN_CHOICES, wire.CHAT_FINISH_CHOICE
-        prefix = wire.event_prefix(
-            "text_completion", f"cmpl-{uuid.uuid4().hex}", created, self._model_json
-        )
-        return prefix, wire.COMPLETION_TOKEN_CHOICES, wire.COMPLETION_FINISH_CHOICE
+    # -- the stream's bytes, shared by both modes
 
-    async def _start_stream(self, send: Send, prefix: bytes, chat: bool) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        if chat:
+    def _prefix(self, job: _Job) -> bytes:
+        fmt = self._formats[job.chat]
+        kind = "chatcmpl" if job.chat else "cmpl"
+        return fmt.prefix(f"{kind}-{uuid.uuid4().hex}", int(time.time()), self._model_json)
+
+    async def _start_stream(self, send: Send, prefix: bytes, job: _Job) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self._sse_headers})
+        if job.chat and self.config.role_chunk == "arrival":
             # The role event goes out on arrival and carries no text (not the first token).
-            role = prefix + wire.CHAT_ROLE_CHOICE + wire.EVENT_SUFFIX
-            await send({"type": "http.response.body", "body": role, "more_body": True})
+            body = self._role_event(prefix, job)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
 
-    async def _stream(
+    def _usage_extra(self, job: _Job, completion_tokens: int) -> bytes:
+        return b',"usage":' + wire.usage_json(
+            job.prompt_tokens, completion_tokens, self._cached_report(job)
+        )
+
+    def _cached_report(self, job: _Job) -> int | None:
+        """prompt_tokens_details.cached_tokens, or None to leave it out: llama.cpp always
+        reports it; the others when the prefix cache hit."""
+        if self.config.engine == "llamacpp":
+            return job.cached
+        return job.cached if job.cached > 0 else None
+
+    def _role_event(self, prefix: bytes, job: _Job) -> bytes:
+        extras = self._usage_extra(job, 0) if job.continuous_usage else b""
+        return wire.event(prefix, self._formats[job.chat].role, extras)
+
+    async def _send_tokens(self, send: Send, prefix: bytes, job: _Job, k: int, end: int) -> None:
+        """Write content events k..end-1 in one write (the role chunk first when due)."""
+        choices = self._formats[job.chat].tokens
+        cycle = len(choices)
+        if job.continuous_usage:
+            body = b"".join(
+                wire.event(prefix, choices[j % cycle], self._usage_extra(job, j + 1))
+                for j in range(k, end)
+            )
+        elif end - k == 1:
+            body = prefix + choices[k % cycle] + wire.EVENT_SUFFIX
+        else:
+            suffix = wire.EVENT_SUFFIX
+            body = b"".join([prefix + choices[j % cycle] + suffix for j in range(k, end)])
+        if k == 0 and job.chat:
+            role = self.config.role_chunk
+            if role == "separate":
+                first = self._role_event(prefix, job)
+                await send({"type": "http.response.body", "body": first, "more_body": True})
+            elif role == "joined":
+                body = self._role_event(prefix, job) + body
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+
+    def _timings(self, job: _Job, prompt_s: float, predicted_s: float) -> bytes:
+        return wire.timings_json(
+            cache_n=job.cached,
+            prompt_n=job.prompt_tokens - job.cached,
+            prompt_ms=prompt_s * 1000.0,
+            predicted_n=job.n,
+            predicted_ms=predicted_s * 1000.0,
+        )
+
+    def _tail(self, prefix: bytes, job: _Job, prompt_s: float, predicted_s: float) -> bytes:
+        """The finish event, the usage event if any, timings on the last of them, [DONE]."""
+        usage = self.config.usage
+        fmt = self._formats[job.chat]
+        # llama.cpp puts a completion's usage on its finish chunk, asked or not.
+        llama_completion = self.config.engine == "llamacpp" and not job.chat
+        usage_on_finish = usage == "finish" or job.continuous_usage or llama_completion
+        usage_event = not llama_completion and (
+            usage == "continuous" or (usage == "requested" and job.include_usage)
+        )
+        timings = b',"timings":' + self._timings(job, prompt_s, predicted_s)
+        finish_extras = self._usage_extra(job, job.n) if usage_on_finish else b""
+        if self.config.timings and not usage_event:
+            finish_extras += timings
+        tail = wire.event(prefix, fmt.finish[job.reason], finish_extras)
+        if usage_event:
+            extras = self._usage_extra(job, job.n)
+            if self.config.timings:
+                extras += timings
+            tail += wire.event(prefix, b"", extras)
+        if self.config.stream_end == "done":
+            tail += wire.DONE_EVENT
+        return tail
+
+    async def _end_stream(
         self,
         *,
+        scope: Scope,
         send: Send,
-        inflight: _Inflight,
-        arrival: float,
-        chat: bool,
-        prompt_tokens: int,
-        n: int,
-        include_usage: bool,
+        prefix: bytes,
+        job: _Job,
+        prompt_s: float,
+        predicted_s: float,
     ) -> bool:
-        """Send one event per token at arrival + ttft + k*itl; False if stopped early.
+        """Send the stream's end as configured; True when it ended properly."""
+        end = self.config.stream_end
+        if end == "error":
+            body = wire.error_event("simulated failure in the middle of the stream (--stream-end)")
+        elif end == "abrupt":
+            body = b""
+        else:
+            body = self._tail(prefix, job, prompt_s, predicted_s)
+        if self.config.close_after_response:
+            scope[CLOSE_AFTER_RESPONSE] = True
+        await send({"type": "http.response.body", "body": body})
+        return end in ("done", "no_done")
+
+    # -- fixed mode
+
+    async def _stream(
+        self, scope: Scope, send: Send, inflight: _Inflight, first: float, job: _Job
+    ) -> bool:
+        """Send one event per token at `first` + k*itl; False if stopped early.
 
         With --burst B, tokens go out B events per write, each write when its last token is
         due (never early). Every write's lateness against that due time is recorded.
         """
         loop = asyncio.get_running_loop()
-        prefix, choices, finish = self._stream_parts(chat)
-        suffix = wire.EVENT_SUFFIX
-        await self._start_stream(send, prefix, chat)
+        prefix = self._prefix(job)
+        await self._start_stream(send, prefix, job)
         metrics = self.metrics
         record = self.lateness.record
-        first = arrival + self._ttft_s
         itl = self._itl_s
         burst = self.config.burst
-        cycle = len(choices)
+        n_out = job.n_out
         k = 0
-        while k < n:
-            end = min(k + burst, n)
+        while k < n_out:
+            end = min(k + burst, n_out)
             due = first + (end - 1) * itl
             if due > loop.time():  # already due (behind, or itl 0): no timer to wait on
                 await inflight.sleep_until(loop, due)
@@ -534,54 +672,52 @@ class SimApp:
                 if not inflight.client_gone:  # shutting down: end the body, no [DONE]
                     await send({"type": "http.response.body", "body": b""})
                 return False
-            if end - k == 1:
-                body = prefix + choices[k % cycle] + suffix
-            else:
-                body = b"".join([prefix + choices[j % cycle] + suffix for j in range(k, end)])
             record(loop.time() - due)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await self._send_tokens(send, prefix, job, k, end)
             metrics.generation_tokens += end - k
+            metrics.n_decode += end - k
+            metrics.busy_slot_sum += metrics.running * (end - k)
             k = end
-        tail = prefix + finish + suffix
-        if include_usage:
-            tail += wire.usage_event(prefix, prompt_tokens, n)
-        await send({"type": "http.response.body", "body": tail + wire.DONE_EVENT})
-        return True
+        prompt_s = self._ttft_s_for(job)
+        return await self._end_stream(
+            scope=scope,
+            send=send,
+            prefix=prefix,
+            job=job,
+            prompt_s=prompt_s,
+            predicted_s=(job.n - 1) * self._itl_s,
+        )
 
-    async def _respond(
-        self,
-        *,
-        send: Send,
-        inflight: _Inflight,
-        arrival: float,
-        chat: bool,
-        prompt_tokens: int,
-        n: int,
-    ) -> bool:
-        """Answer once at arrival + ttft + (n-1)*itl, when a stream would have ended."""
+    async def _respond(self, send: Send, inflight: _Inflight, first: float, job: _Job) -> bool:
+        """Answer once at `first` + (n-1)*itl, when a stream would have ended."""
         loop = asyncio.get_running_loop()
-        due = arrival + self._ttft_s + (n - 1) * self._itl_s
+        due = first + (job.n - 1) * self._itl_s
         await inflight.sleep_until(loop, due)
         if inflight.stopped:
             if not inflight.client_gone:
                 await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return False
         self.lateness.record(loop.time() - due)
-        await _send_bytes(send, 200, self._completion_body(chat, prompt_tokens, n), _JSON_HEADERS)
-        self.metrics.generation_tokens += n
+        body = self._completion_body(job, self._ttft_s_for(job), (job.n - 1) * self._itl_s)
+        await _send_bytes(send, 200, body, _JSON_HEADERS)
+        self.metrics.generation_tokens += job.n
+        self.metrics.n_decode += job.n
         return True
 
-    def _completion_body(self, chat: bool, prompt_tokens: int, n: int) -> bytes:
+    def _completion_body(self, job: _Job, prompt_s: float, predicted_s: float) -> bytes:
         """The non-streaming response to a request for n tokens."""
-        text = wire.response_text(n)
-        usage = {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": n,
-            "total_tokens": prompt_tokens + n,
+        text = wire.response_text(job.n)
+        usage: dict[str, Any] = {
+            "prompt_tokens": job.prompt_tokens,
+            "completion_tokens": job.n,
+            "total_tokens": job.prompt_tokens + job.n,
         }
+        cached = self._cached_report(job)
+        if cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
         created = int(time.time())
         payload: dict[str, Any]
-        if chat:
+        if job.chat:
             payload = {
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
                 "object": "chat.completion",
@@ -592,7 +728,7 @@ class SimApp:
                         "index": 0,
                         "message": {"role": "assistant", "content": text},
                         "logprobs": None,
-                        "finish_reason": "length",
+                        "finish_reason": job.reason,
                     }
                 ],
                 "usage": usage,
@@ -604,93 +740,100 @@ class SimApp:
                 "created": created,
                 "model": self.config.model,
                 "choices": [
-                    {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
+                    {"index": 0, "text": text, "logprobs": None, "finish_reason": job.reason}
                 ],
                 "usage": usage,
             }
-        return wire.encode(payload)
+        if self.config.engine == "llamacpp":
+            payload["system_fingerprint"] = wire.LLAMACPP_FINGERPRINT
+        body = wire.encode(payload)
+        if self.config.timings:  # appended pre-encoded, as the stream's events are
+            body = body[:-1] + b',"timings":' + self._timings(job, prompt_s, predicted_s) + b"}"
+        return body
 
     # -- gpu mode
 
     async def _generate_gpu(
-        self,
-        receive: Receive,
-        send: Send,
-        runner: EngineRunner,
-        *,
-        chat: bool,
-        prompt_tokens: int,
-        n: int,
-        stream: bool,
-        include_usage: bool,
+        self, scope: Scope, receive: Receive, send: Send, runner: EngineRunner, job: _Job
     ) -> None:
         """Queue the request in the engine and deliver its tokens as the engine emits them."""
         if self._closing:
             await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return
-        problem = runner.engine.rejection(prompt_tokens, n)
+        problem = runner.engine.rejection(job.prompt_tokens, job.n)
         if problem is not None:
             await _send_error(send, 400, problem, "invalid_request_error")
             return
+        self._lookup(job)
         async with self._tracked(receive) as inflight:
-            request = GpuRequest(prompt_tokens, n, on_progress=inflight.notify)
+            request = GpuRequest(
+                job.prompt_tokens, job.n, on_progress=inflight.notify, cached_tokens=job.cached
+            )
             try:
                 runner.submit(request)
-                if stream:
+                if job.stream:
                     done = await self._stream_gpu(
+                        scope=scope,
                         send=send,
                         inflight=inflight,
                         request=request,
-                        chat=chat,
-                        include_usage=include_usage,
+                        runner=runner,
+                        job=job,
                     )
                 else:
-                    done = await self._respond_gpu(
-                        send=send, inflight=inflight, request=request, chat=chat
-                    )
+                    done = await self._respond_gpu(send, inflight, request, job)
                 if done:
-                    self.metrics.request_success += 1
+                    prompt_s, predicted_s = _gpu_times(request)
+                    self._finished(job, prompt_s, predicted_s)
             finally:
                 runner.cancel(request)  # frees its KV if the client left early; else a no-op
 
     async def _stream_gpu(
         self,
         *,
+        scope: Scope,
         send: Send,
         inflight: _Inflight,
         request: GpuRequest,
-        chat: bool,
-        include_usage: bool,
+        runner: EngineRunner,
+        job: _Job,
     ) -> bool:
         """Send one event per token as the engine emits it; False if stopped early."""
         loop = asyncio.get_running_loop()
-        prefix, choices, finish = self._stream_parts(chat)
-        suffix = wire.EVENT_SUFFIX
-        await self._start_stream(send, prefix, chat)
-        cycle = len(choices)
+        prefix = self._prefix(job)
+        await self._start_stream(send, prefix, job)
         sent = 0
+        n_out = job.n_out
         while True:
             await inflight.wait(loop)
             if inflight.stopped:
                 if not inflight.client_gone:  # shutting down: end the body, no [DONE]
                     await send({"type": "http.response.body", "body": b""})
                 return False
-            emitted = request.generated
+            emitted = min(request.generated, n_out)
             if emitted > sent:
+                if sent == 0:
+                    self._remember(job)
                 # Usually one token; more only when this task fell a step behind.
-                body = b"".join(prefix + choices[k % cycle] + suffix for k in range(sent, emitted))
+                await self._send_tokens(send, prefix, job, sent, emitted)
                 sent = emitted
-                await send({"type": "http.response.body", "body": body, "more_body": True})
+            if sent >= n_out and n_out < job.n:  # a fault ends the stream here
+                runner.cancel(request)
+                break
             if request.done:
                 break
-        tail = prefix + finish + suffix
-        if include_usage:
-            tail += wire.usage_event(prefix, request.prompt_tokens, request.max_tokens)
-        await send({"type": "http.response.body", "body": tail + wire.DONE_EVENT})
-        return True
+        prompt_s, predicted_s = _gpu_times(request)
+        return await self._end_stream(
+            scope=scope,
+            send=send,
+            prefix=prefix,
+            job=job,
+            prompt_s=prompt_s,
+            predicted_s=predicted_s,
+        )
 
     async def _respond_gpu(
-        self, *, send: Send, inflight: _Inflight, request: GpuRequest, chat: bool
+        self, send: Send, inflight: _Inflight, request: GpuRequest, job: _Job
     ) -> bool:
         """Answer once the engine emitted the last token; False if stopped early."""
         loop = asyncio.get_running_loop()
@@ -700,6 +843,77 @@ class SimApp:
                 if not inflight.client_gone:
                     await _send_error(send, 503, "the simulator is shutting down", "server_error")
                 return False
-        body = self._completion_body(chat, request.prompt_tokens, request.max_tokens)
+            if request.generated > 0:
+                self._remember(job)
+        prompt_s, predicted_s = _gpu_times(request)
+        body = self._completion_body(job, prompt_s, predicted_s)
         await _send_bytes(send, 200, body, _JSON_HEADERS)
         return True
+
+
+def _gpu_times(request: GpuRequest) -> tuple[float, float]:
+    """(prompt, generation) seconds of a gpu-mode request by the model's clock: arrival to
+    first token, first to last token (0 while unknown)."""
+    prompt = request.first_token_at - request.submitted_at
+    predicted = request.finished_at - request.first_token_at
+    return (
+        0.0 if math.isnan(prompt) else prompt,
+        0.0 if math.isnan(predicted) else predicted,
+    )
+
+
+# -- /tokenize answers. Shapes read from the engines' sources: vLLM's TokenizeResponse
+# (vllm/entrypoints/openai/protocol.py: count, max_model_len, tokens, token_strs), SGLang's
+# serving_tokenize.py (tokens, count, max_model_len; lists for a list of prompts),
+# TGI's router/src/server.rs `tokenize` (a list of SimpleToken id, text, start, stop) and
+# llama-server's tokenize handler (`{"tokens": [...]}`, or `{"id", "piece"}` objects with
+# with_pieces; no `content` gives an empty list).
+
+
+def _tokenize_vllm(req: wire.TokenizeRequest, *, with_strs: bool) -> dict[str, Any]:
+    words = req.prompt.split() if req.prompt is not None else wire.message_words(req.messages or [])
+    ids = wire.token_ids(words)
+    if not with_strs:  # the simulator's original answer
+        return {"tokens": ids, "count": len(ids), "max_model_len": MAX_MODEL_LEN}
+    strs = (words or [""]) if req.return_token_strs else None
+    return {"count": len(ids), "max_model_len": MAX_MODEL_LEN, "tokens": ids, "token_strs": strs}
+
+
+def _tokenize_llamacpp(req: wire.LlamaTokenizeRequest) -> dict[str, Any]:
+    content = req.content
+    if content is None:
+        return {"tokens": []}
+    items: list[tuple[int, str]] = []
+    for part in [content] if isinstance(content, str) else content:
+        if isinstance(part, int):  # llama-server passes token ids in a mixed list through
+            items.append((part, ""))
+        else:
+            words = part.split()
+            items.extend(zip(wire.token_ids(words), words, strict=True) if words else [])
+    if req.add_special:
+        items.insert(0, (wire.BOS_ID, "<s>"))
+    if req.with_pieces:
+        return {"tokens": [{"id": i, "piece": piece} for i, piece in items]}
+    return {"tokens": [i for i, _ in items]}
+
+
+def _tokenize_sglang(req: wire.SglangTokenizeRequest) -> dict[str, Any]:
+    def ids(text: str) -> list[int]:
+        words = text.split()
+        return wire.token_ids(words) if words else []
+
+    if isinstance(req.prompt, str):
+        tokens = ids(req.prompt)
+        return {"tokens": tokens, "count": len(tokens), "max_model_len": MAX_MODEL_LEN}
+    lists = [ids(p) for p in req.prompt]
+    return {"tokens": lists, "count": [len(t) for t in lists], "max_model_len": MAX_MODEL_LEN}
+
+
+def _tokenize_tgi(req: wire.TgiTokenizeRequest) -> list[dict[str, Any]]:
+    text = req.inputs
+    spans = wire.word_spans(text)
+    ids = wire.token_ids([text[a:b] for a, b in spans]) if spans else []
+    return [
+        {"id": i, "text": text[a:b], "start": a, "stop": b}
+        for i, (a, b) in zip(ids, spans, strict=True)
+    ]

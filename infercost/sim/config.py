@@ -4,13 +4,31 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
-from typing import Final, Literal, get_args
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Final, Literal, get_args
 
 from infercost.hardware.catalog import BYTES_PER_PARAM, PUBLIC_GPUS, GpuSpec
 
 SimMode = Literal["fixed", "gpu"]
 SimPrecision = Literal["bf16", "fp8"]
+#: Which real engine's behaviour to copy; "default" is the simulator's original, polite one.
+SimEngine = Literal["default", "llamacpp", "vllm", "sglang", "tgi"]
+#: When the role-only first chat chunk goes out: on arrival as its own write (OpenAI-like),
+#: at the first token as its own write (llama.cpp, vLLM, SGLang), in the same write as the
+#: first content event, or not at all.
+RoleChunk = Literal["arrival", "separate", "joined", "none"]
+#: Where usage goes: "requested" = a final `choices: []` chunk when the request asks
+#: (stream_options.include_usage; with continuous_usage_stats also on every chunk, as vLLM);
+#: "finish" = on the finish_reason chunk, always; "continuous" = on every chunk and the final
+#: chunk, always; "none" = never.
+UsageStyle = Literal["requested", "finish", "continuous", "none"]
+#: How a stream ends: finish chunk then [DONE]; finish chunk and no [DONE]; the body just
+#: stops (no finish_reason, no [DONE]); an SSE `event: error` and the body stops.
+StreamEnd = Literal["done", "no_done", "abrupt", "error"]
+#: Whose /tokenize body and answer, and whose /metrics names.
+TokenizeFlavor = Literal["default", "llamacpp", "vllm", "sglang", "tgi"]
+MetricsFlavor = Literal["default", "llamacpp", "vllm", "vllm-v0", "sglang", "tgi"]
+FinishReason = Literal["length", "stop"]
 
 # What /tokenize reports and the largest max_tokens a request may ask for.
 MAX_MODEL_LEN = 131072
@@ -81,6 +99,47 @@ class SimConfig:
     prefill_chunk: int = 2048
     # Share of GPU memory the engine may use for weights plus KV cache (vLLM's default).
     gpu_memory_utilization: float = 0.9
+    # -- real engines' behaviours (issue 10); `for_engine` fills them from a profile.
+    # The profile these came from; it also picks the chunk dialect (llama.cpp's chunks have
+    # no `logprobs`, a `system_fingerprint`, `content: null` in the role chunk, usage details
+    # always and usage on a completion's finish chunk).
+    engine: SimEngine = "default"
+    # Close the TCP connection after each streamed response although the headers say
+    # `Connection: keep-alive` (llama-server does).
+    close_after_response: bool = False
+    role_chunk: RoleChunk = "arrival"
+    usage: UsageStyle = "requested"
+    stream_end: StreamEnd = "done"
+    # abrupt/error end: after this many content tokens (None: after all of them).
+    fault_after_tokens: int | None = None
+    # finish_reason when the request gave no max_tokens (real engines stop at EOS: "stop").
+    finish_reason_default: FinishReason = "length"
+    # Remember prompt prefixes (in the simulator's word tokens); a request sharing one is
+    # cheaper to prefill and reports cached_tokens.
+    prefix_cache: bool = False
+    prefix_cache_tokens: int = 1_000_000
+    # Cache granularity: hits are whole blocks (vLLM: 16 tokens; llama.cpp, SGLang: 1).
+    prefix_cache_block: int = 1
+    # llama.cpp's `timings` object on the last event (and in non-streamed answers).
+    timings: bool = False
+    tokenize: TokenizeFlavor = "default"
+    metrics: MetricsFlavor = "default"
+    # Overload: when this many requests already wait, answer overload_status with
+    # Retry-After (fixed mode needs max_concurrency, or nothing ever waits).
+    max_queue: int | None = None
+    overload_status: int = 429
+    retry_after_s: int = 1
+
+    @classmethod
+    def for_engine(cls, engine: SimEngine, **overrides: Any) -> SimConfig:
+        """A config with `engine`'s profile of behaviours; `overrides` win over the profile."""
+        if engine not in ENGINE_PROFILES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINE_PROFILES)}, got {engine!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown SimConfig fields: {', '.join(unknown)}")
+        return cls(**{"engine": engine, **ENGINE_PROFILES[engine], **overrides})
 
     def __post_init__(self) -> None:
         if self.mode not in ("fixed", "gpu"):
@@ -102,9 +161,41 @@ class SimConfig:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
         if self.burst < 1:
             raise ValueError(f"burst must be >= 1, got {self.burst}")
+        self._check_engine_fields()
         self._check_gpu_fields()
         if self.mode == "gpu":
             self._check_gpu_fits()
+
+    def _check_engine_fields(self) -> None:
+        choices: tuple[tuple[str, object, tuple[object, ...]], ...] = (
+            ("engine", self.engine, get_args(SimEngine)),
+            ("role_chunk", self.role_chunk, get_args(RoleChunk)),
+            ("usage", self.usage, get_args(UsageStyle)),
+            ("stream_end", self.stream_end, get_args(StreamEnd)),
+            ("finish_reason_default", self.finish_reason_default, get_args(FinishReason)),
+            ("tokenize", self.tokenize, get_args(TokenizeFlavor)),
+            ("metrics", self.metrics, get_args(MetricsFlavor)),
+            ("overload_status", self.overload_status, (429, 503)),
+        )
+        for name, value, allowed in choices:
+            if value not in allowed:
+                names = ", ".join(map(str, allowed))
+                raise ValueError(f"{name} must be one of {names}, got {value!r}")
+        if self.fault_after_tokens is not None and self.fault_after_tokens < 0:
+            raise ValueError(f"fault_after_tokens must be >= 0, got {self.fault_after_tokens}")
+        if self.prefix_cache_tokens < 1:
+            raise ValueError(f"prefix_cache_tokens must be >= 1, got {self.prefix_cache_tokens}")
+        if self.prefix_cache_block < 1:
+            raise ValueError(f"prefix_cache_block must be >= 1, got {self.prefix_cache_block}")
+        if self.max_queue is not None:
+            if self.max_queue < 0:
+                raise ValueError(f"max_queue must be >= 0, got {self.max_queue}")
+            if self.mode == "fixed" and self.max_concurrency is None:
+                raise ValueError(
+                    "max_queue needs max_concurrency in fixed mode: without a limit nothing waits"
+                )
+        if self.retry_after_s < 0:
+            raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
 
     def _check_gpu_fields(self) -> None:
         gpu_spec(self.gpu)  # a known name, in either mode
@@ -169,10 +260,94 @@ class SimConfig:
                 f"kv {self.kv_bytes} B/token, efficiency {self.efficiency:g}, "
                 f"max batch {self.max_batch}, step overhead {self.step_overhead_ms:g} ms, "
                 f"prefill chunk {self.prefill_chunk}"
-            )
+            ) + self._describe_engine()
         text = f"{self.mode}, ttft {self.ttft_ms:g} ms, itl {self.itl_ms:g} ms"
         if self.max_concurrency is not None:
             text += f", max concurrency {self.max_concurrency}"
         if self.burst > 1:
             text += f", burst {self.burst}"
+        return text + self._describe_engine()
+
+    def _describe_engine(self) -> str:
+        """`, engine llamacpp` and any behaviour that is not the default one."""
+        if self.engine == "default" and all(
+            getattr(self, name) == value for name, value in _BEHAVIOUR_DEFAULTS.items()
+        ):
+            return ""
+        text = f", engine {self.engine}"
+        if self.prefix_cache:
+            text += f", prefix cache {self.prefix_cache_tokens} tokens"
+        if self.stream_end != "done":
+            text += f", stream end {self.stream_end}"
+        if self.max_queue is not None:
+            text += f", max queue {self.max_queue} ({self.overload_status})"
         return text
+
+
+# What each --engine sets; every field can still be given on its own. Sources: the captured
+# llama-server streams in shared/fixtures/llama-server; vLLM's and SGLang's OpenAI servers
+# (role chunk on the first engine output, usage chunk when include_usage, vLLM's
+# continuous_usage_stats and 16-token prefix-cache blocks); TGI's router (429 "Model is
+# overloaded", no role-only chunk).
+ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
+    "default": {},
+    "llamacpp": {
+        "close_after_response": True,
+        "role_chunk": "separate",
+        "usage": "requested",
+        "finish_reason_default": "stop",
+        "prefix_cache": True,
+        "prefix_cache_block": 1,
+        "timings": True,
+        "tokenize": "llamacpp",
+        "metrics": "llamacpp",
+        "overload_status": 503,
+    },
+    "vllm": {
+        "role_chunk": "separate",
+        "usage": "requested",
+        "finish_reason_default": "stop",
+        "prefix_cache": True,
+        "prefix_cache_block": 16,
+        "tokenize": "vllm",
+        "metrics": "vllm",
+    },
+    "sglang": {
+        "role_chunk": "separate",
+        "usage": "requested",
+        "finish_reason_default": "stop",
+        "prefix_cache": True,
+        "prefix_cache_block": 1,
+        "tokenize": "sglang",
+        "metrics": "sglang",
+    },
+    "tgi": {
+        "role_chunk": "none",
+        "usage": "finish",
+        "finish_reason_default": "stop",
+        "prefix_cache": True,
+        "prefix_cache_block": 1,
+        "tokenize": "tgi",
+        "metrics": "tgi",
+        "overload_status": 429,
+    },
+}
+
+# The behaviour fields at their defaults (what `describe` leaves out).
+_BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
+    "close_after_response": False,
+    "role_chunk": "arrival",
+    "usage": "requested",
+    "stream_end": "done",
+    "fault_after_tokens": None,
+    "finish_reason_default": "length",
+    "prefix_cache": False,
+    "prefix_cache_tokens": 1_000_000,
+    "prefix_cache_block": 1,
+    "timings": False,
+    "tokenize": "default",
+    "metrics": "default",
+    "max_queue": None,
+    "overload_status": 429,
+    "retry_after_s": 1,
+}

@@ -144,6 +144,7 @@ class GpuRequest:
 
     __slots__ = (
         "admitted_at",
+        "cached_tokens",
         "finished_at",
         "first_token_at",
         "generated",
@@ -161,14 +162,19 @@ class GpuRequest:
         prompt_tokens: int,
         max_tokens: int,
         on_progress: Callable[[], None] | None = None,
+        cached_tokens: int = 0,
     ) -> None:
         if prompt_tokens < 1 or max_tokens < 1:
             raise ValueError("a request has at least one prompt token and one output token")
+        if not 0 <= cached_tokens < prompt_tokens:
+            raise ValueError("cached_tokens must be in 0..prompt_tokens - 1")
         self.prompt_tokens = prompt_tokens
         self.max_tokens = max_tokens
         self.on_progress = on_progress
         self.kv_bytes = 0  # reserved when admitted: (prompt + max_tokens) x kv per token
-        self.prefilled = 0
+        # A prefix-cache hit: those prompt tokens' KV exists, only the rest is prefilled.
+        self.cached_tokens = cached_tokens
+        self.prefilled = cached_tokens
         self.generated = 0
         self.state: RequestState = "waiting"
         self.submitted_at = math.nan
@@ -475,6 +481,11 @@ class GpuEngine:
         for name, help_text in _KV_FAMILIES:
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
             lines.append(f"{name}{label} {usage!r}")
+        return "\n".join(lines) + "\n" + self.render_dcgm(now)
+
+    def render_dcgm(self, now: float) -> str:
+        """Per-GPU DCGM gauges as dcgm-exporter publishes them, Prometheus text format."""
+        lines: list[str] = []
         model = self.model
         act = self.activity(now)
         per_gpu_memory = model.memory_bytes / model.gpu_count

@@ -10,9 +10,15 @@ import socket
 from types import TracebackType
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from infercost.sim.app import SimApp
+from infercost.sim.app import CLOSE_AFTER_RESPONSE, SimApp
 from infercost.sim.config import SimConfig
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # httptools not installed: h11 only
+    HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -93,6 +99,40 @@ def punctual_loop() -> asyncio.AbstractEventLoop:
     return asyncio.SelectorEventLoop(_PunctualSelector())
 
 
+def _close_if_asked(protocol: H11Protocol | HttpToolsProtocol) -> None:
+    """Close the connection after a response the app marked (--close-after-response): the
+    headers said keep-alive, as llama-server's do, yet the server hangs up, which a client
+    reusing the connection must survive. ASGI gives the app no way to do this itself."""
+    cycle = protocol.cycle
+    if cycle is not None and cycle.scope.get(CLOSE_AFTER_RESPONSE):
+        protocol.transport.close()
+
+
+class _H11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, closing after a marked response."""
+
+    def on_response_complete(self) -> None:
+        """Close first if marked; uvicorn's own bookkeeping then sees a closing transport."""
+        _close_if_asked(self)
+        super().on_response_complete()
+
+
+def _protocol_class() -> type[asyncio.Protocol]:
+    """httptools when installed (what uvicorn's "auto" picks), h11 otherwise."""
+    if HttpToolsProtocol is None:
+        return _H11Protocol
+
+    class _HttpToolsProtocol(HttpToolsProtocol):
+        """uvicorn's httptools protocol, closing after a marked response."""
+
+        def on_response_complete(self) -> None:
+            """Close first if marked; uvicorn's own bookkeeping then sees a closing transport."""
+            _close_if_asked(self)
+            super().on_response_complete()
+
+    return _HttpToolsProtocol
+
+
 def _uvicorn_server(app: SimApp) -> uvicorn.Server:
     config = uvicorn.Config(
         app,
@@ -100,8 +140,9 @@ def _uvicorn_server(app: SimApp) -> uvicorn.Server:
         # would quantize the very timings this server exists to reproduce; and with a
         # selector that does not round waits up to the next millisecond (_PunctualSelector).
         loop="infercost.sim.server:punctual_loop",
-        # h11 today; httptools (uvicorn[standard]) when installed, which costs less per event.
-        http="auto",
+        # httptools (uvicorn[standard]) when installed, which costs less per event; h11
+        # otherwise; either one able to close after a response (_close_if_asked).
+        http=_protocol_class(),
         lifespan="off",
         access_log=False,
         log_level="warning",

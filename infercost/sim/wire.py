@@ -8,6 +8,7 @@ gives the same number.
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Annotated, Final, TypeVar
 
@@ -38,9 +39,11 @@ class ChatMessage(msgspec.Struct):
 
 
 class StreamOptions(msgspec.Struct):
-    """`stream_options`: only include_usage changes what the simulator sends."""
+    """`stream_options`: include_usage, and vLLM's continuous_usage_stats (usage on every
+    chunk; honoured with usage style "requested")."""
 
     include_usage: bool | None = None
+    continuous_usage_stats: bool | None = None
 
 
 class ChatRequest(msgspec.Struct):
@@ -65,16 +68,46 @@ class CompletionRequest(msgspec.Struct):
 
 
 class TokenizeRequest(msgspec.Struct):
-    """POST /tokenize body: vLLM's shape, `prompt` or `messages`."""
+    """POST /tokenize body: vLLM's shape, `prompt` or `messages` (and return_token_strs)."""
 
     prompt: str | None = None
     messages: list[ChatMessage] | None = None
     model: str | None = None
+    return_token_strs: bool | None = None
+
+
+class LlamaTokenizeRequest(msgspec.Struct):
+    """llama-server's POST /tokenize body (tools/server: `content`, `add_special` default
+    false, `with_pieces`); a body without `content` gets `{"tokens": []}`."""
+
+    content: str | list[str | int] | None = None
+    add_special: bool = False
+    with_pieces: bool = False
+
+
+class SglangTokenizeRequest(msgspec.Struct):
+    """SGLang's POST /tokenize and /v1/tokenize body (entrypoints/openai/protocol.py):
+    `prompt` a string or a list of strings."""
+
+    prompt: str | list[str]
+    model: str | None = None
+    add_special_tokens: bool = True
+
+
+class TgiTokenizeRequest(msgspec.Struct):
+    """TGI's POST /tokenize body: a GenerateRequest (router/src/lib.rs), `inputs` and
+    optional `parameters` (ignored)."""
+
+    inputs: str
+    parameters: dict[str, object] | None = None
 
 
 _chat_decoder: Final = msgspec.json.Decoder(ChatRequest)
 _completion_decoder: Final = msgspec.json.Decoder(CompletionRequest)
 _tokenize_decoder: Final = msgspec.json.Decoder(TokenizeRequest)
+_llama_tokenize_decoder: Final = msgspec.json.Decoder(LlamaTokenizeRequest)
+_sglang_tokenize_decoder: Final = msgspec.json.Decoder(SglangTokenizeRequest)
+_tgi_tokenize_decoder: Final = msgspec.json.Decoder(TgiTokenizeRequest)
 encode: Final = msgspec.json.Encoder().encode
 
 
@@ -103,6 +136,21 @@ def decode_tokenize(body: bytes) -> TokenizeRequest:
     if req.prompt is None and req.messages is None:
         raise RequestError("Object missing required field `prompt` or `messages`")
     return req
+
+
+def decode_llama_tokenize(body: bytes) -> LlamaTokenizeRequest:
+    """Parse a llama-server tokenize body."""
+    return _decode(_llama_tokenize_decoder, body)
+
+
+def decode_sglang_tokenize(body: bytes) -> SglangTokenizeRequest:
+    """Parse an SGLang tokenize body."""
+    return _decode(_sglang_tokenize_decoder, body)
+
+
+def decode_tgi_tokenize(body: bytes) -> TgiTokenizeRequest:
+    """Parse a TGI tokenize body."""
+    return _decode(_tgi_tokenize_decoder, body)
 
 
 def message_words(messages: list[ChatMessage]) -> list[str]:
@@ -178,13 +226,19 @@ def event_prefix(object_name: str, request_id: str, created: int, model_json: by
     )
 
 
-def usage_json(prompt_tokens: int, completion_tokens: int) -> bytes:
-    """The OpenAI `usage` object, pre-encoded."""
-    return b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}' % (
+def usage_json(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+) -> bytes:
+    """The OpenAI `usage` object, pre-encoded; with `prompt_tokens_details.cached_tokens`
+    unless `cached_tokens` is None."""
+    base = b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d' % (
         prompt_tokens,
         completion_tokens,
         prompt_tokens + completion_tokens,
     )
+    if cached_tokens is None:
+        return base + b"}"
+    return base + b',"prompt_tokens_details":{"cached_tokens":%d}}' % cached_tokens
 
 
 def usage_event(prefix: bytes, prompt_tokens: int, completion_tokens: int) -> bytes:
@@ -195,3 +249,105 @@ def usage_event(prefix: bytes, prompt_tokens: int, completion_tokens: int) -> by
 def error_body(status: int, message: str, error_type: str) -> bytes:
     """OpenAI/llama.cpp error JSON: {"error": {"message", "type", "code"}}."""
     return encode({"error": {"message": message, "type": error_type, "code": status}})
+
+
+# -- engine dialects of the stream (issue 10)
+
+BOS_ID: Final = 1
+LLAMACPP_FINGERPRINT: Final = "b1-infercost-sim"
+
+
+def _llama_choice(body: bytes, reason: bytes = b"null") -> bytes:
+    return b'{"finish_reason":' + reason + b',"index":0,' + body + b"}"
+
+
+class StreamFormat:
+    """Pre-encoded pieces of one kind of stream (chat or completion) in one engine's dialect.
+
+    An event is `prefix + choice + b"]" + extras + b"}\n\n"`, extras being `,"usage":...`
+    and the like; llama.cpp's chat choices have no `logprobs` and its role chunk carries
+    `content: null` (as in shared/fixtures/llama-server/chat-stream-*.sse), and its chunks a
+    `system_fingerprint`.
+    """
+
+    __slots__ = ("chat", "fingerprint", "finish", "object_name", "role", "tokens")
+
+    def __init__(self, *, chat: bool, llamacpp: bool) -> None:
+        self.chat = chat
+        self.object_name = "chat.completion.chunk" if chat else "text_completion"
+        self.fingerprint = (
+            b',"system_fingerprint":' + encode(LLAMACPP_FINGERPRINT) if llamacpp else b""
+        )
+        reasons = ("length", "stop")
+        if chat and llamacpp:
+            self.role = _llama_choice(b'"delta":{"role":"assistant","content":null}')
+            self.tokens = tuple(
+                _llama_choice(b'"delta":{"content":' + encode(t) + b"}") for t in TOKEN_TEXTS
+            )
+            self.finish = {r: _llama_choice(b'"delta":{}', encode(r)) for r in reasons}
+        elif chat:
+            self.role = CHAT_ROLE_CHOICE
+            self.tokens = CHAT_TOKEN_CHOICES
+            self.finish = {
+                r: b'{"index":0,"delta":{},"logprobs":null,"finish_reason":%s}' % encode(r)
+                for r in reasons
+            }
+        else:
+            self.role = b""
+            self.tokens = COMPLETION_TOKEN_CHOICES
+            self.finish = {
+                r: b'{"index":0,"text":"","logprobs":null,"finish_reason":%s}' % encode(r)
+                for r in reasons
+            }
+
+    def prefix(self, request_id: str, created: int, model_json: bytes) -> bytes:
+        """`data: {...,"choices":[` for one stream."""
+        return b'data: {"id":"%s","object":"%s","created":%d,"model":%s%s,"choices":[' % (
+            request_id.encode(),
+            self.object_name.encode(),
+            created,
+            model_json,
+            self.fingerprint,
+        )
+
+
+def event(prefix: bytes, choice: bytes, extras: bytes = b"") -> bytes:
+    """One SSE data event: the stream's prefix, a choice (b"" for `choices: []`) and extras
+    (`,"usage":{...}` ...)."""
+    return prefix + choice + b"]" + extras + b"}\n\n"
+
+
+def error_event(message: str) -> bytes:
+    """An SSE `event: error` with an OpenAI error object: a stream failing mid-way."""
+    body = encode({"error": {"message": message, "type": "server_error", "code": 500}})
+    return b"event: error\ndata: " + body + b"\n\n"
+
+
+def timings_json(*, cache_n: int, prompt_n: int, prompt_ms: float, predicted_n: int,
+                 predicted_ms: float) -> bytes:  # fmt: skip
+    """llama-server's `timings` object. As in the captured streams, the per-token figures of
+    generation divide by predicted_n - 1 (the first token's time belongs to the prompt):
+    42.313 ms for 8 tokens is 6.0447 ms per token and 165.43 tokens/s. A quotient without
+    a denominator (no prompt time, a single token) is 0."""
+    gaps = predicted_n - 1
+    return encode(
+        {
+            "cache_n": cache_n,
+            "prompt_n": prompt_n,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / prompt_n if prompt_n else 0.0,
+            "prompt_per_second": 1000.0 * prompt_n / prompt_ms if prompt_ms > 0 else 0.0,
+            "predicted_n": predicted_n,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": predicted_ms / gaps if gaps > 0 else 0.0,
+            "predicted_per_second": 1000.0 * gaps / predicted_ms if predicted_ms > 0 else 0.0,
+        }
+    )
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """(start, stop) character offsets of each whitespace-separated word: TGI's tokens."""
+    return [(m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+_WORD: Final = re.compile(r"\S+")
