@@ -352,7 +352,9 @@ class SimApp:
                     return
                 payload = _tokenize_vllm(req, with_strs=flavor == "vllm")
         except wire.RequestError as exc:
-            await _send_error(send, 400, str(exc), "invalid_request_error")
+            # SGLang (FastAPI) and TGI (axum) reject a body of the wrong shape with 422.
+            status = 422 if flavor in ("sglang", "tgi") else 400
+            await _send_error(send, status, str(exc), "invalid_request_error")
             return
         await _send_bytes(send, 200, wire.encode(payload), _JSON_HEADERS)
 
@@ -744,8 +746,10 @@ class SimApp:
                 ],
                 "usage": usage,
             }
-        if self.config.engine == "llamacpp":
+        if self.config.engine == "llamacpp":  # as shared/fixtures/llama-server/chat-nostream.json
             payload["system_fingerprint"] = wire.LLAMACPP_FINGERPRINT
+            if job.chat:
+                del payload["choices"][0]["logprobs"]
         body = wire.encode(payload)
         if self.config.timings:  # appended pre-encoded, as the stream's events are
             body = body[:-1] + b',"timings":' + self._timings(job, prompt_s, predicted_s) + b"}"
