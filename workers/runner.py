@@ -43,10 +43,10 @@ from workers.loadgen.tokenize import (
     CALIBRATIONS,
     EXACT,
     MAX_CHECKED_PROMPTS,
+    PROBES,
     Calibration,
     Prepared,
     Tokenizer,
-    TokenizerError,
     count_outputs,
     prepare_prompts,
 )
@@ -191,6 +191,9 @@ class JobRunner:
         # prompts were checked to be exactly their drawn length, by seq.
         self.tokenizer: Tokenizer | None = None
         self.exact_prompts: list[bool] = []
+        # The current level's prompt_tokenizer block (TokenizerProbe.block): which tokenizer
+        # form built its prompts, or that none worked; stored on the run as the level starts.
+        self.prompt_tokenizer: dict[str, Any] | None = None
         # The job's dataset items (workload.dataset_id), loaded at its first level.
         self.replay: Replay | None = None
         # The tokenizer route that counts output without usage (_output_counter), probed at
@@ -401,12 +404,7 @@ class JobRunner:
         responses without usage (METRICS.md n_out); else None. Probed once per job: a
         failed probe may take the whole request timeout."""
         if not self._counter_probed:
-            tokenizer = Tokenizer.for_target(self.target)
-            try:
-                await tokenizer.count(self.rt.http, "hello", as_prompt=False)
-                self._counter = tokenizer
-            except TokenizerError:
-                self._counter = None
+            self._counter = (await PROBES.get(self.rt.http, self.target)).tokenizer
             self._counter_probed = True
         return self._counter
 
@@ -416,11 +414,26 @@ class JobRunner:
         """With the endpoint's tokenizer route: its calibration, and how to build prompts
         0, 1, ... of exactly `lengths` tokens (self.exact_prompts says which made it).
         Without one: (None, []), and prompts are estimated as they are sent."""
-        tokenizer = Tokenizer.for_target(self.target)
-        calibration = await CALIBRATIONS.get(self.rt.http, tokenizer, prompts)
+        # Which of the engines' tokenizer forms answers here (workers/loadgen/tokenize.py);
+        # probed once per worker process and endpoint.
+        probe = await PROBES.get(self.rt.http, self.target)
+        self.prompt_tokenizer = probe.block()
+        tokenizer = probe.tokenizer
+        calibration = None
+        if tokenizer is not None:
+            calibration = await CALIBRATIONS.get(self.rt.http, tokenizer, prompts)
         self.tokenizer = None if calibration is None else tokenizer
         self.exact_prompts = []
-        if calibration is None:
+        if tokenizer is not None and calibration is None:
+            self.prompt_tokenizer = {
+                **self.prompt_tokenizer,
+                "exact": False,
+                "note": f"{probe.form} stopped answering while prompts were calibrated: "
+                "prompt lengths are approximate",
+            }
+        if not self.prompt_tokenizer["exact"]:
+            log.warning("job %s: %s", self.job.id, self.prompt_tokenizer["note"])
+        if tokenizer is None or calibration is None:
             return None, []
         shard = self.shard
         # A shard checks only the prompts it sends: seqs shard.index mod shard.count.
@@ -428,7 +441,8 @@ class JobRunner:
         prepared = await prepare_prompts(
             self.rt.http, tokenizer, calibration, prompts, lengths, check=mine
         )
-        self.exact_prompts = [p.exact for p in prepared]
+        # A prompt is exact only where the form counts what the server will (probe.exact).
+        self.exact_prompts = [p.exact and probe.exact for p in prepared]
         return calibration, prepared
 
     def _schedule(self, level: float, rng: np.random.Generator) -> np.ndarray:
@@ -487,6 +501,13 @@ class JobRunner:
     async def _run_level(self, level_index: int, level: float) -> tuple[list[RequestTiming], float]:
         """Drive one level; return its requests in seconds from the level's start, and CPU use."""
         plan = await self._plan(level_index, level)
+        if self.run_id is not None and self.shard is None and self.prompt_tokenizer is not None:
+            # Up front: the run says how its prompt lengths were built before it is measured.
+            async with self.rt.sessionmaker() as session:
+                await JobRepository(session).update_run(
+                    self.run_id, stats={"prompt_tokenizer": self.prompt_tokenizer}
+                )
+                await session.commit()
         if self.shard is not None:
             plan = split_plan(plan, self.shard.index, self.shard.count)
         done: list[RawRequest] = []
@@ -585,6 +606,9 @@ class JobRunner:
         telemetry in a transaction of its own: a telemetry value the database refuses costs
         the telemetry, never the measured level."""
         summary = self.telemetry.summary(timings, self.origin_s, self.endpoint.gpu_count)
+        columns = _figures_to_columns(figures)
+        if self.prompt_tokenizer is not None:
+            columns["stats"]["prompt_tokenizer"] = self.prompt_tokenizer
         async with self.rt.sessionmaker() as session:
             repo = JobRepository(session)
             if samples:
@@ -595,7 +619,7 @@ class JobRunner:
                 finished_at=utcnow(),
                 telemetry=summary,
                 live=None,
-                **_figures_to_columns(figures),
+                **columns,
             )
             await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
             await session.commit()
@@ -654,6 +678,7 @@ class JobRunner:
         )
         # Shard 0 scraped the telemetry, with the agreed instant as its origin.
         self.telemetry, self.origin_s = own.telemetry, own.origin_s
+        self.prompt_tokenizer = own.prompt_tokenizer
         self.progress.in_level = len(outcome.timings)
         self.progress.cancelled = self.progress.cancelled or outcome.cancelled
         return outcome

@@ -205,6 +205,22 @@ class Distribution(msgspec.Struct):
     max: float | None
 
 
+class PromptTokenizer(msgspec.Struct):
+    """How a level's synthetic prompts were built to their drawn lengths, said as it starts.
+
+    `form`: the endpoint's tokenizer request that counted them (e.g. "llamacpp:/tokenize
+    content", "vllm:/tokenize messages"), null when none answered consistently. `exact`:
+    whether prompts could be built to exactly the token count the server reports.
+    `template_tokens`: the chat template's tokens, measured from the server's usage where
+    the form counts raw text only. `note`: what that means, in a sentence.
+    """
+
+    form: str | None
+    exact: bool
+    template_tokens: int | None
+    note: str
+
+
 class RequestCounts(msgspec.Struct):
     """Measured requests (warm-up excluded) and failures by error class."""
 
@@ -403,6 +419,9 @@ class RunSummary(msgspec.Struct):
     telemetry: Telemetry
     cost: Cost
     efficiency: Efficiency | None = None
+    # Which tokenizer form built the level's prompts, or that none worked (then
+    # prompt_lengths is approximate); null for dataset and session prompts.
+    prompt_tokenizer: PromptTokenizer | None = None
     # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
     workload_fingerprint: str | None = None
     # While the level runs: its figures so far (null once it ends).

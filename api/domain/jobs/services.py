@@ -35,6 +35,7 @@ from api.domain.jobs.schemas import (
     LiveFigures,
     Load,
     Progress,
+    PromptTokenizer,
     RequestCounts,
     RunSummary,
     Sample,
@@ -169,6 +170,9 @@ def run_summary(
             price_source=price.source,
         ),
         efficiency=physics,
+        prompt_tokenizer=msgspec.convert(stats["prompt_tokenizer"], PromptTokenizer)
+        if stats.get("prompt_tokenizer")
+        else None,
         workload_fingerprint=run.workload_fingerprint,
         live=msgspec.convert(run.live, LiveFigures) if run.live else None,
         change=change_read(run.change),
