@@ -11,6 +11,8 @@ import httpx
 import numpy as np
 import pytest
 
+from infercost.sim.config import SimConfig
+from infercost.sim.process import start_sim_process
 from infercost.workload import PromptMaker
 from tests.asgi import Receive, Send, send_json, serve_in_loop
 from tests.tokenizer_engines import (
@@ -200,3 +202,43 @@ def test_llama_server_fixture_reads_as_ten_tokens() -> None:
     assert count_of(FIXTURE.read_bytes()) == 10
     assert count_of(b'{"tokens":[]}') == 0
     assert count_of(b'[{"id":1,"text":"<s>","start":0,"stop":0}]') == 1
+
+
+# (sim --engine, api) -> the form the probe settles on. The simulator counts a token per
+# word, adds no chat template and no BOS, and serves no /chat_tokenize for TGI.
+SIM_CASES = [
+    ("llamacpp", CHAT, "llamacpp:/tokenize content", 0),
+    ("vllm", CHAT, "vllm:/tokenize messages", None),
+    ("sglang", CHAT, "sglang:/tokenize prompt", 0),
+    ("tgi", CHAT, "tgi:/tokenize inputs", 0),
+    ("sglang", COMPLETIONS, "sglang:/tokenize prompt", None),
+]
+
+
+@pytest.mark.parametrize(("engine", "api", "form", "template"), SIM_CASES)
+async def test_against_infercost_sim_each_engine(
+    engine: str, api: str, form: str, template: int | None
+) -> None:
+    sim = start_sim_process(SimConfig.for_engine(engine, port=0))  # type: ignore[arg-type]
+    try:
+        async with httpx.AsyncClient() as client:
+            probe = await probe_tokenizer(
+                client,
+                Target.for_endpoint(
+                    sim.openai_base_url, api, "sim-model", None, 10.0, engine=engine
+                ),
+            )
+            assert probe.form == form, probe.tried
+            assert probe.exact, probe.note
+            assert probe.template_tokens == template
+            assert probe.tokenizer is not None
+            maker = PromptMaker(np.random.default_rng(5))
+            lengths = [int(n) for n in np.random.default_rng(6).integers(5, 300, 20)]
+            calibration = await calibrate(client, probe.tokenizer, maker)
+            assert calibration is not None
+            prepared = await prepare_prompts(client, probe.tokenizer, calibration, maker, lengths)
+    finally:
+        sim.stop()
+    for seq, (n, p) in enumerate(zip(lengths, prepared, strict=True)):
+        # the simulator's rule: one token per whitespace-separated word
+        assert len(maker.make(seq, p.words, p.pad).split()) == n
