@@ -841,14 +841,18 @@ class SimApp:
     ) -> bool:
         """Answer once the engine emitted the last token; False if stopped early."""
         loop = asyncio.get_running_loop()
+        remembered = False
         while not request.done:
             await inflight.wait(loop)
             if inflight.stopped:
                 if not inflight.client_gone:
                     await _send_error(send, 503, "the simulator is shutting down", "server_error")
                 return False
-            if request.generated > 0:
+            if request.generated > 0 and not remembered:  # prefill done
                 self._remember(job)
+                remembered = True
+        if not remembered:
+            self._remember(job)
         prompt_s, predicted_s = _gpu_times(request)
         body = self._completion_body(job, prompt_s, predicted_s)
         await _send_bytes(send, 200, body, _JSON_HEADERS)
