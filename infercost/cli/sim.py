@@ -190,8 +190,9 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "--stream-end",
     type=click.Choice(get_args(StreamEnd)),
     default=None,
-    help="done: finish chunk then [DONE]; no_done: no [DONE]; abrupt: the body just stops "
-    "(no finish_reason, no [DONE]); error: an SSE `event: error`, then the body stops.",
+    help="How streamed responses end. done: finish chunk then [DONE]; no_done: no [DONE]; "
+    "abrupt: the body just stops (no finish_reason, no [DONE]); error: an SSE `event: error`, "
+    "then the body stops.",
 )
 @click.option(
     "--fault-after-tokens",

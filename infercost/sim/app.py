@@ -541,7 +541,8 @@ class SimApp:
 
     def _prefix(self, job: _Job) -> bytes:
         fmt = self._formats[job.chat]
-        kind = "chatcmpl" if job.chat else "cmpl"
+        # llama-server names completion streams chatcmpl-... too (completions-stream-usage.sse).
+        kind = "chatcmpl" if job.chat or self.config.engine == "llamacpp" else "cmpl"
         return fmt.prefix(f"{kind}-{uuid.uuid4().hex}", int(time.time()), self._model_json)
 
     async def _start_stream(self, send: Send, prefix: bytes, job: _Job) -> None:

@@ -109,7 +109,7 @@ class SimConfig:
     close_after_response: bool = False
     role_chunk: RoleChunk = "arrival"
     usage: UsageStyle = "requested"
-    stream_end: StreamEnd = "done"
+    stream_end: StreamEnd = "done"  # streamed responses only
     # abrupt/error end: after this many content tokens (None: after all of them).
     fault_after_tokens: int | None = None
     # finish_reason when the request gave no max_tokens (real engines stop at EOS: "stop").

@@ -245,16 +245,21 @@ async def test_llamacpp_closes_the_connection_after_a_stream_despite_keep_alive(
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         try:
             writer.write(_http_request(CHAT, chat_body("hi", 3, stream=True)))
-            # read(-1) returns only at EOF: the server hung up after the response.
-            response = await asyncio.wait_for(reader.read(-1), 10)
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            body = await asyncio.wait_for(reader.readuntil(b"\r\n0\r\n\r\n"), 10)
+            # A client reusing the kept-alive connection gets no answer: the server hung up.
+            writer.write(_http_request(CHAT, chat_body("hi", 3, stream=True)))
+            try:
+                after = await asyncio.wait_for(reader.read(-1), 10)
+            except ConnectionResetError:
+                after = b""
         finally:
             writer.close()
-    head, _, body = response.partition(b"\r\n\r\n")
     headers = head.lower()
     assert b"\r\nconnection: keep-alive" in headers
     assert b"\r\nkeep-alive: timeout=5, max=100" in headers
-    assert body.endswith(b"0\r\n\r\n")  # the chunked body was complete
     assert b"data: [DONE]" in body
+    assert after == b""
 
 
 async def test_default_keeps_the_connection_for_the_next_request() -> None:
@@ -611,6 +616,17 @@ async def test_gpu_mode_reports_the_cache_in_llamacpp_timings() -> None:
     assert warm_t["prompt_ms"] < cold_t["prompt_ms"]  # the model's clock, not the wall's
     assert metrics[("llamacpp:prompt_tokens_total", ())] == 3000 + 500
     assert any(name.startswith("DCGM_FI_DEV_GPU_UTIL") for name, _ in metrics)
+
+
+async def test_gpu_mode_stream_that_breaks_off_frees_its_place() -> None:
+    config = SimConfig(mode="gpu", port=0, stream_end="abrupt", fault_after_tokens=2)
+    async with serve(config) as (server, client):
+        events = data((await client.post(CHAT, json=chat_body("a b c", 50, stream=True))).content)
+        engine = server.app.engine
+        assert engine is not None
+        assert (len(engine.running), len(engine.waiting)) == (0, 0)
+    assert content_events(events) == 2
+    assert all(e != "DONE" and e["choices"][0]["finish_reason"] is None for e in events)
 
 
 # ------------------------------------------------------------------ profiles and CLI
