@@ -11,6 +11,7 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
+from redis.asyncio import Redis
 from sqlalchemy import text
 
 import infercost.db.models  # noqa: F401 - every mapper registered before the first query
@@ -29,9 +30,11 @@ from api.domain.teams.controllers import TeamController
 from api.domain.telemetry.controllers import TelemetryController
 from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
+from api.guards import GuardedRequest, rate_limit, refuse_nul
 from api.queue import TaskQueue
 from infercost import __version__
 from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.outbound import Policy
 from infercost.queue import make_celery
 from infercost.security import Vault
 from infercost.settings import Settings
@@ -57,6 +60,14 @@ def create_app(settings: Settings | None = None) -> Litestar:
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.vault = Vault(settings.secret_keys)
+        # Where registered URLs may point (INFERCOST_OUTBOUND_ALLOW), read once.
+        app.state.outbound = Policy.from_settings(settings)
+        # The per-key rate limit counts in the broker's Redis, shared by every replica.
+        app.state.rate_limit_redis = (
+            Redis.from_url(settings.redis_url, socket_timeout=1.0, socket_connect_timeout=1.0)
+            if settings.redis_url and settings.rate_limit_per_minute > 0
+            else None
+        )
         celery = make_celery(settings)
         app.state.celery = celery
         app.state.task_queue = TaskQueue(celery, app.state.sessionmaker)
@@ -68,6 +79,12 @@ def create_app(settings: Settings | None = None) -> Litestar:
     async def shutdown(app: Litestar) -> None:
         await app.state.engine.dispose()
         app.state.celery.close()
+        if app.state.rate_limit_redis is not None:
+            try:
+                await app.state.rate_limit_redis.aclose()
+            except Exception as exc:  # noqa: BLE001 - closing is best effort, as the engine's is
+                # (e.g. a test served the app in another event loop than its startup's).
+                log.warning("rate limit's Redis connections not closed cleanly: %r", exc)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     return Litestar(
@@ -94,6 +111,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             "caller": Provide(provide_caller),
         },
         exception_handlers=EXCEPTION_HANDLERS,
+        request_class=GuardedRequest,
+        middleware=[refuse_nul, rate_limit],
         on_startup=[startup],
         on_shutdown=[shutdown],
         openapi_config=OpenAPIConfig(

@@ -49,6 +49,17 @@ class Settings:
     # attempts in all (infercost/webhooks/delivery.py).
     webhook_backoff_s: float = 10.0
     webhook_max_attempts: int = 6
+    # Where the service may connect beyond its default outbound policy (infercost/outbound.py):
+    # CIDRs and host names, e.g. ("127.0.0.0/8", "::1") for a simulator on this machine.
+    outbound_allow: tuple[str, ...] = ()
+    # Per-team caps (README, "Security and operations"); each error names its variable.
+    max_active_jobs: int = 20
+    max_requests_per_job: int = 1_000_000
+    max_job_duration_s: float = 86_400.0
+    max_metrics_urls: int = 8
+    max_webhooks: int = 20
+    # Requests per minute one API key may make, counted in Redis across replicas; 0: no limit.
+    rate_limit_per_minute: int = 600
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -70,6 +81,15 @@ class Settings:
             max_dataset_bytes=_int(env, "INFERCOST_MAX_DATASET_BYTES", 64 * 1024 * 1024),
             webhook_backoff_s=_float(env, "INFERCOST_WEBHOOK_BACKOFF_S", 10.0),
             webhook_max_attempts=max(1, _int(env, "INFERCOST_WEBHOOK_MAX_ATTEMPTS", 6)),
+            outbound_allow=tuple(
+                a.strip() for a in env.get("INFERCOST_OUTBOUND_ALLOW", "").split(",") if a.strip()
+            ),
+            max_active_jobs=_int(env, "INFERCOST_MAX_ACTIVE_JOBS", 20),
+            max_requests_per_job=_int(env, "INFERCOST_MAX_REQUESTS_PER_JOB", 1_000_000),
+            max_job_duration_s=_float(env, "INFERCOST_MAX_JOB_DURATION_S", 86_400.0),
+            max_metrics_urls=_int(env, "INFERCOST_MAX_METRICS_URLS", 8),
+            max_webhooks=_int(env, "INFERCOST_MAX_WEBHOOKS", 20),
+            rate_limit_per_minute=_int(env, "INFERCOST_RATE_LIMIT_PER_MINUTE", 600),
         )
 
     def require_database_url(self) -> str:

@@ -97,6 +97,11 @@ def service_env(database_url: str) -> dict[str, str]:
         # Webhook retries after 1, 2, 4 s (four attempts), so retry tests take seconds.
         INFERCOST_WEBHOOK_BACKOFF_S="1",
         INFERCOST_WEBHOOK_MAX_ATTEMPTS="4",
+        # The simulators and test receivers listen on loopback, refused by default.
+        INFERCOST_OUTBOUND_ALLOW="127.0.0.0/8,::1",
+        # Tests poll fast with one key; the limit itself is tested on a server of its own
+        # (tests/api/test_security.py).
+        INFERCOST_RATE_LIMIT_PER_MINUTE="100000",
     )
     return env
 

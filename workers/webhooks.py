@@ -19,6 +19,7 @@ import threading
 import httpx
 
 from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.outbound import Policy
 from infercost.security import Vault
 from infercost.settings import Settings
 from infercost.webhooks.delivery import Outcome, deliver_next
@@ -70,6 +71,8 @@ class Courier:
         engine = make_engine(self.settings.require_database_url(), pool_size=SENDERS)
         sessionmaker = make_sessionmaker(engine)
         vault = Vault(self.settings.secret_keys)
+        # Every attempt resolves the receiver and checks each address (infercost/outbound.py).
+        policy = Policy.from_settings(self.settings)
         # Its own client, not the load generator's pool: a slow receiver must never hold a
         # connection a benchmark needs.
         async with httpx.AsyncClient(follow_redirects=False) as client:
@@ -84,6 +87,7 @@ class Courier:
                                 client,
                                 backoff_base_s=self.settings.webhook_backoff_s,
                                 max_attempts=self.settings.webhook_max_attempts,
+                                policy=policy,
                             )
                             await session.commit()
                     except Exception:

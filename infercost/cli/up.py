@@ -484,6 +484,10 @@ class Launcher:
             INFERCOST_PORT=str(self.api_port),
             PYTHONUNBUFFERED="1",
         )
+        # The demo simulators listen on loopback, which the outbound policy refuses unless
+        # allowed (infercost/outbound.py): allow it, on top of whatever the operator allows.
+        allow = [a for a in env.get("INFERCOST_OUTBOUND_ALLOW", "").split(",") if a.strip()]
+        env["INFERCOST_OUTBOUND_ALLOW"] = ",".join([*allow, "127.0.0.0/8", "::1"])
         return env
 
     def _migrate(self, env: dict[str, str]) -> None:

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost import __version__
 from infercost.db.base import utcnow
+from infercost.outbound import OutboundRefused, Pinned, Policy, pinned
 from infercost.security import CredentialError, Vault
 from infercost.webhooks.repository import WebhookRepository
 from infercost.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, sign
@@ -56,12 +57,37 @@ class Outcome:
     delivery_id: uuid.UUID | None = None
 
 
+async def _target(url: str, policy: Policy | None) -> tuple[Pinned | None, str | None]:
+    """Where to send: the receiver's first checked address (its name resolved and every
+    address checked now, so a name re-pointed after registration is caught), or why not."""
+    if policy is None:
+        return Pinned(url, {}), None
+    try:
+        addresses = await policy.check_connect(url)
+    except OutboundRefused as exc:
+        return None, f"refused by the outbound policy: {exc.detail}"[:_ERROR_CHARS]
+    except OSError as exc:  # the name does not resolve
+        return None, f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
+    return pinned(url, addresses[0]), None
+
+
 async def post(
-    client: httpx.AsyncClient, url: str, secret: str, event: str, payload: dict[str, Any]
+    client: httpx.AsyncClient,
+    url: str,
+    secret: str,
+    event: str,
+    payload: dict[str, Any],
+    *,
+    policy: Policy | None = None,
 ) -> tuple[int | None, str | None]:
-    """POST the signed payload; the receiver's status, or None and why it could not answer."""
+    """POST the signed payload; the receiver's status, or None and why it could not answer.
+    With a `policy`, only to an address it allows (see _target)."""
+    target, refused = await _target(url, policy)
+    if target is None:
+        return None, refused
     body = encode(payload)
     headers = {
+        **target.headers,
         "Content-Type": "application/json",
         "User-Agent": f"infercost-webhooks/{__version__}",
         EVENT_HEADER: event,
@@ -72,7 +98,13 @@ async def post(
         # Streamed and never read: only the status matters, and a receiver must not be
         # able to fill the worker's memory with its answer.
         async with client.stream(
-            "POST", url, content=body, headers=headers, timeout=TIMEOUT_S, follow_redirects=False
+            "POST",
+            target.url,
+            content=body,
+            headers=headers,
+            timeout=TIMEOUT_S,
+            follow_redirects=False,
+            extensions=target.extensions,
         ) as response:
             code = response.status_code
     except httpx.TimeoutException:
@@ -96,6 +128,7 @@ async def deliver_next(
     *,
     backoff_base_s: float,
     max_attempts: int,
+    policy: Policy | None = None,
 ) -> Outcome | None:
     """Make one attempt of the delivery due the longest and record it in the session (the
     caller commits, which also releases the row lock); None when none is due."""
@@ -115,7 +148,9 @@ async def deliver_next(
     except CredentialError as exc:
         code, error = None, str(exc)
     else:
-        code, error = await post(client, webhook.url, secret, delivery.event, delivery.payload)
+        code, error = await post(
+            client, webhook.url, secret, delivery.event, delivery.payload, policy=policy
+        )
     duration_ms = (time.perf_counter() - started) * 1000.0
     if error is None:
         outcome = Outcome("delivered", code, None, delivery_id=delivery.id)

@@ -47,6 +47,11 @@ class WebhookRepository:
         )
         return list(rows), int(total or 0)
 
+    async def count(self, team_id: uuid.UUID) -> int:
+        """How many webhooks the team has (for its cap, INFERCOST_MAX_WEBHOOKS)."""
+        total = await self.session.scalar(select(func.count()).where(Webhook.team_id == team_id))
+        return int(total or 0)
+
     async def delete(self, webhook_id: uuid.UUID) -> None:
         """Remove the webhook with its delivery log; a delivery still queued finds nothing."""
         await self.session.execute(delete(Webhook).where(Webhook.id == webhook_id))

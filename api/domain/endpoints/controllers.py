@@ -7,7 +7,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import JSONBody
 
-from api.auth import CurrentCaller
+from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
 from api.domain.endpoints.schemas import EndpointCreate, EndpointRead, EndpointUpdate
 from api.domain.endpoints.services import EndpointService
@@ -15,10 +15,12 @@ from api.schemas import Limit, Offset, Page, PathId
 
 
 def provide_endpoint_service(
-    db_session: DbSession, caller: CurrentCaller, state: State
+    db_session: DbSession, caller: CurrentCaller, state: State, settings: AppSettings
 ) -> EndpointService:
     """The service for the caller's team."""
-    return EndpointService(db_session, caller.team_id, state.vault)
+    return EndpointService(
+        db_session, caller.team_id, state.vault, state.outbound, settings.max_metrics_urls
+    )
 
 
 class EndpointController(Controller):

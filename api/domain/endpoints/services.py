@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,15 +13,9 @@ from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository
+from infercost.outbound import Policy, redact
 from infercost.prices.models import DEFAULT_PRICING_MODEL
 from infercost.security import Vault
-
-
-def _http_url(field: str, url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(field, f"'{url}' is not an http(s) URL such as http://10.0.0.5:8000/v1")
-    return url.rstrip("/")
 
 
 def _check_pricing(endpoint: Endpoint) -> None:
@@ -50,11 +43,24 @@ def _check_pricing(endpoint: Endpoint) -> None:
 class EndpointService:
     """Endpoint rules: unique live names, known hardware, URLs that parse, secrets encrypted."""
 
-    def __init__(self, session: AsyncSession, team_id: uuid.UUID, vault: Vault) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        team_id: uuid.UUID,
+        vault: Vault,
+        outbound: Policy,
+        max_metrics_urls: int,
+    ) -> None:
         self.repo = EndpointRepository(session)
         self.hardware = HardwareRepository(session)
         self.team_id = team_id
         self.vault = vault
+        self.outbound = outbound
+        self.max_metrics_urls = max_metrics_urls
+
+    def _url(self, field: str, url: str) -> str:
+        """A URL the outbound policy accepts, without a trailing slash (422 naming `field`)."""
+        return self.outbound.check_url(url, field).rstrip("/")
 
     async def get(self, endpoint_id: uuid.UUID) -> Endpoint:
         """One live endpoint of the team, or 404."""
@@ -73,10 +79,17 @@ class EndpointService:
         ):
             raise Conflict(f"an endpoint named '{changes['name']}' already exists in your team")
         if "base_url" in changes:
-            changes["base_url"] = _http_url("base_url", changes["base_url"])
+            changes["base_url"] = self._url("base_url", changes["base_url"])
         if "metrics_urls" in changes:
+            urls = changes["metrics_urls"]
+            if len(urls) > self.max_metrics_urls:
+                raise InvalidInput(
+                    "metrics_urls",
+                    f"{len(urls)} URLs is over this server's limit of {self.max_metrics_urls} "
+                    "per endpoint (INFERCOST_MAX_METRICS_URLS): scrape fewer, or ask an admin",
+                )
             changes["metrics_urls"] = [
-                _http_url("metrics_urls", u) for u in changes["metrics_urls"]
+                self._url(f"metrics_urls[{i}]", u) for i, u in enumerate(urls)
             ]
         if "hardware" in changes:
             name = changes.pop("hardware")
@@ -122,7 +135,7 @@ class EndpointService:
         return EndpointRead(
             id=endpoint.id,
             name=endpoint.name,
-            base_url=endpoint.base_url,
+            base_url=redact(endpoint.base_url),
             api=endpoint.api,
             model=endpoint.model,
             engine=endpoint.engine,
@@ -139,7 +152,7 @@ class EndpointService:
             precision=endpoint.precision,
             kv_bytes_per_token=endpoint.kv_bytes_per_token,
             has_api_key=endpoint.api_key_encrypted is not None,
-            metrics_urls=list(endpoint.metrics_urls),
+            metrics_urls=[redact(u) for u in endpoint.metrics_urls],
             tags=dict(endpoint.tags),
             created_at=endpoint.created_at,
             updated_at=endpoint.updated_at,

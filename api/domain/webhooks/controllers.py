@@ -8,7 +8,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import JSONBody
 
-from api.auth import CurrentCaller
+from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
 from api.domain.webhooks.schemas import DeliveryRead, WebhookCreate, WebhookCreated, WebhookRead
 from api.domain.webhooks.services import WebhookService
@@ -16,10 +16,12 @@ from api.schemas import Limit, Offset, Page, PathId
 
 
 def provide_webhook_service(
-    db_session: DbSession, caller: CurrentCaller, state: State
+    db_session: DbSession, caller: CurrentCaller, state: State, settings: AppSettings
 ) -> WebhookService:
     """The service for the caller's team."""
-    return WebhookService(db_session, caller.team_id, state.vault)
+    return WebhookService(
+        db_session, caller.team_id, state.vault, state.outbound, settings.max_webhooks
+    )
 
 
 class WebhookController(Controller):

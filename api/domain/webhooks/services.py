@@ -16,7 +16,8 @@ from api.domain.webhooks.schemas import (
     WebhookCreated,
     WebhookRead,
 )
-from infercost.errors import InvalidInput, NotFound
+from infercost.errors import Conflict, InvalidInput, NotFound
+from infercost.outbound import Policy
 from infercost.security import Vault
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 from infercost.webhooks.outbox import record_ping
@@ -79,20 +80,40 @@ def _delivery_read(delivery: WebhookDelivery, attempts: list[WebhookAttempt]) ->
 class WebhookService:
     """Webhooks of one team. Deliveries commit with the request; the courier sends them."""
 
-    def __init__(self, session: AsyncSession, team_id: uuid.UUID, vault: Vault) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        team_id: uuid.UUID,
+        vault: Vault,
+        outbound: Policy,
+        max_webhooks: int,
+    ) -> None:
         self.session = session
         self.repo = WebhookRepository(session)
         self.team_id = team_id
         self.vault = vault
+        self.outbound = outbound
+        self.max_webhooks = max_webhooks
 
     async def create(self, data: WebhookCreate) -> WebhookCreated:
         """Store a webhook with a fresh secret, encrypted at rest; the secret is returned
         here and never again."""
+        # Private addresses are allowed (portals often live on internal networks); loopback
+        # only where INFERCOST_OUTBOUND_ALLOW says so, metadata services never.
+        url = _receiver_url(self.outbound.check_url(data.url, "url"))
+        count = await self.repo.count(self.team_id)
+        if count >= self.max_webhooks:
+            raise Conflict(
+                f"your team has {count} webhooks, this server's limit "
+                f"(INFERCOST_MAX_WEBHOOKS={self.max_webhooks}): delete one first "
+                "(DELETE /v1/webhooks/{id}) or ask an admin to raise the limit",
+                limit=self.max_webhooks,
+            )
         secret = new_secret()
         webhook = await self.repo.add(
             {
                 "team_id": self.team_id,
-                "url": _receiver_url(data.url),
+                "url": url,
                 "events": sorted(set(data.events)),
                 "description": data.description,
                 "secret_encrypted": self.vault.encrypt(secret),

@@ -1,0 +1,113 @@
+"""Guards in front of every route: JSON nesting depth, NUL bytes in the URL, and the per-key
+rate limit shared by every API replica through Redis."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from typing import Any, Final
+from urllib.parse import unquote_to_bytes
+
+from litestar import Request
+from litestar.datastructures import State
+from litestar.enums import ScopeType
+from litestar.exceptions import ClientException, TooManyRequestsException
+from litestar.types import ASGIApp, Receive, Scope, Send
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from infercost.limits import MAX_JSON_DEPTH, too_deep
+
+log = logging.getLogger("infercost.api")
+
+#: The rate limit's window: a fixed minute, counted per key in Redis.
+WINDOW_S: Final = 60
+#: Paths never counted: liveness probes and the docs.
+_UNCOUNTED: Final = ("/health", "/schema", "/docs")
+
+
+class GuardedRequest(Request[Any, Any, State]):
+    """A request whose JSON body is refused (400) when it nests deeper than MAX_JSON_DEPTH,
+    before the decoder recurses into it."""
+
+    async def json(self) -> Any:
+        """The decoded body, once its depth is known to be within bounds."""
+        if too_deep(await self.body()):
+            raise ClientException(
+                f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep (arrays and "
+                "objects inside one another): flatten it"
+            )
+        return await super().json()
+
+
+def refuse_nul(app: ASGIApp) -> ASGIApp:
+    """Middleware: a NUL byte in the path or query string answers 400 at once. No stored
+    text may hold one (Postgres refuses it), so a filter holding one can match nothing."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.HTTP:
+            raw = bytes(scope.get("query_string", b""))
+            path = scope.get("raw_path") or scope["path"].encode()
+            if b"\x00" in unquote_to_bytes(raw) or b"\x00" in unquote_to_bytes(path):
+                raise ClientException(
+                    "the URL holds a NUL character (%00), which no value here can contain: "
+                    "remove it"
+                )
+        await app(scope, receive, send)
+
+    return guard
+
+
+def _rate_key(scope: Scope) -> str:
+    """Whom a request is counted against: its bearer token (hashed, so a key's text never
+    reaches Redis; an unknown token gets a bucket of its own), else its client address."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            return "key:" + hashlib.sha256(value).hexdigest()[:32]
+    client = scope.get("client")
+    return f"addr:{client[0] if client else 'unknown'}"
+
+
+def rate_limit(app: ASGIApp) -> ASGIApp:
+    """Middleware: at most `settings.rate_limit_per_minute` requests per key per minute,
+    counted in Redis (app.state.rate_limit_redis), so every API replica shares the count;
+    over it, 429 with Retry-After. Redis unreachable: requests pass (logged), since the
+    limit protects the service and must not take it down."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope["litestar_app"].state if scope["type"] == ScopeType.HTTP else None
+        redis: Redis | None = getattr(state, "rate_limit_redis", None)
+        path: str = scope.get("path", "")
+        if redis is None or state is None or path.startswith(_UNCOUNTED):
+            await app(scope, receive, send)
+            return
+        limit: int = state.settings.rate_limit_per_minute
+        now = time.time()
+        window = int(now // WINDOW_S)
+        key = f"infercost:ratelimit:{_rate_key(scope)}:{window}"
+        try:
+            async with redis.pipeline(transaction=True) as pipe:
+                pipe.incr(key)
+                pipe.expire(key, WINDOW_S * 2)
+                count, _ = await pipe.execute()
+        except (RedisError, OSError) as exc:
+            log.warning("rate limit not checked (Redis: %s)", type(exc).__name__)
+            await app(scope, receive, send)
+            return
+        if int(count) > limit:
+            retry_after = max(1, math.ceil((window + 1) * WINDOW_S - now))
+            raise TooManyRequestsException(
+                f"this API key made more than {limit} requests this minute "
+                f"(INFERCOST_RATE_LIMIT_PER_MINUTE): retry in {retry_after} s",
+                headers={
+                    "Retry-After": str(retry_after),
+                    "RateLimit-Limit": str(limit),
+                    "RateLimit-Remaining": "0",
+                    "RateLimit-Reset": str(retry_after),
+                },
+            )
+        await app(scope, receive, send)
+
+    return guard
