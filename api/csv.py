@@ -1,5 +1,6 @@
 """CSV answers shared by the routes that serve `Accept: text/csv`: cell formatting, a
-streamed body, and the attachment response."""
+streamed body, and the attachment response. Every cell is neutralised against formula
+injection here, so no export can forget it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,39 @@ from litestar.response.base import ASGIResponse
 from litestar.response.streaming import ASGIStreamingResponse
 
 CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+#: What a spreadsheet reads as the start of a formula (or, tab and CR, of a cell it shifts).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def neutralised(value: object) -> object:
+    """`value`, with a text that a spreadsheet would run as a formula (`=cmd|' /C calc'!A0`)
+    prefixed with a single quote so it shows as text; numbers, negative ones included, and
+    texts that read as numbers (-0.5) stay as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _is_number(value):
+        return "'" + value
+    return value
+
+
+class _SafeWriter:
+    """A csv writer whose every cell is neutralised first: no export can carry a formula."""
+
+    def __init__(self, buffer: io.StringIO) -> None:
+        self._writer = csv.writer(buffer, lineterminator="\n")
+
+    def writerow(self, row: Iterable[object]) -> None:
+        self._writer.writerow([neutralised(v) for v in row])
+
+    def writerows(self, rows: Iterable[Iterable[object]]) -> None:
+        for row in rows:
+            self.writerow(row)
 
 
 def csv_cell(value: object) -> object:
@@ -31,7 +65,7 @@ def csv_cell(value: object) -> object:
 def csv_text(header: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
     """A whole table as CSV text (rows already formatted)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = _SafeWriter(buffer)
     writer.writerow(header)
     writer.writerows(rows)
     return buffer.getvalue()
@@ -42,7 +76,7 @@ async def stream_csv(
 ) -> AsyncIterator[str]:
     """A table as CSV text, `batch` rows a chunk (rows already formatted)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = _SafeWriter(buffer)
     writer.writerow(header)
     count = 0
     async for row in rows:

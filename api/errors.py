@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -12,9 +13,16 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+)
 
 from infercost.errors import InfercostError
+from infercost.limits import MAX_JSON_DEPTH
 
 log = logging.getLogger("infercost.api")
 PROBLEM_JSON = "application/problem+json"
@@ -22,17 +30,30 @@ _MSGSPEC_PATH = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 _ENUM = re.compile(r"^Invalid enum value '(?P<value>[^']*)'")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`")
 _PATH_PART = re.compile(r"[^.\[\]]+|\[[^\]]*\]")
+_TITLES = {
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Request too large",
+    429: "Too many requests",
+}
 
 
 def problem(
-    request: Request[Any, Any, Any], status: int, title: str, detail: str, **extra: Any
+    request: Request[Any, Any, Any],
+    status: int,
+    title: str,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
 ) -> Response[dict[str, Any]]:
-    """A problem+json response."""
+    """A problem+json response (with `headers`, e.g. Retry-After)."""
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     body["instance"] = request.url.path
     body.update(extra)
-    headers = {"WWW-Authenticate": 'Bearer realm="infercost"'} if status == 401 else None
-    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+    all_headers = dict(headers or {})
+    if status == 401:
+        all_headers["WWW-Authenticate"] = 'Bearer realm="infercost"'
+    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=all_headers or None)
 
 
 def _unwrap(info: Any) -> Any:
@@ -95,9 +116,46 @@ def _validation_problem(
     return problem(request, 400, "Invalid request", detail, errors=errors)
 
 
-def _database_problem(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+#: SQLSTATE classes that mean the database cannot serve now (connection lost, out of
+#: resources, shutting down, statement cancelled by its timeout): worth a retry, 503.
+_UNAVAILABLE_CLASSES = ("08", "53", "57", "58")
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    """The Postgres SQLSTATE of a driver error, when the server sent one."""
+    return getattr(getattr(exc, "orig", None), "sqlstate", None)
+
+
+def _refused_value(exc: BaseException) -> bool:
+    """Whether the database (or the driver, before sending) refused a value of the request:
+    SQLSTATE class 22 (a NUL character, a number out of range), or asyncpg's own check of
+    a parameter (a ValueError, e.g. an integer beyond int64)."""
+    state = _sqlstate(exc)
+    if state is not None:
+        return state.startswith("22")
+    cause = getattr(getattr(exc, "orig", None), "__cause__", None)
+    return isinstance(exc, DataError) or isinstance(cause, ValueError)
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """Whether the error says the database is unreachable or cannot serve now, as opposed
+    to refusing this request's values or a fault of ours."""
+    if isinstance(exc, ConnectionError | OSError | TimeoutError):
+        return True
+    state = _sqlstate(exc)
+    if state is not None:
+        return state[:2] in _UNAVAILABLE_CLASSES
+    # No SQLSTATE: the driver lost or could not open its connection.
+    return isinstance(exc, DBAPIError) and (
+        exc.connection_invalidated or isinstance(exc, InterfaceError | OperationalError)
+    )
+
+
+def _database_problem(
+    request: Request[Any, Any, Any], exc: Exception
+) -> Response[dict[str, Any]] | None:
     """A database error as a problem: a value refused (422), a concurrent change (409), or
-    the database unreachable (503)."""
+    the database unreachable (503); None for anything else (a fault of ours: 500)."""
     if isinstance(exc, IntegrityError):
         # A concurrent change removed or took what this request relied on.
         log.warning("integrity error on %s %s", request.method, request.url.path)
@@ -108,7 +166,7 @@ def _database_problem(request: Request[Any, Any, Any], exc: Exception) -> Respon
             "this conflicts with a change made at the same time (something it refers to was "
             "removed or taken): read the current state and retry",
         )
-    if isinstance(exc, DataError):
+    if _refused_value(exc):
         log.warning("data error on %s %s", request.method, request.url.path)
         return problem(
             request,
@@ -117,11 +175,17 @@ def _database_problem(request: Request[Any, Any, Any], exc: Exception) -> Respon
             "the database refused a value in this request (for example a NUL character or a "
             "number out of range): check the values sent",
         )
+    if not _unavailable(exc):
+        return None
     log.error(
         "dependency unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__
     )
     return problem(
-        request, 503, "Service unavailable", "the database is not answering; retry shortly"
+        request,
+        503,
+        "Service unavailable",
+        "the database is not answering; retry shortly",
+        headers={"Retry-After": "5"},
     )
 
 
@@ -131,13 +195,24 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
     if isinstance(exc, ValidationException):
         return _validation_problem(request, exc)
     if isinstance(exc, HTTPException):
-        title = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, "Request failed")
+        title = _TITLES.get(exc.status_code, "Request failed")
         detail = exc.detail
         if exc.status_code == 404 and detail in ("Not Found", ""):
             detail = f"no route {request.method} {request.url.path}: see /schema for the API"
-        return problem(request, exc.status_code, title, detail)
+        return problem(request, exc.status_code, title, detail, headers=exc.headers)
+    if isinstance(exc, RecursionError):
+        # Any decoder that still meets nesting deeper than the request guard checks.
+        return problem(
+            request,
+            400,
+            "Invalid request",
+            f"the JSON is nested too deeply (at most {MAX_JSON_DEPTH} levels of arrays and "
+            "objects)",
+        )
     if isinstance(exc, DBAPIError | ConnectionError | OSError):
-        return _database_problem(request, exc)
+        response = _database_problem(request, exc)
+        if response is not None:
+            return response
     incident = uuid.uuid4().hex[:12]
     log.exception("unhandled error %s on %s %s", incident, request.method, request.url.path)
     return problem(

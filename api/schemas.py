@@ -13,8 +13,17 @@ from infercost.errors import InvalidInput
 
 T = TypeVar("T")
 
-Limit = Annotated[int, msgspec.Meta(ge=1, le=500, description="items per page")]
-Offset = Annotated[int, msgspec.Meta(ge=0, description="items to skip")]
+#: The most items one page of a list holds (`limit`), and the most it may skip (`offset`).
+MAX_PAGE = 500
+MAX_OFFSET = 2**31 - 1
+# QueryParameter, not msgspec.Meta: Litestar enforces only its own bounds on parameters,
+# and an unchecked limit=-1 or offset=2**70 reached the database.
+Limit = Annotated[
+    int, QueryParameter(ge=1, le=MAX_PAGE, description=f"items per page, 1 to {MAX_PAGE}")
+]
+Offset = Annotated[
+    int, QueryParameter(ge=0, le=MAX_OFFSET, description=f"items to skip, 0 to {MAX_OFFSET}")
+]
 #: A resource id in the route's path (`/{job_id:uuid}` and the like).
 PathId = FromPath[uuid.UUID]
 #: A window's query parameters over the time runs finished (checked by time_window).

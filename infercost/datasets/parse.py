@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 
+from infercost.limits import MAX_JSON_DEPTH, MAX_TOKENS, too_deep
+
 ROLES = ("system", "user", "assistant")
 #: ShareGPT speakers and the chat role each becomes.
 SHAREGPT_ROLES = {
@@ -65,12 +67,18 @@ class Parsed:
     skipped: int = 0
 
 
+_TOO_DEEP = (
+    f"nested more than {MAX_JSON_DEPTH} levels deep (arrays and objects inside one another); "
+    "a prompt or conversation needs a handful"
+)
+
+
 def _max_tokens(obj: dict[str, Any]) -> int | None:
     value = obj.get("max_tokens")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError('"max_tokens" must be a whole number >= 1')
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
+        raise ValueError(f'"max_tokens" must be a whole number from 1 to {MAX_TOKENS:,}')
     return value
 
 
@@ -140,6 +148,8 @@ def _line_of(data: bytes, message: str) -> str:
 
 def _parse_array(data: bytes, parsed: Parsed) -> None:
     """A ShareGPT JSON array; errors name the item (1-based), or the line of bad JSON."""
+    if too_deep(data):
+        raise DatasetError("line 1", _TOO_DEEP)
     try:
         array = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
@@ -161,6 +171,8 @@ def _parse_lines(text: str, fmt: str, parsed: Parsed) -> None:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
+        if too_deep(line):
+            raise DatasetError(f"line {number}", _TOO_DEEP)
         try:
             obj = msgspec.json.decode(line)
         except msgspec.DecodeError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.hardware.models import Hardware
@@ -33,10 +33,11 @@ class HardwareRepository:
         )
 
     async def by_name(self, team_id: uuid.UUID, name: str) -> Hardware | None:
-        """The SKU called `name` (any case); the team's own entry wins over the public one."""
+        """The SKU called exactly `name`, in any case; the team's own entry wins over the
+        public one. Equality, not ILIKE: `%` and `_` in a name are characters, not wildcards."""
         rows = await self.session.scalars(
             select(Hardware)
-            .where(Hardware.name.ilike(name), self._visible(team_id))  # type: ignore[arg-type]
+            .where(func.lower(Hardware.name) == name.lower(), self._visible(team_id))  # type: ignore[arg-type]
             .order_by(Hardware.team_id.is_(None))
         )
         return rows.first()

@@ -27,7 +27,7 @@ def body(endpoint_id: str, /, **changes: Any) -> dict[str, Any]:
 
 
 CASES = [
-    ({"load__levels": [-1]}, "load.levels[0]", "> 0"),
+    ({"load__levels": [-1]}, "load.levels[0]", ">= 0.001"),
     ({"load__levels": []}, "load.levels", "length >= 1"),
     ({"load__levels": "many"}, "load.levels", "array"),
     ({"load__mode": "zigzag"}, "load.mode", "concurrency"),

@@ -24,7 +24,7 @@ from api.domain.comparisons.services import (
     parse_figures,
     parse_sort,
 )
-from api.schemas import Limit, Offset, Since, Until
+from api.schemas import MAX_PAGE, Offset, Since, Until
 from infercost.comparisons.repository import FIGURES, SORT_KEYS, Aggregate, GroupBy
 
 Many = Annotated[list[str] | None, QueryParameter(description="repeat to match any of several")]
@@ -121,7 +121,12 @@ class ComparisonController(Controller):
             QueryParameter(description="comma-separated keys, '-' for descending, nulls last"),
         ] = None,
         limit: Annotated[
-            Limit | None, QueryParameter(description="rows per page: 50 for JSON, all for CSV")
+            int | None,
+            QueryParameter(
+                ge=1,
+                le=MAX_PAGE,
+                description=f"rows per page, 1 to {MAX_PAGE}: 50 for JSON, all for CSV",
+            ),
         ] = None,
         offset: Offset = 0,
     ) -> ASGIResponse:

@@ -22,6 +22,7 @@ from api.domain.jobs.definitions import (
     parse_tool,
     provide_definitions_service,
 )
+from api.domain.jobs.limits import JobLimits
 from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, RunSummary, SamplePage
 from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
 from api.schemas import Limit, Offset, Page, PathId
@@ -53,23 +54,39 @@ def provide_job_service(
     return JobService(db_session, caller.team_id, state.task_queue, settings.max_concurrency)
 
 
+def provide_job_limits(
+    db_session: DbSession, caller: CurrentCaller, settings: AppSettings
+) -> JobLimits:
+    """The caps on the caller's team's jobs."""
+    return JobLimits(db_session, caller.team_id, settings)
+
+
 class JobController(Controller):
     """POST /v1/jobs (202); GET /v1/jobs; GET /v1/jobs/{id}; POST /v1/jobs/{id}/cancel; runs."""
 
     path = "/v1/jobs"
     tags = ["jobs"]
-    dependencies = {"jobs": Provide(provide_job_service, sync_to_thread=False)}
+    dependencies = {
+        "jobs": Provide(provide_job_service, sync_to_thread=False),
+        "job_limits": Provide(provide_job_limits, sync_to_thread=False),
+    }
 
     @post("/", status_code=202, summary="Submit a benchmark job")
     async def submit_job(
         self,
         jobs: NamedDependency[JobService],
+        job_limits: NamedDependency[JobLimits],
         data: JSONBody[JobCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[JobRead]:
         """Queue a job; poll GET /v1/jobs/{id} for progress. A repeated Idempotency-Key
-        returns the job it first created (200) instead of creating another."""
+        returns the job it first created (200) instead of creating another. A plan over the
+        server's caps answers 422; a team at its cap of queued and running jobs, 409."""
+        job_limits.check_plan(data.load)
         job, created = await jobs.submit(data, idempotency_key)
+        if created:
+            # After the insert, under a per-team lock: the count includes this job.
+            await job_limits.check_active()
         return Response(await jobs.read(job), status_code=202 if created else 200)
 
     @get("/", summary="List jobs")
@@ -165,7 +182,10 @@ class RunController(Controller):
         jobs: NamedDependency[JobService],
         run_id: PathId,
         after: Annotated[
-            int, QueryParameter(ge=-1, description="last seq of the previous page")
+            int,
+            QueryParameter(
+                ge=-1, le=2**31 - 1, description="last seq of the previous page (-1: the start)"
+            ),
         ] = -1,
         limit: Annotated[int, QueryParameter(ge=1, le=5000)] = 1000,
         warmup: Annotated[

@@ -9,11 +9,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from api.domain.history.schemas import Change
+from infercost.limits import MAX_RATE, MAX_TOKENS, MIN_RATE
 from infercost.prices.pricing import PriceSource
 from infercost.sharding import MAX_SHARDS
 from infercost.sweep import MAX_LEVELS
 
-TokenCount = Annotated[float, msgspec.Meta(gt=0, le=1_000_000)]
+TokenCount = Annotated[float, msgspec.Meta(gt=0, le=MAX_TOKENS)]
 SloLimit = Annotated[float, msgspec.Meta(gt=0)]
 
 
@@ -30,8 +31,8 @@ class Lengths(msgspec.Struct, forbid_unknown_fields=True):
     distribution: Literal["normal", "uniform", "lognormal"] = "normal"
     mean: TokenCount | None = None
     std: Annotated[float, msgspec.Meta(ge=0, le=1_000_000)] | None = None
-    min: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    max: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    min: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)] | None = None
+    max: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)] | None = None
 
     def __post_init__(self) -> None:
         # Raised here, msgspec reports it at this object's path (a 400 naming the field).
@@ -121,7 +122,8 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     # Required for concurrency and rate, never given for a sweep.
     levels: (
         Annotated[
-            list[Annotated[float, msgspec.Meta(gt=0)]],
+            # Users, or requests/s: at least MIN_RATE (a slower rate's schedule overflows).
+            list[Annotated[float, msgspec.Meta(ge=MIN_RATE, le=MAX_RATE)]],
             msgspec.Meta(min_length=1, max_length=MAX_LEVELS),
         ]
         | None
