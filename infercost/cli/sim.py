@@ -162,8 +162,8 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "own wins). llamacpp: close after each stream, role chunk at the first token, usage and "
     "timings, prefix cache, llama tokenize and metrics. vllm / sglang: role chunk at the first "
     "token, prefix cache (vLLM: 16-token blocks, continuous usage when asked), their tokenize "
-    "and metrics. tgi: no role chunk, usage on the finish chunk, TGI tokenize and metrics, 429 "
-    "when the queue is full. default: the original polite simulator.",
+    "and metrics. tgi: no role-only chunk, TGI tokenize and metrics, 429 when the queue is "
+    "full. default: the original polite simulator.",
 )
 @click.option(
     "--close-after-response/--keep-alive",

@@ -288,7 +288,7 @@ class SimConfig:
 # llama-server streams in shared/fixtures/llama-server; vLLM's and SGLang's OpenAI servers
 # (role chunk on the first engine output, usage chunk when include_usage, vLLM's
 # continuous_usage_stats and 16-token prefix-cache blocks); TGI's router (429 "Model is
-# overloaded", no role-only chunk).
+# overloaded", no role-only chunk). "finish" usage is what some engines (older TGI) send.
 ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
     "default": {},
     "llamacpp": {
@@ -322,8 +322,10 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "metrics": "sglang",
     },
     "tgi": {
+        # router/src/chat.rs: no role-only chunk (the role rides in every content delta, which
+        # the simulator leaves out); usage in its own `choices: []` chunk when asked.
         "role_chunk": "none",
-        "usage": "finish",
+        "usage": "requested",
         "finish_reason_default": "stop",
         "prefix_cache": True,
         "prefix_cache_block": 1,
