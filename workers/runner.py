@@ -29,6 +29,7 @@ from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.shards import ShardRepository
 from infercost.metrics import RequestTiming, RunFigures, summarize
+from infercost.outbound import Policy
 from infercost.prices.pricing import hourly_price
 from infercost.security import CredentialError
 from infercost.telemetry.store import TelemetryRepository
@@ -525,6 +526,7 @@ class JobRunner:
         self.telemetry = LevelTelemetry(
             self.endpoint.metrics_urls if scrape else [],
             float(self.job.load.get("telemetry_interval_s", 1.0)),
+            policy=Policy.from_settings(self.rt.settings),
         )
         self.telemetry.start()
         proc = psutil.Process()

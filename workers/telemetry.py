@@ -4,7 +4,8 @@ measured window (METRICS.md, Telemetry).
 
 Scraping runs in a thread of its own with its own short timeout, so a slow or dead metrics
 URL neither delays the load generator's event loop nor fails the run: it becomes an error
-listed in the run's telemetry block.
+listed in the run's telemetry block. Only the series infercost maps are kept and stored
+(infercost.telemetry.scrape says why), so a level's rows grow with its known series.
 """
 
 from __future__ import annotations
@@ -14,24 +15,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from infercost.metrics import RequestTiming, measured_window
+from infercost.outbound import Policy
 from infercost.telemetry import Scraper, ScrapeResult, summarize
-
-#: Scraped values kept per level before unmapped metrics are dropped (about 100 MB).
-MAX_KEPT_VALUES = 500_000
 
 
 class LevelTelemetry:
     """The scrapes of one level; a no-op when the endpoint has no metrics URLs."""
 
-    def __init__(self, urls: Sequence[str], interval_s: float, timeout_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        urls: Sequence[str],
+        interval_s: float,
+        timeout_s: float = 2.0,
+        policy: Policy | None = None,
+    ) -> None:
+        # The worker passes its outbound policy: every scrape connects only where it allows.
         self._scraper = (
-            Scraper(
-                list(urls),
-                interval_s=interval_s,
-                timeout_s=timeout_s,
-                keep_unmapped=True,
-                max_samples=MAX_KEPT_VALUES,
-            )
+            Scraper(list(urls), interval_s=interval_s, timeout_s=timeout_s, policy=policy)
             if urls
             else None
         )
@@ -73,6 +73,7 @@ class LevelTelemetry:
             output_tokens=output_tokens,
             gpu_count_hint=gpu_count,
             errors=self.result.errors,
+            unmapped=self.result.unmapped,
         )
         block: dict[str, Any] = figures.as_dict()
         return block

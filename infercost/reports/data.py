@@ -47,6 +47,18 @@ class LevelFigures:
     gpu_util_p95: float | None = None
     sm_active_mean: float | None = None
     telemetry_errors: tuple[str, ...] = ()
+    # Engine telemetry over the measured window (the run's telemetry block): requests in
+    # and waiting for the engine, busy slots, cache, and the server's own token rates.
+    telemetry_sources: tuple[str, ...] = ()
+    requests_running_mean: float | None = None
+    requests_waiting_mean: float | None = None
+    requests_waiting_max: float | None = None
+    busy_slots_per_decode: float | None = None
+    kv_cache_usage_mean: float | None = None
+    prompt_tokens_cached_share: float | None = None
+    server_prompt_tokens_per_s: float | None = None
+    server_output_tokens_per_s: float | None = None
+    telemetry_notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

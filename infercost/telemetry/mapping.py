@@ -11,13 +11,24 @@ the canonical unit. Canonical units:
 | power | gauge | W |
 | energy | counter | J |
 | requests_running, requests_waiting | gauge | requests |
+| busy_slots_per_decode | gauge | slots (llama.cpp's mean since start) |
 | kv_cache_usage, prefix_cache_hit_rate | gauge | fraction 0..1 |
+| kv_cache_tokens | gauge | tokens |
 | prefix_cache_hits, prefix_cache_queries | counter | tokens |
 | prompt_tokens, generation_tokens | counter | tokens |
-| requests_succeeded, preemptions | counter | events |
+| prompt_tokens_cached, prompt_tokens_computed | counter | tokens |
+| prompt_seconds, generation_seconds | counter | s |
+| decode_calls, requests_succeeded, preemptions | counter | events |
 
-A metric missing from the table is kept under its own name and reported as unmapped, so a
-new engine version shows up as a list of names rather than as silently missing figures.
+`prompt_tokens` counts every prompt token, cached or not (vLLM, SGLang, TGI).
+llama.cpp counts only the tokens it computed (`prompt_tokens_computed`) and the cached
+ones apart (`prompt_tokens_cached`), so its total is their sum (summary.py).
+
+The scraper keeps only the metrics in this table, and of their labels only those in
+`KNOWN_LABELS` (the ones that tell series apart); anything else an exporter publishes is
+dropped before it is stored. Names of unmapped metrics of a known family are still listed,
+so a new engine version shows up as a list of names rather than as silently missing
+figures.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 Kind = Literal["gauge", "counter"]
-Family = Literal["vllm", "sglang", "tgi", "dcgm"]
+Family = Literal["vllm", "sglang", "tgi", "llamacpp", "dcgm"]
 
 _MIB: Final = 1024.0 * 1024.0
 
@@ -87,7 +98,10 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
           "vllm", priority=1, note="early v1 name"),
     _spec("vllm:gpu_prefix_cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction",
           "vllm", note="v0 gauge"),
-    _spec("vllm:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "vllm"),
+    _spec("vllm:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "vllm",
+          note="all prompt tokens, cached ones included"),
+    _spec("vllm:prompt_tokens_cached_total", "prompt_tokens_cached", "counter", "tokens",
+          "vllm", note="newer v1: local and external cache hits"),
     _spec("vllm:generation_tokens_total", "generation_tokens", "counter", "tokens", "vllm"),
     _spec("vllm:request_success_total", "requests_succeeded", "counter", "requests", "vllm"),
     _spec("vllm:num_preemptions_total", "preemptions", "counter", "events", "vllm"),
@@ -99,6 +113,8 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("sglang:cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction", "sglang"),
     _spec("sglang:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "sglang"),
     _spec("sglang:generation_tokens_total", "generation_tokens", "counter", "tokens", "sglang"),
+    _spec("sglang:cached_tokens_total", "prompt_tokens_cached", "counter", "tokens", "sglang",
+          note="newer versions split it by a cache_source label"),
     # TGI (the Rust router's exporter: counters without a _total suffix; token counts only
     # as per-request histograms, whose _sum is a running total).
     _spec("tgi_batch_current_size", "requests_running", "gauge", "requests", "tgi"),
@@ -108,6 +124,30 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("tgi_request_generated_tokens_sum", "generation_tokens", "counter", "tokens", "tgi",
           note="_sum of the per-request generated tokens histogram"),
     _spec("tgi_request_success", "requests_succeeded", "counter", "requests", "tgi"),
+    # llama.cpp's llama-server with --metrics (tools/server, server_task_result_metrics::
+    # to_metrics). Values are printed with six significant digits, so a counter past a
+    # million moves in steps of ten or more. n_tokens_max is typed counter but is a
+    # maximum, and the *_tokens_seconds gauges are the server's own averages: not used.
+    _spec("llamacpp:requests_processing", "requests_running", "gauge", "requests", "llamacpp",
+          note="busy slots at the scrape"),
+    _spec("llamacpp:requests_deferred", "requests_waiting", "gauge", "requests", "llamacpp",
+          note="requests waiting for a free slot"),
+    _spec("llamacpp:n_busy_slots_per_decode", "busy_slots_per_decode", "gauge", "slots",
+          "llamacpp", note="mean since the server started; the window's comes with n_decode"),
+    _spec("llamacpp:n_decode_total", "decode_calls", "counter", "events", "llamacpp"),
+    _spec("llamacpp:prompt_tokens_total", "prompt_tokens_computed", "counter", "tokens",
+          "llamacpp", note="excludes tokens reused from the cache"),
+    _spec("llamacpp:prompt_tokens_cached_total", "prompt_tokens_cached", "counter", "tokens",
+          "llamacpp", note="since mid-2026 builds"),
+    _spec("llamacpp:prompt_seconds_total", "prompt_seconds", "counter", "s", "llamacpp"),
+    _spec("llamacpp:tokens_predicted_total", "generation_tokens", "counter", "tokens",
+          "llamacpp"),
+    _spec("llamacpp:tokens_predicted_seconds_total", "generation_seconds", "counter", "s",
+          "llamacpp", note="summed over slots, so it can exceed wall time"),
+    _spec("llamacpp:kv_cache_usage_ratio", "kv_cache_usage", "gauge", "fraction", "llamacpp",
+          note="older builds only (removed upstream in 2025)"),
+    _spec("llamacpp:kv_cache_tokens", "kv_cache_tokens", "gauge", "tokens", "llamacpp",
+          note="older builds only"),
     # DCGM exporter (default counters plus the profiling ones), one series per GPU.
     _spec("DCGM_FI_DEV_GPU_UTIL", "gpu_util", "gauge", "fraction", "dcgm", scale=0.01,
           note="published in percent"),
@@ -126,6 +166,26 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
 _BY_SOURCE: Final[dict[str, MetricSpec]] = {spec.source: spec for spec in METRIC_TABLE}
 if len(_BY_SOURCE) != len(METRIC_TABLE):  # pragma: no cover - a typo in the table above
     raise RuntimeError("METRIC_TABLE lists a source metric twice")
+
+#: Labels kept per family: the ones that tell one series from another (engine, model,
+#: GPU, MIG instance, host). Every other label is dropped at scrape time.
+KNOWN_LABELS: Final[dict[str, frozenset[str]]] = {
+    "vllm": frozenset({"model_name", "engine", "finished_reason"}),
+    "sglang": frozenset(
+        {"model_name", "tp_rank", "pp_rank", "dp_rank", "moe_ep_rank", "engine_type",
+         "cache_source"}
+    ),
+    "tgi": frozenset(),
+    "llamacpp": frozenset(),
+    "dcgm": frozenset(
+        {"gpu", "UUID", "device", "modelName", "Hostname", "hostname", "pci_bus_id",
+         "GPU_I_ID", "GPU_I_PROFILE"}
+    ),
+}  # fmt: skip
+
+#: Name prefixes of the families above: an unmapped name with one of these is worth
+#: listing (a metric a new engine version added); any other name is only counted.
+FAMILY_PREFIXES: Final = ("vllm:", "sglang:", "tgi_", "llamacpp:", "DCGM_")
 
 #: Canonical figure -> unit, for documentation and API schemas.
 CANONICAL_UNITS: Final[dict[str, str]] = {spec.canonical: spec.unit for spec in METRIC_TABLE}

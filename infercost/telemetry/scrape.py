@@ -6,6 +6,12 @@ hanging exporter never delays the others. A scrape never raises: a URL that is d
 or serves something other than Prometheus text becomes a `TelemetryError` with a reason a
 person can act on, and repeats of the same error are collapsed into one with a count.
 
+What comes back from a metrics URL is untrusted, so the scraper keeps only the series
+infercost maps (mapping.py), with only their known labels, values cut to a short length;
+everything else is dropped before anything is stored. Error reasons are written by
+infercost (a status code, a host name, a fixed phrase), never copied from a response
+body; redirects are not followed, and a body past `MAX_BODY_BYTES` is cut off.
+
 Timestamps: each scrape's samples carry the midpoint between sending the request and
 receiving the response headers, on the scraper's clock (`time.perf_counter` by default,
 the same clock as the worker's request timings). The exporter takes its snapshot
@@ -14,6 +20,7 @@ somewhere in that interval, so the midpoint is the best single estimate.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import re
 import socket
@@ -24,18 +31,34 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, NamedTuple, Self
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from infercost.telemetry.mapping import lookup
+from infercost.outbound import OutboundRefused, Pinned, Policy, pinned
+from infercost.telemetry.mapping import FAMILY_PREFIXES, KNOWN_LABELS, lookup
 
-#: Responses larger than this are refused: a metrics page is kilobytes, not megabytes.
-MAX_BODY_BYTES: Final = 16 * 1024 * 1024
+#: Responses larger than this are cut off: a metrics page is kilobytes, not megabytes.
+MAX_BODY_BYTES: Final = 4 * 1024 * 1024
+#: Known series kept from one answer; past it the rest of that answer is dropped (an
+#: exporter inventing label values must not fill the worker's memory or the database).
+MAX_SERIES_PER_SCRAPE: Final = 2000
+#: Label values longer than this are cut (a model name is tens of characters).
+MAX_LABEL_CHARS: Final = 128
+#: Unmapped names of a known family listed per scraper, for a new engine version.
+MAX_UNMAPPED_NAMES: Final = 200
 #: Ask for the classic text format (not OpenMetrics or protobuf) so every exporter agrees.
 _ACCEPT: Final = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
-_EXCERPT_CHARS: Final = 60
 _COUNTER_TYPE_LINE: Final = re.compile(r"^#[ \t]*TYPE[ \t]+(\S+)[ \t]+counter[ \t]*$", re.MULTILINE)
+#: A Prometheus metric name, so a listed name can hold nothing else.
+_METRIC_NAME: Final = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,99}")
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_HOST: Final = re.compile(r"[A-Za-z0-9.\-\[\]:]{1,100}")
+#: Media types that are certainly not Prometheus text, named in the error.
+_NOT_PROMETHEUS_TYPES: Final = frozenset(
+    {"text/html", "application/json", "application/xml", "text/xml", "application/xhtml+xml"}
+)
 #: Extra seconds `stop` waits for a thread beyond an in-flight and a final scrape.
 _JOIN_SLACK_S: Final = 1.0
 
@@ -74,14 +97,57 @@ class ScrapeResult:
 
     samples: list[Sample] = field(default_factory=list)
     errors: list[TelemetryError] = field(default_factory=list)
-    #: Successful scrapes per URL.
+    #: Successful scrapes per URL (as shown: credentials and query left out).
     scrapes: dict[str, int] = field(default_factory=dict)
-    #: Names infercost does not map, seen in any scrape (also when they were not kept).
+    #: Names of known families (vllm:, sglang:, ...) that infercost does not map, seen in
+    #: any scrape; their values were dropped. Other names are never listed.
     unmapped: set[str] = field(default_factory=set)
 
 
 class _ScrapeFailed(Exception):
     """A scrape that produced no samples; the message is the user-facing reason."""
+
+
+def display_url(url: str) -> str:
+    """A URL as errors and stored samples show it: without user name, password or query
+    (either may carry a credential), control characters removed."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:  # an IPv6 literal
+            host = f"[{host}]"
+        netloc = host if parts.port is None else f"{host}:{parts.port}"
+        shown = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        if parts.query:
+            shown += "?\u2026"
+    except ValueError:
+        shown = "an unparsable URL"
+    return _CONTROL.sub("", shown)[:300]
+
+
+def _target(url: str, policy: Policy | None) -> Pinned:
+    """Where to send a scrape of `url`: with a policy, resolved and every address checked
+    (infercost/outbound.py), aimed at the first one so a name cannot be re-pointed between
+    the check and the connection; without one (tests, tools), the URL as given."""
+    if policy is None:
+        if urlsplit(url).scheme.lower() not in ("http", "https"):
+            raise _ScrapeFailed("not a valid http:// or https:// URL")
+        return Pinned(url, {})
+    try:
+        # A scraping thread has no event loop of its own; the check resolves the name.
+        addresses = asyncio.run(policy.check_connect(url, "metrics_urls"))
+    except OutboundRefused as refused:
+        errors = refused.extra.get("errors") or [{}]
+        raise _ScrapeFailed(
+            "refused by the outbound policy: " + str(errors[0].get("message", "not allowed"))
+        ) from None
+    except socket.gaierror:
+        raise _ScrapeFailed("host name not found") from None
+    except (OSError, ValueError, UnicodeError):
+        raise _ScrapeFailed("not a valid http:// or https:// URL") from None
+    if not addresses:
+        raise _ScrapeFailed("host name not found")
+    return pinned(url, addresses[0])
 
 
 class Scraper:
@@ -92,9 +158,10 @@ class Scraper:
     the threads and returns the `ScrapeResult`. Also a context manager: the result is in
     `.result` after the `with` block.
 
-    `keep_unmapped=False` drops samples of metrics infercost does not map (histogram
-    buckets, process metrics), which keeps memory flat on long runs; their names are still
-    listed in `ScrapeResult.unmapped`.
+    Only the series of metrics infercost maps are kept, with their known labels; names of
+    unmapped metrics of a known family are listed in `ScrapeResult.unmapped`. With a
+    `policy`, every scrape resolves the URL's host and connects only to addresses the
+    outbound policy allows (the worker passes its own; tests and tools may pass None).
     """
 
     def __init__(
@@ -104,9 +171,9 @@ class Scraper:
         timeout_s: float = 2.0,
         clock: Callable[[], float] = time.perf_counter,
         *,
-        keep_unmapped: bool = True,
         max_body_bytes: int = MAX_BODY_BYTES,
-        max_samples: int | None = None,
+        max_series: int = MAX_SERIES_PER_SCRAPE,
+        policy: Policy | None = None,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
@@ -115,11 +182,9 @@ class Scraper:
         self.urls = list(dict.fromkeys(urls))
         self.interval_s = float(interval_s)
         self.timeout_s = float(timeout_s)
-        self.keep_unmapped = keep_unmapped
         self.max_body_bytes = max_body_bytes
-        # Past this many kept values, only mapped metrics are kept (a long level against an
-        # exporter publishing thousands of series must not fill the worker's memory).
-        self.max_samples = max_samples
+        self.max_series = max_series
+        self.policy = policy
         self._clock = clock
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -127,7 +192,8 @@ class Scraper:
         self._client: httpx.Client | None = None
         self._samples: list[Sample] = []
         self._errors: dict[tuple[str, str], TelemetryError] = {}
-        self._scrapes: dict[str, int] = dict.fromkeys(self.urls, 0)
+        self._shown = {url: display_url(url) for url in self.urls}
+        self._scrapes: dict[str, int] = dict.fromkeys(self._shown.values(), 0)
         self._unmapped: set[str] = set()
         self._label_cache: LabelCache = {}
         self.result: ScrapeResult | None = None
@@ -207,32 +273,35 @@ class Scraper:
         self._scrape_once(url)  # the final scrape, at stop time
 
     def _scrape_once(self, url: str) -> None:
+        shown = self._shown.get(url) or display_url(url)
         try:
-            t, text = self._fetch(url)
-            samples = self._parse(url, t, text)
+            t, text = self._fetch(_target(url, self.policy))
+            parsed = _parse(text, shown, t, label_cache=self._label_cache, keep="known")
         except _ScrapeFailed as failure:
             with self._lock:
-                self._record_error(url, self._clock(), str(failure))
+                self._record_error(shown, self._clock(), str(failure))
             return
         except Exception as exc:  # noqa: BLE001 - a scraping thread must never die mid-run
             with self._lock:
-                self._record_error(url, self._clock(), f"internal error: {type(exc).__name__}")
+                self._record_error(shown, self._clock(), f"internal error: {type(exc).__name__}")
             return
+        samples = parsed.samples
         with self._lock:
-            self._samples.extend(samples)
-            self._scrapes[url] += 1
-            if (
-                self.keep_unmapped
-                and self.max_samples is not None
-                and len(self._samples) > self.max_samples
-            ):
-                self.keep_unmapped = False
+            room = MAX_UNMAPPED_NAMES - len(self._unmapped)
+            if room > 0:
+                self._unmapped.update(sorted(parsed.unmapped_known)[:room])
+            self._scrapes[shown] = self._scrapes.get(shown, 0) + 1
+            if parsed.series > self.max_series:
+                samples = samples[: self.max_series]
                 self._record_error(
-                    url,
+                    shown,
                     t,
-                    f"more than {self.max_samples:,} values kept; from here on only the "
-                    "metrics infercost maps are kept",
+                    f"more than {self.max_series:,} series of known metrics in one answer; "
+                    f"kept the first {self.max_series:,}",
                 )
+            if parsed.series == 0:
+                self._record_error(shown, t, _nothing_known(parsed.names))
+            self._samples.extend(samples)
 
     def _record_error(self, url: str, t: float, reason: str) -> None:
         key = (url, reason)
@@ -242,7 +311,7 @@ class Scraper:
         else:
             self._errors[key] = seen._replace(occurrences=seen.occurrences + 1, t_last=t)
 
-    def _fetch(self, url: str) -> tuple[float, str]:
+    def _fetch(self, target: Pinned) -> tuple[float, str]:
         """GET one URL within the timeout: (timestamp, body text), or _ScrapeFailed."""
         client = self._client
         if client is None:  # pragma: no cover - start() sets it before any thread runs
@@ -250,19 +319,17 @@ class Scraper:
         deadline = time.monotonic() + self.timeout_s
         t_sent = self._clock()
         try:
-            with client.stream("GET", url) as response:
+            with client.stream(
+                "GET", target.url, headers=target.headers, extensions=target.extensions
+            ) as response:
                 t_headers = self._clock()
-                if not response.is_success:
-                    raise _ScrapeFailed(_http_status_reason(response.status_code))
+                _check_response(response, self.max_body_bytes)
                 body = bytearray()
                 # The timeout bounds each read; the deadline bounds a slow trickle too.
                 for chunk in response.iter_bytes():
                     body += chunk
                     if len(body) > self.max_body_bytes:
-                        raise _ScrapeFailed(
-                            f"response larger than {self.max_body_bytes // (1024 * 1024)} MiB; "
-                            "is this a metrics URL?"
-                        )
+                        raise _ScrapeFailed(_too_large(self.max_body_bytes))
                     if time.monotonic() > deadline:
                         raise _ScrapeFailed(self._timeout_reason())
         except httpx.TimeoutException as exc:
@@ -271,10 +338,10 @@ class Scraper:
             raise _ScrapeFailed(_connect_reason(exc)) from exc
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise _ScrapeFailed("not a valid http:// or https:// URL") from exc
-        except httpx.TooManyRedirects as exc:
-            raise _ScrapeFailed("too many redirects") from exc
         except httpx.RemoteProtocolError as exc:
             raise _ScrapeFailed("the server closed the connection without a full response") from exc
+        except httpx.DecodingError as exc:
+            raise _ScrapeFailed("answered a body that could not be decoded") from exc
         except httpx.HTTPError as exc:
             raise _ScrapeFailed(f"request failed ({type(exc).__name__})") from exc
         return (t_sent + t_headers) / 2.0, body.decode("utf-8", errors="replace")
@@ -282,35 +349,94 @@ class Scraper:
     def _timeout_reason(self) -> str:
         return f"timed out after {self.timeout_s:g} s"
 
-    def _parse(self, url: str, t: float, text: str) -> list[Sample]:
-        samples, unmapped = _parse(
-            text, url, t, keep_unmapped=self.keep_unmapped, label_cache=self._label_cache
-        )
-        with self._lock:
-            self._unmapped |= unmapped
-        return samples
+
+def _check_response(response: httpx.Response, max_body_bytes: int) -> None:
+    """Refuse, before reading the body, an answer that cannot be a metrics page."""
+    status = response.status_code
+    if response.is_redirect or 300 <= status < 400:
+        raise _ScrapeFailed(_redirect_reason(status, response.headers.get("location")))
+    if not response.is_success:
+        raise _ScrapeFailed(_http_status_reason(status))
+    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media in _NOT_PROMETHEUS_TYPES:
+        raise _ScrapeFailed(f"answered something that is not Prometheus text ({media})")
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > max_body_bytes:
+        raise _ScrapeFailed(_too_large(max_body_bytes))
+
+
+def _nothing_known(names: int) -> str:
+    if names == 0:
+        return "answered an empty metrics page"
+    return (
+        f"answered Prometheus text, but none of its {names:,} metrics is one infercost maps "
+        "(vLLM, SGLang, TGI, llama.cpp or the DCGM exporter)"
+    )
+
+
+def _too_large(max_body_bytes: int) -> str:
+    size = (
+        f"{max_body_bytes / (1024 * 1024):g} MiB"
+        if max_body_bytes >= 1024 * 1024
+        else f"{max_body_bytes / 1024:g} KiB"
+    )
+    return (
+        f"answer larger than {size}, cut off; a metrics page is kilobytes: is this a metrics URL?"
+    )
+
+
+def _redirect_reason(status: int, location: str | None) -> str:
+    """A redirect, naming only the host it points at: infercost follows none (the target
+    is not what the endpoint declared, and could be anywhere)."""
+    host = ""
+    if location:
+        try:
+            host = urlsplit(location.strip()).hostname or ""
+        except ValueError:
+            host = ""
+        host = host if _HOST.fullmatch(host) else ("another host" if host else "")
+    target = f" to {host}" if host else (" on the same host" if location else "")
+    return (
+        f"HTTP {status}: redirects{target}; infercost follows no redirects, so put the "
+        "final address in the endpoint's metrics_urls"
+    )
 
 
 def parse_text(text: str, url: str = "", t: float = 0.0) -> list[Sample]:
-    """The samples of one Prometheus text exposition, all stamped `t` and `url`.
+    """Every sample of one Prometheus text exposition (mapped or not), stamped `t` and
+    `url`: for tests and tools. The scraper keeps only known series (see `Scraper`).
 
-    Raises ValueError("not Prometheus text: ...") when `text` is something else.
+    Raises ValueError("not Prometheus text") when `text` is something else.
     """
     try:
-        samples, _ = _parse(text, url, t, keep_unmapped=True, label_cache={})
+        return _parse(text, url, t, label_cache={}, keep="all").samples
     except _ScrapeFailed as failure:
         raise ValueError(str(failure)) from None
-    return samples
 
 
 LabelCache = dict[tuple[tuple[str, str], ...], dict[str, str]]
 
 
-def _parse(
-    text: str, url: str, t: float, *, keep_unmapped: bool, label_cache: LabelCache
-) -> tuple[list[Sample], set[str]]:
+@dataclass(slots=True)
+class _Parsed:
+    samples: list[Sample]
+    #: Distinct known series in the answer (before any cut), and metric names in all.
+    series: int
+    names: int
+    unmapped_known: set[str]
+
+
+def _clean_value(value: str) -> str:
+    return _CONTROL.sub("", value)[:MAX_LABEL_CHARS]
+
+
+def _parse(text: str, url: str, t: float, *, label_cache: LabelCache, keep: str) -> _Parsed:
+    """Parse an exposition; keep="known" keeps mapped series with their known labels
+    (values cleaned), keep="all" every sample as published."""
     samples: list[Sample] = []
-    unmapped: set[str] = set()
+    names: set[str] = set()
+    unmapped_known: set[str] = set()
+    repeats: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
     # The parser appends _total to every counter sample; a counter declared without it
     # (TGI's, DCGM's) gets its own name back so names read as the exporter wrote them.
     declared_counters = set(_COUNTER_TYPE_LINE.findall(text))
@@ -325,26 +451,45 @@ def _parse(
                 # histogram; it is bookkeeping, not a measurement.
                 if name.endswith("_created"):
                     continue
-                if lookup(name) is None:
-                    unmapped.add(name)
-                    if not keep_unmapped:
-                        continue
-                key = tuple(sample.labels.items())
+                names.add(name)
+                spec = lookup(name)
+                if keep == "all":
+                    labels = sample.labels
+                elif spec is None:
+                    if name.startswith(FAMILY_PREFIXES) and _METRIC_NAME.fullmatch(name):
+                        unmapped_known.add(name)
+                    continue
+                else:
+                    allowed = KNOWN_LABELS[spec.family]
+                    labels = {k: _clean_value(v) for k, v in sample.labels.items() if k in allowed}
+                key = tuple(sorted(labels.items()))
+                if keep == "known":
+                    # Two series that differed only in dropped labels would read as one
+                    # jumping series; the later ones are numbered apart instead.
+                    n = repeats[(name, key)] = repeats.get((name, key), 0) + 1
+                    if n > 1:
+                        key = tuple(sorted({**labels, "series": str(n)}.items()))
                 # One shared dict per distinct label set keeps a long run's samples small.
-                labels = label_cache.setdefault(key, sample.labels)
-                samples.append(Sample(t, url, sys.intern(name), labels, float(sample.value)))
+                shared = label_cache.setdefault(key, dict(key))
+                samples.append(Sample(t, url, sys.intern(name), shared, float(sample.value)))
     except Exception as exc:  # the parser's errors on arbitrary input vary in type
-        raise _ScrapeFailed(f"not Prometheus text: {_excerpt(text)}") from exc
-    return samples, unmapped
+        raise _ScrapeFailed("answered something that is not Prometheus text") from exc
+    series = (
+        len(samples)
+        if keep == "known"
+        else len({(s.metric, tuple(s.labels.items())) for s in samples})
+    )
+    return _Parsed(samples, series, len(names), unmapped_known)
 
 
 def _make_client(timeout_s: float) -> httpx.Client:
     # trust_env=False: a proxy configured for the worker's outbound traffic must not sit
-    # between it and an exporter on the same network.
+    # between it and an exporter on the same network. No redirects: a metrics URL is
+    # scraped where the endpoint says, nowhere else.
     return httpx.Client(
         timeout=httpx.Timeout(timeout_s),
         trust_env=False,
-        follow_redirects=True,
+        follow_redirects=False,
         headers={"Accept": _ACCEPT},
     )
 
@@ -354,6 +499,7 @@ def _http_status_reason(status: int) -> str:
         401: "the metrics URL needs credentials",
         403: "the metrics URL refused access",
         404: "nothing at this path; check the metrics URL",
+        501: "the server does not serve metrics (llama.cpp's server needs --metrics)",
     }
     hint = hints.get(status)
     return f"HTTP {status}" if hint is None else f"HTTP {status}: {hint}"
@@ -381,13 +527,4 @@ def _connect_reason(exc: httpx.ConnectError) -> str:
         return "connection refused"
     if "Name or service not known" in text or "nodename nor servname" in text:
         return "host name not found"
-    return f"could not connect ({text[:_EXCERPT_CHARS]})" if text else "could not connect"
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    if not flat:
-        return "an empty line"
-    if len(flat) > _EXCERPT_CHARS:
-        flat = flat[:_EXCERPT_CHARS] + "..."
-    return repr(flat)
+    return "could not connect"

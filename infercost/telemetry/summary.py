@@ -17,7 +17,15 @@ Rules, so every figure means one thing:
   as a restart from zero, the counter is interpolated linearly at the window edges, and
   an increase seen over only part of the window is scaled to the whole of it.
 - Prefix cache hit rate = increase in hits / increase in queries when the counters exist
-  (vLLM v1), else the time average of the engine's hit-rate gauge.
+  (vLLM v1), else the time average of the engine's hit-rate gauge, else the share of
+  prompt tokens served from the cache (llama.cpp's counters).
+- Prompt tokens count cached ones too: llama.cpp's own counter leaves them out, so its
+  total is computed + cached. Token rates are increases over the window / its length,
+  the server's side of the client's throughput.
+- Busy slots (llama.cpp) = increase of busy-slot-decodes / increase of decode calls over
+  the window; the server publishes only the mean since it started, so busy-slot-decodes
+  are rebuilt at each scrape as that mean x its decode count.
+- A queue in front of the engine (waiting requests above zero) is said in `notes`.
 - Energy = the increase of DCGM's energy counter when present, else the integral of total
   power (all GPUs) over the window; per output token = energy / output tokens.
 - A figure without data is None, never zero.
@@ -91,10 +99,26 @@ class TelemetrySummary:
     prompt_tokens: float | None = None
     generation_tokens: float | None = None
     preemptions: float | None = None
+    #: Tokens per second of the window, from the engine's counters.
+    prompt_tokens_per_s: float | None = None
+    generation_tokens_per_s: float | None = None
+    #: Prompt tokens served from the engine's cache, those it computed, and the cached share.
+    prompt_tokens_cached: float | None = None
+    prompt_tokens_computed: float | None = None
+    prompt_tokens_cached_share: float | None = None
+    #: Seconds the engine reports spending on prompts and on generation (llama.cpp sums
+    #: generation over slots, so it can exceed the window).
+    prompt_seconds: float | None = None
+    generation_seconds: float | None = None
+    #: Mean busy slots per decode call over the window (llama.cpp).
+    busy_slots_per_decode: float | None = None
+    kv_cache_tokens_mean: float | None = None
+    #: Findings worth a reader's attention that are not errors (requests queueing).
+    notes: list[str] = field(default_factory=list)
     gpu_count: int | None = None
     #: GPU name ("0", "0/mig1", "host-a:0") -> its time-averaged utilisation.
     per_gpu: dict[str, float] = field(default_factory=dict)
-    #: Source families seen in the window: "vllm", "sglang", "tgi", "dcgm".
+    #: Source families seen in the window: "vllm", "sglang", "tgi", "llamacpp", "dcgm".
     sources: list[str] = field(default_factory=list)
     #: Published metric names infercost does not map.
     unmapped: list[str] = field(default_factory=list)
@@ -118,12 +142,14 @@ def summarize(
     gpu_count_hint: int | None = None,
     *,
     errors: Iterable[TelemetryError | str] = (),
+    unmapped: Iterable[str] = (),
 ) -> TelemetrySummary:
     """Telemetry figures over [window_start, window_end] (seconds on the scraper's clock).
 
     `output_tokens` divides the energy; `gpu_count_hint` (the deployment's GPU count) only
     adds a note when the exporter reports a different number of GPUs; `errors` (the
-    scraper's) are carried into the summary as sentences.
+    scraper's) are carried into the summary as sentences, and `unmapped` (the names the
+    scraper dropped) are listed with those of unmapped samples.
     """
     notes = [str(e) for e in errors]
     a, b = float(window_start), float(window_end)
@@ -149,13 +175,15 @@ def summarize(
             "the deployment's own exporter or correct the endpoint's gpu_count)"
         )
 
+    engine = _engine_figures(collected, a, b)
     return TelemetrySummary(
         **gpu,
-        **_engine_figures(collected, a, b),
+        **engine,
+        notes=_queue_notes(engine, collected),
         energy_j_per_output_token=per_token,
         errors=notes,
         sources=sorted(collected.families),
-        unmapped=sorted(collected.unmapped),
+        unmapped=sorted(collected.unmapped | set(unmapped)),
         samples=collected.in_window,
     )
 
@@ -223,7 +251,7 @@ def _collect(samples: Iterable[Sample], a: float, b: float) -> _Collected:
 
     notes = [
         f"telemetry from {url}: none of its {len(names)} metrics is one infercost knows "
-        "(vLLM, SGLang, TGI or the DCGM exporter), e.g. " + ", ".join(sorted(names)[:3])
+        "(vLLM, SGLang, TGI, llama.cpp or the DCGM exporter), e.g. " + ", ".join(sorted(names)[:3])
         for url, names in unmapped_by_url.items()
         if url not in mapped_urls
     ]
@@ -458,20 +486,89 @@ def _max(segments: Sequence[Segment]) -> float | None:
     return max((v for _, _, v in segments), default=None)
 
 
+def _increase_by_url(series: Sequence[_Series], a: float, b: float) -> dict[str, float]:
+    """Each URL's counter increase over the window (its series summed), where known."""
+    by_url: dict[str, list[_Series]] = defaultdict(list)
+    for one in series:
+        by_url[one.url].append(one)
+    out = {}
+    for url, group in by_url.items():
+        increase = _window_increase(group, a, b)
+        if increase is not None:
+            out[url] = increase
+    return out
+
+
+def _busy_slots(c: _Collected, a: float, b: float) -> float | None:
+    """Busy slots per decode over the window, summed over engines (llama.cpp).
+
+    The gauge is the mean since start (busy-slot-decodes / decodes), read together with
+    the decode counter in the same scrape, so mean x decodes is a running total too.
+    """
+    decodes = {
+        (s.url, tuple(sorted(s.labels.items()))): s for s in c.series.get("decode_calls", [])
+    }
+    total: float | None = None
+    for gauge in c.series.get("busy_slots_per_decode", []):
+        counter = decodes.get((gauge.url, tuple(sorted(gauge.labels.items()))))
+        if counter is None:
+            continue
+        n_at = dict(counter.points)
+        product = [(t, v * n_at[t]) for t, v in gauge.points if t in n_at]
+        busy = _counter_increase(product, a, b)
+        calls = _counter_increase([(t, n_at[t]) for t, _ in product], a, b)
+        if busy is None or calls is None or calls[0] <= 0:
+            continue
+        total = (total or 0.0) + max(0.0, busy[0] / calls[0])
+    return total
+
+
+def _prompt_figures(c: _Collected, a: float, b: float) -> dict[str, float | None]:
+    """Prompt tokens (cached ones included), cached, computed and the cached share, per URL
+    then summed; a share only over URLs where both parts are known."""
+    total = _increase_by_url(c.series.get("prompt_tokens", []), a, b)
+    computed = _increase_by_url(c.series.get("prompt_tokens_computed", []), a, b)
+    cached = _increase_by_url(c.series.get("prompt_tokens_cached", []), a, b)
+    if not cached:  # an older vLLM: its prefix-cache hits are cached prompt tokens
+        cached = _increase_by_url(c.series.get("prefix_cache_hits", []), a, b)
+    for url, n in computed.items():
+        if url not in total and url in cached:
+            total[url] = n + cached[url]
+    for url, n in total.items():
+        if url not in computed and url in cached:
+            computed[url] = max(0.0, n - cached[url])
+    both = [url for url in total if url in cached]
+    share_of = sum(total[u] for u in both)
+    return {
+        "prompt_tokens": _sum(total.values()),
+        "prompt_tokens_cached": _sum(cached.values()),
+        "prompt_tokens_computed": _sum(computed.values()),
+        "prompt_tokens_cached_share": (
+            sum(cached[u] for u in both) / share_of if both and share_of > 0 else None
+        ),
+    }
+
+
 def _engine_figures(c: _Collected, a: float, b: float) -> dict[str, Any]:
     """The engine figures, keyed by TelemetrySummary field."""
     running = _combine([s.points for s in c.series.get("requests_running", [])], a, b, "sum")
     waiting = _combine([s.points for s in c.series.get("requests_waiting", [])], a, b, "sum")
     kv_series = c.series.get("kv_cache_usage", [])
+    kv_tokens = c.series.get("kv_cache_tokens", [])
+    prompt = _prompt_figures(c, a, b)
 
     hits = _window_increase(c.series.get("prefix_cache_hits", []), a, b)
     queries = _window_increase(c.series.get("prefix_cache_queries", []), a, b)
+    gauge = c.series.get("prefix_cache_hit_rate", [])
     if queries is not None and hits is not None:
         prefix_hit_rate = hits / queries if queries > 0 else None
-    else:
-        gauge = c.series.get("prefix_cache_hit_rate", [])
+    elif gauge:
         prefix_hit_rate = _time_mean(_combine([s.points for s in gauge], a, b, "mean"))
+    else:  # llama.cpp: cached / all prompt tokens is the same ratio, in tokens
+        prefix_hit_rate = prompt["prompt_tokens_cached_share"]
 
+    generation = _window_increase(c.series.get("generation_tokens", []), a, b)
+    seconds = b - a
     return {
         "requests_running_mean": _time_mean(running),
         "requests_running_max": _max(running),
@@ -481,9 +578,36 @@ def _engine_figures(c: _Collected, a: float, b: float) -> dict[str, Any]:
         "kv_cache_usage_max": max(
             (v for s in kv_series for _, _, v in _segments(s.points, a, b)), default=None
         ),
+        "kv_cache_tokens_mean": _time_mean(_combine([s.points for s in kv_tokens], a, b, "sum")),
         "prefix_cache_hit_rate": prefix_hit_rate,
         # Only energy reaches a contract figure, so only its extrapolation is worth a note.
-        "prompt_tokens": _window_increase(c.series.get("prompt_tokens", []), a, b),
-        "generation_tokens": _window_increase(c.series.get("generation_tokens", []), a, b),
+        **prompt,
+        "generation_tokens": generation,
+        "prompt_tokens_per_s": (
+            None if prompt["prompt_tokens"] is None else prompt["prompt_tokens"] / seconds
+        ),
+        "generation_tokens_per_s": None if generation is None else generation / seconds,
+        "prompt_seconds": _window_increase(c.series.get("prompt_seconds", []), a, b),
+        "generation_seconds": _window_increase(c.series.get("generation_seconds", []), a, b),
+        "busy_slots_per_decode": _busy_slots(c, a, b),
         "preemptions": _window_increase(c.series.get("preemptions", []), a, b),
     }
+
+
+def _queue_notes(engine: dict[str, Any], c: _Collected) -> list[str]:
+    """A sentence when requests waited in the engine's queue during the window."""
+    most = engine["requests_waiting_max"]
+    if most is None or most <= 0:
+        return []
+    what = (
+        "waited for a free slot"
+        if {s.spec.family for s in c.series.get("requests_waiting", [])} == {"llamacpp"}
+        else "waited in the engine's queue"
+    )
+    running = engine["requests_running_max"]
+    beside = "" if running is None else f", beside up to {running:g} running"
+    return [
+        f"requests queued in front of the engine: up to {most:g} {what} "
+        f"(mean {engine['requests_waiting_mean']:.2g}{beside}); latency includes that wait, "
+        "so the engine was saturated at this load"
+    ]

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Iterator
 
 import pytest
 
 from infercost.sim.process import SimProcess
 from tests.conftest import TeamClient, free_port
-from tests.exporter import Exporter, running_exporter
+from tests.exporter import SECRET, Exporter, running_exporter
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
@@ -80,6 +81,67 @@ async def test_bad_metrics_urls_are_errors_and_the_run_goes_on(
     rows = list(csv.DictReader(io.StringIO(only.text)))
     assert rows and {r["metric"] for r in rows} == {"vllm:num_requests_running"}
     assert set(rows[0]) == {"t", "url", "metric", "labels", "value"}
+
+
+async def test_hostile_metrics_urls_leave_no_trace_of_their_answers(
+    team: TeamClient, sim: SimProcess, exporter: Exporter
+) -> None:
+    """An error page, a redirect, a page that is not Prometheus text and one full of
+    unknown series and labels: the run stores and serves short reasons and known series
+    only, and the text those pages carried appears nowhere."""
+    urls = {
+        name: exporter.base + path
+        for name, path in {
+            "404": "/secret-404",
+            "redirect": "/redirect-away",
+            "garbage": "/garbage",
+            "noisy": "/noisy",
+            "llamacpp": "/llamacpp",
+        }.items()
+    }
+    endpoint = await team.create_endpoint(
+        base_url=sim.openai_base_url, metrics_urls=[sim.base_url + "/metrics", *urls.values()]
+    )
+    response = await team.submit(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 16}},
+            "load": {
+                "mode": "concurrency",
+                "levels": [2],
+                "requests_per_level": 20,
+                "telemetry_interval_s": 0.5,
+            },
+        }
+    )
+    assert response.status_code == 202, response.text
+    job = await team.wait_job(response.json()["id"], timeout=90)
+    assert job["status"] == "succeeded", job["error"]
+    run = job["runs"][0]
+    telemetry = run["telemetry"]
+
+    by_url = {e.split(": ", 1)[0].removeprefix("telemetry from "): e for e in telemetry["errors"]}
+    assert ": HTTP 404: nothing at this path" in by_url[urls["404"]]
+    assert ": HTTP 302: redirects to internal.example;" in by_url[urls["redirect"]]
+    assert ": answered something that is not Prometheus text" in by_url[urls["garbage"]]
+    assert urls["noisy"] not in by_url and urls["llamacpp"] not in by_url
+    assert set(telemetry["sources"]) == {"vllm", "llamacpp"}
+    assert "llamacpp:n_tokens_max" in telemetry["unmapped"]
+    assert "vllm:some_new_gauge" in telemetry["unmapped"]
+
+    series = await team.http.get(f"/v1/runs/{run['id']}/telemetry")
+    as_csv = await team.http.get(f"/v1/runs/{run['id']}/telemetry", headers={"Accept": "text/csv"})
+    assert series.status_code == as_csv.status_code == 200
+    for text in (json.dumps(job), series.text, as_csv.text):
+        assert SECRET not in text
+        assert SECRET.replace("-", "_") not in text
+    body = series.json()
+    # Only mapped metrics are stored, with only their known labels.
+    assert "llamacpp:requests_deferred" in body["metrics"]
+    assert not any(m.startswith(("python_", "process_", "corp_")) for m in body["metrics"])
+    assert "vllm:time_to_first_token_seconds_bucket" not in body["metrics"]
+    noisy = [s for s in body["series"] if s["url"] == urls["noisy"]]
+    assert noisy and {tuple(s["labels"]) for s in noisy} == {("model_name",)}
 
 
 async def test_a_run_without_metrics_urls_has_null_telemetry(

@@ -240,8 +240,10 @@ class Telemetry(msgspec.Struct):
     rate; power in W, energy in J, memory in bytes. Gauges are averaged over time; counters
     (tokens, preemptions, cache hits) are differences over the window. `errors` lists
     every scrape that failed and why; the run goes on regardless. `sources` names the
-    metric families seen (vllm, sglang, tgi, dcgm); `unmapped` the names published but
-    not understood (stored raw in /v1/runs/{id}/telemetry).
+    metric families seen (vllm, sglang, tgi, llamacpp, dcgm); `unmapped` the names of a
+    known family published but not mapped (their values are not stored). Token rates and
+    cached prompt tokens come from the engine's counters over the window; `notes` says
+    when requests queued in front of the engine.
     """
 
     gpu_util_mean: float | None = None
@@ -265,6 +267,16 @@ class Telemetry(msgspec.Struct):
     prompt_tokens: float | None = None
     generation_tokens: float | None = None
     preemptions: float | None = None
+    prompt_tokens_per_s: float | None = None
+    generation_tokens_per_s: float | None = None
+    prompt_tokens_cached: float | None = None
+    prompt_tokens_computed: float | None = None
+    prompt_tokens_cached_share: float | None = None
+    prompt_seconds: float | None = None
+    generation_seconds: float | None = None
+    busy_slots_per_decode: float | None = None
+    kv_cache_tokens_mean: float | None = None
+    notes: list[str] = []
     gpu_count: int | None = None
     per_gpu: dict[str, float] = {}
     sources: list[str] = []

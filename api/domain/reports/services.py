@@ -74,6 +74,16 @@ def level_figures(run: RunSummary) -> LevelFigures:
         gpu_util_p95=run.telemetry.gpu_util_p95,
         sm_active_mean=run.telemetry.sm_active_mean,
         telemetry_errors=tuple(run.telemetry.errors),
+        telemetry_sources=tuple(run.telemetry.sources),
+        requests_running_mean=run.telemetry.requests_running_mean,
+        requests_waiting_mean=run.telemetry.requests_waiting_mean,
+        requests_waiting_max=run.telemetry.requests_waiting_max,
+        busy_slots_per_decode=run.telemetry.busy_slots_per_decode,
+        kv_cache_usage_mean=run.telemetry.kv_cache_usage_mean,
+        prompt_tokens_cached_share=run.telemetry.prompt_tokens_cached_share,
+        server_prompt_tokens_per_s=run.telemetry.prompt_tokens_per_s,
+        server_output_tokens_per_s=run.telemetry.generation_tokens_per_s,
+        telemetry_notes=tuple(run.telemetry.notes),
     )
 
 
