@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from infercost.sim.process import SimProcess
+from infercost.sim.config import SimConfig
+from infercost.sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient, free_port
 from tests.exporter import SECRET, Exporter, running_exporter
 
@@ -81,6 +82,64 @@ async def test_bad_metrics_urls_are_errors_and_the_run_goes_on(
     rows = list(csv.DictReader(io.StringIO(only.text)))
     assert rows and {r["metric"] for r in rows} == {"vllm:num_requests_running"}
     assert set(rows[0]) == {"t", "url", "metric", "labels", "value"}
+
+
+@pytest.fixture(scope="module")
+def llama_sim() -> Iterator[SimProcess]:
+    """The simulator as llama-server with 4 slots: a fifth request waits (is deferred)."""
+    config = SimConfig.for_engine("llamacpp", port=0, max_concurrency=4, ttft_ms=40, itl_ms=10)
+    with sim_process(config) as sim:
+        yield sim
+
+
+async def test_llamacpp_telemetry_shows_the_queue_in_front_of_the_engine(
+    team: TeamClient, llama_sim: SimProcess
+) -> None:
+    """16 users on 4 slots: up to 12 requests are deferred, and the run, its report and its
+    stored series say so; the server's token count is held against the client's."""
+    endpoint = await team.create_endpoint(
+        base_url=llama_sim.openai_base_url, metrics_urls=[llama_sim.base_url + "/metrics"]
+    )
+    response = await team.submit(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 16}},
+            "load": {
+                "mode": "concurrency",
+                "levels": [16],
+                "requests_per_level": 96,
+                "telemetry_interval_s": 0.25,
+            },
+        }
+    )
+    assert response.status_code == 202, response.text
+    job = await team.wait_job(response.json()["id"], timeout=120)
+    assert job["status"] == "succeeded", job["error"]
+    run = job["runs"][0]
+    telemetry = run["telemetry"]
+    assert telemetry["errors"] == []
+    assert telemetry["sources"] == ["llamacpp"]
+    # The simulator lets 4 generate at once, so at most 4 run and at most 16 - 4 wait.
+    assert 0 < telemetry["requests_running_max"] <= 4
+    assert 0 < telemetry["requests_waiting_max"] <= 12
+    assert telemetry["requests_waiting_mean"] > 0
+    assert telemetry["busy_slots_per_decode"] is not None
+    assert telemetry["notes"] and telemetry["notes"][0].startswith(
+        f"requests queued in front of the engine: up to {telemetry['requests_waiting_max']:g} "
+        "waited for a free slot"
+    )
+    # The engine counted the same tokens the client received, over nearly the same window.
+    assert telemetry["generation_tokens_per_s"] == pytest.approx(
+        run["output_tokens_per_s"], rel=0.3
+    )
+    assert telemetry["prompt_tokens_per_s"] is not None
+
+    html = (await team.http.get(f"/v1/jobs/{job['id']}/report")).text
+    assert '<h2 id="telemetry">Engine telemetry</h2>' in html
+    assert "requests queued in front of the engine" in html
+    series = (await team.http.get(f"/v1/runs/{run['id']}/telemetry")).json()
+    assert "llamacpp:requests_deferred" in series["metrics"]
+    assert "llamacpp:n_tokens_max" not in series["metrics"]  # not mapped, not stored
 
 
 async def test_hostile_metrics_urls_leave_no_trace_of_their_answers(
