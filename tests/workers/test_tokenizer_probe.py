@@ -135,6 +135,18 @@ async def test_without_usage_a_text_only_form_says_lengths_are_approximate() -> 
     }
 
 
+async def test_without_usage_a_whole_prompt_form_is_used_unchecked() -> None:
+    app = EngineApp("vllm", usage=False)
+    async with serve_in_loop(app) as url, httpx.AsyncClient() as client:
+        probe = await probe_tokenizer(client, target(url, CHAT, "vllm"))
+    assert probe.form == "vllm:/tokenize messages"
+    assert probe.exact
+    assert probe.template_tokens is None
+    assert probe.note == (
+        "prompts counted with vllm:/tokenize messages (not checked: the server sent no usage)"
+    )
+
+
 async def test_old_tgi_without_chat_tokenize_measures_the_template() -> None:
     app = EngineApp("tgi", chat_tokenize=False)
     async with serve_in_loop(app) as url, httpx.AsyncClient() as client:
@@ -212,6 +224,9 @@ SIM_CASES = [
     ("sglang", CHAT, "sglang:/tokenize prompt", 0),
     ("tgi", CHAT, "tgi:/tokenize inputs", 0),
     ("sglang", COMPLETIONS, "sglang:/tokenize prompt", None),
+    # the simulator's usage counts no BOS where its /tokenize add_special adds one: the
+    # usage check finds 0 tokens added to a completion prompt's text
+    ("llamacpp", COMPLETIONS, "llamacpp:/tokenize content", 0),
 ]
 
 
@@ -232,6 +247,12 @@ async def test_against_infercost_sim_each_engine(
             assert probe.exact, probe.note
             assert probe.template_tokens == template
             assert probe.tokenizer is not None
+            if (engine, api) == ("llamacpp", COMPLETIONS):
+                # the probe sentence is 15 words; with BOS 16, four times 61
+                assert probe.tried[-1] == (
+                    "llamacpp:/tokenize content: counted [16, 61] prompt tokens where "
+                    "usage said [15, 60]"
+                )
             maker = PromptMaker(np.random.default_rng(5))
             lengths = [int(n) for n in np.random.default_rng(6).integers(5, 300, 20)]
             calibration = await calibrate(client, probe.tokenizer, maker)

@@ -14,20 +14,23 @@ source defines (read there, December 2026) and keeps the first whose answers hol
   takes a chat request and answers `{"tokenize_response": [...], "templated_text"}`.
 - llama.cpp (tools/server/server-context.cpp, server.cpp): `POST /tokenize`
   `{"content", "add_special"}`, answer `{"tokens": [...]}`; any other body gets
-  `{"tokens": []}`, which is why an empty answer never counts.
+  `{"tokens": []}`, which is why an empty answer never counts. (Recent builds also serve
+  /apply-template and /v1/chat/completions/input_tokens; the usage check below serves every
+  build.)
 
 Each form is tried at the server root and under the base URL's `/v1`, the endpoint's
 declared engine first. A form counts only when its answers are consistent (probe_tokenizer).
 
-Chat templates: a form that takes `messages` counts the prompt exactly as the server will.
-A form that tokenizes raw text only (llama.cpp content, SGLang prompt, TGI inputs without
-/chat_tokenize) counts the text; the template's tokens are then measured once from the
-server's own `usage.prompt_tokens` of two one-token chat requests (their difference must
-equal the texts' difference, so the template is a constant the server really adds). That
-gives the exact n_in the server reports; without usage there is nothing to measure the
-template by, and the probe says lengths are exact for the text only (approximate).
-Completion prompts need no template: they are counted with the special tokens (BOS) the
-server adds to a completion prompt.
+Chat templates and BOS: a form that takes `messages` counts a chat prompt as the server
+will, and a completion prompt is counted with the special tokens (BOS) the server adds. A
+form that tokenizes raw text only (llama.cpp content, SGLang prompt, TGI inputs without
+/chat_tokenize) counts a message's text, not the template around it. Either way the probe
+then sends two one-token requests (a short and a long text) and reads the server's own
+`usage.prompt_tokens`: a whole-prompt count must equal it; otherwise, and for raw text, the
+tokens the server adds are usage minus the text's count, and must be the same for both
+texts (a constant the server really adds). That gives the exact n_in the server reports.
+Without usage a whole-prompt form is used unchecked, and a raw-text form on a chat endpoint
+counts the text only: the probe says its lengths are approximate.
 
 With a tokenizer the worker calibrates once per endpoint (tokens per prompt word, and the
 tokens a prompt carries beyond its words), then checks each prepared prompt before the
@@ -186,9 +189,11 @@ class Tokenizer:
     """One endpoint's tokenizer: a text form at `url`, optionally a chat form at `chat_url`,
     for its model and API (a chat endpoint's prompts carry the chat template).
 
-    `template_tokens`: for a chat endpoint without a chat form, the tokens the server adds
-    to a message's text (measured from usage; None: unknown, prompts are counted as text).
-    `specials`: tokens a form that cannot leave them out adds to every text (TGI's BOS).
+    `template_tokens`: when set, a prompt counts as its text's tokens plus these (the chat
+    template, BOS: what the server adds, measured from its usage). Unset, a prompt is counted
+    by the chat form, or as a completion prompt with special tokens; a chat endpoint with
+    neither is counted as text. `specials`: tokens a form that cannot leave them out adds to
+    every text (TGI's BOS). `name` labels the text form, `chat_name` the chat form.
     """
 
     url: str
@@ -201,6 +206,7 @@ class Tokenizer:
     template_tokens: int | None = None
     specials: int = 0
     name: str = "vllm:/tokenize prompt"
+    chat_name: str | None = None
 
     @classmethod
     def for_target(cls, target: Target) -> Tokenizer:
@@ -215,22 +221,31 @@ class Tokenizer:
             _auth_headers(target),
             chat_url=url if chat else None,
             chat_form=MESSAGES if chat else None,
-            name="vllm:/tokenize messages" if chat else "vllm:/tokenize prompt",
+            chat_name="vllm:/tokenize messages" if chat else None,
         )
+
+    @property
+    def used(self) -> str:
+        """The form that counts this endpoint's prompts (the chat form, where it does)."""
+        if self.chat and self.chat_name is not None and self.template_tokens is None:
+            return self.chat_name
+        return self.name
 
     @property
     def key(self) -> CalibrationKey:
         """What a calibration depends on: the route and form, the model, the prompt's shape."""
-        return (self.url, self.name, self.model, self.chat, self.template_tokens)
+        return (self.url, self.used, self.model, self.chat, self.template_tokens)
 
     async def count(self, client: httpx.AsyncClient, text: str, *, as_prompt: bool = True) -> int:
         """Tokens the server counts for `text`: as this endpoint's prompt (`as_prompt`: in a
         user message under the chat template, or as a completion prompt with its special
         tokens), or as bare generated text (no special tokens)."""
+        if as_prompt and self.template_tokens is not None:
+            return await self.count_text(client, text) + self.template_tokens
         if as_prompt and self.chat:
             if self.chat_form is not None and self.chat_url is not None:
                 return await self.ask(client, self.chat_url, self.chat_form, text, special=False)
-            return await self.count_text(client, text) + (self.template_tokens or 0)
+            return await self.count_text(client, text)
         if as_prompt:
             return await self.ask(client, self.url, self.form, text, special=True)
         return await self.count_text(client, text)
@@ -388,39 +403,20 @@ async def _usage_prompt_tokens(client: httpx.AsyncClient, target: Target, text: 
     return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None
 
 
-async def _template_from_usage(
-    client: httpx.AsyncClient, target: Target, tok: Tokenizer
-) -> tuple[int | None, str]:
-    """The chat template's tokens: usage.prompt_tokens minus the text's own tokens, for a
-    short and a long message; None (and why) unless both give the same number."""
-    texts = (PROBE_TEXT, " ".join([PROBE_TEXT] * 4))
-    measured: list[int] = []
-    for text in texts:
-        used = await _usage_prompt_tokens(client, target, text)
-        if used is None:
-            return None, "the server sent no usage.prompt_tokens to measure its chat template by"
-        measured.append(used - await tok.count_text(client, text))
-    if measured[0] != measured[1] or not 0 <= measured[0] <= MAX_TEMPLATE_TOKENS:
-        return None, (
-            f"the chat template's tokens vary with the message ({measured[0]} and "
-            f"{measured[1]}), so the tokenizer's count of the text cannot give the server's"
-        )
-    return measured[0], ""
-
-
 async def probe_tokenizer(client: httpx.AsyncClient, target: Target) -> TokenizerProbe:
     """Find the endpoint's tokenizer: try each engine's form (the declared engine's first)
     at the root and under /v1, keep the first whose counts are consistent, then settle how
-    a prompt is counted (a chat form, the template measured from usage, or text only).
+    a prompt is counted and check that against the server's own usage (_settle).
 
-    Sends only tokenize calls and, for a chat endpoint whose tokenizer takes raw text only,
-    two one-token chat requests. Never raises: a probe that finds nothing says so.
+    Sends only tokenize calls and, where the server has a tokenizer, two one-token
+    non-streamed requests of the endpoint's API. Never raises: a probe that finds nothing
+    says so.
     """
     engine = engine_key(target.engine)
     chat = target.api == "openai-chat"
     headers = _auth_headers(target)
     tried: list[str] = []
-    found: tuple[Tokenizer, list[int]] | None = None
+    found: Tokenizer | None = None
     try:
         for form, url, path in _candidates(target):
             name = _label(form, path, engine)
@@ -438,8 +434,10 @@ async def probe_tokenizer(client: httpx.AsyncClient, target: Target) -> Tokenize
                 except TokenizerError:
                     specials = max(0, 2 * counts[0] - counts[1])
                 tok = replace(tok, specials=specials)
-            found = (tok, counts)
+            found = tok
             break
+        if found is not None and chat:
+            found = await _with_chat_form(client, target, found, engine, tried)
     except _Unreachable as exc:
         tried.append(str(exc))
     if found is None:
@@ -452,68 +450,107 @@ async def probe_tokenizer(client: httpx.AsyncClient, target: Target) -> Tokenize
             + "; ".join(tried),
             tried=tuple(tried),
         )
-    tok, _ = found
-    if not chat:
-        return TokenizerProbe(
-            tok,
-            tok.name,
-            True,
-            "completion prompts counted with the server's tokenizer",
-            tried=tuple(tried),
-        )
-    return await _settle_chat(client, target, tok, engine, tried)
-
-
-async def _settle_chat(
-    client: httpx.AsyncClient,
-    target: Target,
-    tok: Tokenizer,
-    engine: str | None,
-    tried: list[str],
-) -> TokenizerProbe:
-    """For a chat endpoint: the chat form beside the text form when it answers, else the
-    template's tokens measured from usage, else text-only counting (not exact)."""
-    chat_form = _CHAT_FORMS.get(tok.form)
-    if chat_form is not None:
-        root = server_root(target.base_url)
-        # vLLM's messages share the text form's URL; TGI's /chat_tokenize is at the root.
-        url = tok.url if chat_form.path == tok.form.path else root + chat_form.path
-        shown = url[len(root) :] if url.startswith(root) else chat_form.path
-        name = _label(chat_form, shown, engine)
-        try:
-            counts, reason = await _consistent(client, tok, url, chat_form, special=False)
-        except _Unreachable as exc:
-            counts, reason = None, str(exc)
-        if counts is not None:
-            chat_tok = replace(tok, chat_url=url, chat_form=chat_form, name=name)
-            return TokenizerProbe(
-                chat_tok,
-                name,
-                True,
-                "chat prompts counted with the chat template applied",
-                tried=tuple(tried),
-            )
-        tried.append(f"{name}: {reason}")
     try:
-        template, why = await _template_from_usage(client, target, tok)
+        return await _settle(client, target, found, tried)
     except TokenizerError as exc:
-        template, why = None, str(exc)
-    if template is None:
         return TokenizerProbe(
-            tok,
-            tok.name,
+            None,
+            None,
             False,
-            f"{tok.name} counts a message's text only and {why}: prompt lengths are exact "
-            "for the text, without the chat template's tokens (approximate)",
+            f"{found.used} stopped answering during the probe ({exc}), so prompt lengths "
+            "are approximate",
             tried=tuple(tried),
         )
+
+
+async def _with_chat_form(
+    client: httpx.AsyncClient, target: Target, tok: Tokenizer, engine: str | None, tried: list[str]
+) -> Tokenizer:
+    """The tokenizer with the chat form served beside its text form, where that answers
+    consistently (vLLM's messages at the same URL, TGI's /chat_tokenize at the root)."""
+    chat_form = _CHAT_FORMS.get(tok.form)
+    if chat_form is None:
+        return tok
+    root = server_root(target.base_url)
+    url = tok.url if chat_form.path == tok.form.path else root + chat_form.path
+    shown = url[len(root) :] if url.startswith(root) else chat_form.path
+    name = _label(chat_form, shown, engine)
+    counts, reason = await _consistent(client, tok, url, chat_form, special=False)
+    if counts is None:
+        tried.append(f"{name}: {reason}")
+        return tok
+    return replace(tok, chat_url=url, chat_form=chat_form, chat_name=name)
+
+
+async def _settle(
+    client: httpx.AsyncClient, target: Target, tok: Tokenizer, tried: list[str]
+) -> TokenizerProbe:
+    """How prompts are counted, checked against the server's usage.prompt_tokens for a
+    short and a long probe text sent as one-token requests.
+
+    A form that counts the whole prompt (chat form, completion prompt with special tokens)
+    is kept when it agrees with usage. Otherwise, and for a chat endpoint whose form counts
+    raw text only, the tokens the server adds (template, BOS) are usage minus the text's
+    count; they must be the same for both texts. Without usage a whole-prompt form is kept
+    unchecked, and a raw-text form on a chat endpoint counts the text only (not exact).
+    """
+    texts = (PROBE_TEXT, " ".join([PROBE_TEXT] * 4))
+    whole = tok.chat_name is not None or not tok.chat
+    used: list[int] = []
+    for text in texts:
+        answer = await _usage_prompt_tokens(client, target, text)
+        if answer is None:
+            break
+        used.append(answer)
+    done = tuple(tried)
+    if len(used) < len(texts):
+        if whole:
+            return TokenizerProbe(
+                tok,
+                tok.used,
+                True,
+                f"prompts counted with {tok.used} (not checked: the server sent no usage)",
+                tried=done,
+            )
+        return TokenizerProbe(
+            tok,
+            tok.used,
+            False,
+            f"{tok.name} counts a message's text only and the server sent no usage to "
+            "measure its chat template by: prompt lengths are exact for the text, without "
+            "the template's tokens (approximate)",
+            tried=done,
+        )
+    if whole:
+        ours = [await tok.count(client, text) for text in texts]
+        if ours == used:
+            return TokenizerProbe(
+                tok,
+                tok.used,
+                True,
+                f"prompts counted with {tok.used}, as the server's usage counts them",
+                tried=done,
+            )
+        tried.append(f"{tok.used}: counted {ours} prompt tokens where usage said {used}")
+    added = [u - await tok.count_text(client, text) for u, text in zip(used, texts, strict=True)]
+    if added[0] != added[1] or not 0 <= added[0] <= MAX_TEMPLATE_TOKENS:
+        return TokenizerProbe(
+            tok,
+            tok.used,
+            False,
+            f"the tokens the server adds to a prompt vary with its text ({added[0]} and "
+            f"{added[1]}), so {tok.name} cannot give the server's count: prompt lengths are "
+            "approximate",
+            tried=tuple(tried),
+        )
+    what = "the chat template adds" if tok.chat else "the server adds"
     return TokenizerProbe(
-        replace(tok, template_tokens=template),
+        replace(tok, template_tokens=added[0]),
         tok.name,
         True,
-        f"{tok.name} counts the text; the chat template adds {template} tokens "
-        "(measured from the server's usage.prompt_tokens)",
-        template_tokens=template,
+        f"{tok.name} counts the text; {what} {added[0]} tokens (measured from the "
+        "server's usage.prompt_tokens)",
+        template_tokens=added[0],
         tried=tuple(tried),
     )
 
