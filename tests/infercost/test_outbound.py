@@ -3,6 +3,8 @@ may reach, with and without INFERCOST_OUTBOUND_ALLOW."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from infercost.outbound import OutboundRefused, Policy, pinned, redact
@@ -174,3 +176,32 @@ def test_pinned_requests_keep_the_original_host() -> None:
 def test_redact_drops_stored_credentials() -> None:
     assert redact("http://u:p@10.0.0.5:8000/v1") == "http://10.0.0.5:8000/v1"
     assert redact("http://10.0.0.5:8000/v1") == "http://10.0.0.5:8000/v1"
+
+
+async def test_the_webhook_courier_posts_only_to_checked_addresses() -> None:
+    """A receiver on loopback: refused under the default policy (nothing reaches it), and
+    reached through its checked address, with its own Host header, once allowed."""
+    import httpx
+
+    from infercost.webhooks.delivery import post
+    from tests.asgi import read_body, send_json, serve_in_loop
+
+    seen: list[dict[str, str]] = []
+
+    async def receiver(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await read_body(receive)
+        seen.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        await send_json(send, 204, b"")
+
+    async with serve_in_loop(receiver) as url, httpx.AsyncClient() as client:
+        port = url.rpartition(":")[2]
+        hook = f"http://localhost:{port}/hooks"
+        payload = {"id": "d1", "event": "ping"}
+        code, error = await post(client, hook, "secret", "ping", payload, policy=DEFAULT)
+        assert code is None and error is not None
+        assert error.startswith("refused by the outbound policy: url: localhost is this machine")
+        assert seen == []
+        allowed = Policy.parse(["localhost"])
+        code, error = await post(client, hook, "secret", "ping", payload, policy=allowed)
+        assert (code, error) == (204, None)
+        assert len(seen) == 1 and seen[0]["host"] == f"localhost:{port}"
