@@ -1,4 +1,8 @@
-"""Telemetry samples in Postgres: written in bulk with COPY, read back per run and metric."""
+"""Telemetry samples in Postgres: written in bulk with COPY, read back per run and metric.
+
+Reads serve only metrics the mapping knows: the scraper stores nothing else, and rows of
+other metrics written before it filtered (raw exporter output) are not shown.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.jobs.models import TelemetrySample
+from infercost.telemetry.mapping import METRIC_TABLE
+
+#: Metric names a read may return: each mapped source, as exposed or with the `_total` the
+#: Prometheus parser adds to a counter.
+SERVED_METRICS: frozenset[str] = frozenset(
+    name for spec in METRIC_TABLE for name in (spec.source, spec.source + "_total")
+)
 
 #: COPY column order of `copy_telemetry` rows.
 TELEMETRY_COLUMNS = ("run_id", "t", "url", "metric", "labels", "value")
@@ -43,10 +54,13 @@ class TelemetryRepository:
         )
 
     async def metrics(self, run_id: uuid.UUID) -> list[str]:
-        """The metric names scraped during a run, sorted."""
+        """The (mapped) metric names scraped during a run, sorted."""
         rows = await self.session.scalars(
             select(TelemetrySample.metric)
-            .where(TelemetrySample.run_id == run_id)
+            .where(
+                TelemetrySample.run_id == run_id,
+                TelemetrySample.metric.in_(sorted(SERVED_METRICS)),
+            )
             .distinct()
             .order_by(TelemetrySample.metric)
         )
@@ -55,10 +69,12 @@ class TelemetryRepository:
     async def stream(
         self, run_id: uuid.UUID, metrics: Sequence[str] | None, batch: int = 5000
     ) -> AsyncIterator[TelemetrySample]:
-        """A run's samples (optionally only `metrics`) by metric, series and time."""
-        query: Any = select(TelemetrySample).where(TelemetrySample.run_id == run_id)
-        if metrics:
-            query = query.where(TelemetrySample.metric.in_(metrics))
+        """A run's samples of mapped metrics (optionally only `metrics`) by metric, series
+        and time."""
+        wanted = sorted(SERVED_METRICS if not metrics else SERVED_METRICS & set(metrics))
+        query: Any = select(TelemetrySample).where(
+            TelemetrySample.run_id == run_id, TelemetrySample.metric.in_(wanted)
+        )
         query = query.order_by(
             TelemetrySample.metric, TelemetrySample.url, TelemetrySample.labels, TelemetrySample.t
         )

@@ -7,13 +7,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import uuid
 from collections.abc import Iterator
 
+import asyncpg
 import pytest
 
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, sim_process
-from tests.conftest import TeamClient, free_port
+from tests.conftest import TeamClient, free_port, insert_finished_run
 from tests.exporter import SECRET, Exporter, running_exporter
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
@@ -220,3 +222,31 @@ async def test_a_run_without_metrics_urls_has_null_telemetry(
     assert telemetry["errors"] == []
     series = (await team.http.get(f"/v1/runs/{job['runs'][0]['id']}/telemetry")).json()
     assert series == {"run_id": job["runs"][0]["id"], "metrics": [], "series": [], "errors": []}
+
+
+async def test_rows_of_unmapped_metrics_stored_earlier_are_not_served(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    """Runs measured before the scraper filtered stored whatever an exporter published;
+    reads serve only the metrics the mapping knows."""
+    endpoint = await team.create_endpoint()
+    _, run_id = await insert_finished_run(db, team.team_id, endpoint["id"])
+    await db.executemany(
+        "INSERT INTO telemetry_samples (run_id, t, url, metric, labels, value)"
+        " VALUES ($1, $2, 'http://e/metrics', $3, '{}', 1)",
+        [
+            (uuid.UUID(run_id), 0.0, "vllm:num_requests_running"),
+            (uuid.UUID(run_id), 0.0, f"corp_{SECRET.replace('-', '_')}"),
+            (uuid.UUID(run_id), 0.0, "python_gc_objects_collected_total"),
+        ],
+    )
+    body = (await team.http.get(f"/v1/runs/{run_id}/telemetry")).json()
+    assert body["metrics"] == ["vllm:num_requests_running"]
+    assert [s["metric"] for s in body["series"]] == ["vllm:num_requests_running"]
+    asked = await team.http.get(
+        f"/v1/runs/{run_id}/telemetry",
+        params={"metric": "python_gc_objects_collected_total"},
+        headers={"Accept": "text/csv"},
+    )
+    assert asked.status_code == 200
+    assert asked.text.strip().splitlines() == ["t,url,metric,labels,value"]
