@@ -31,6 +31,7 @@ _ENUM = re.compile(r"^Invalid enum value '(?P<value>[^']*)'")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`")
 _PATH_PART = re.compile(r"[^.\[\]]+|\[[^\]]*\]")
 _TITLES = {
+    400: "Invalid request",
     404: "Not found",
     405: "Method not allowed",
     413: "Request too large",
