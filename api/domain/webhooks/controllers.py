@@ -20,7 +20,11 @@ def provide_webhook_service(
 ) -> WebhookService:
     """The service for the caller's team."""
     return WebhookService(
-        db_session, caller.team_id, state.vault, state.outbound, settings.max_webhooks
+        db_session,
+        caller.team_id,
+        state.vault,
+        outbound=state.outbound,
+        max_webhooks=settings.max_webhooks,
     )
 
 

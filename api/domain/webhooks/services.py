@@ -85,6 +85,7 @@ class WebhookService:
         session: AsyncSession,
         team_id: uuid.UUID,
         vault: Vault,
+        *,
         outbound: Policy,
         max_webhooks: int,
     ) -> None:
