@@ -56,6 +56,24 @@ class OutboundRefused(InvalidInput):
     """A URL the service will not connect to; `field` is the request field that holds it."""
 
 
+_NAT64: Final = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv6 one carries and routes to, if any (IPv4-mapped, NAT64's
+    well-known prefix, 6to4); else the address itself. 64:ff9b::a9fe:a9fe reaches
+    169.254.169.254 through a NAT64 gateway, so it is judged as that."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return address
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.sixtofour is not None:
+        return address.sixtofour
+    return address
+
+
 def _literal_address(host: str) -> IPAddress | None:
     """The address a host written as an IP literal stands for (IPv4-mapped IPv6 unwrapped)."""
     try:
@@ -67,9 +85,7 @@ def _literal_address(host: str) -> IPAddress | None:
             address = ipaddress.IPv4Address(socket.inet_aton(host))
         except OSError:
             return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
+    return _embedded_ipv4(address)
 
 
 def _host_of(parts: SplitResult) -> str:
@@ -146,8 +162,7 @@ class Policy:
 
     def refusal(self, address: IPAddress, *, name_allowed: bool = False) -> str | None:
         """Why the service must not connect to `address`, or None when it may."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
+        address = _embedded_ipv4(address)
         if any(address in net for net in ALWAYS_REFUSED):
             return (
                 f"{address} is a link-local or cloud metadata address, which the service never "

@@ -21,7 +21,7 @@ import pytest
 from api.app import create_app
 from infercost.settings import Settings
 from tests.asgi import serve_in_loop
-from tests.conftest import TeamClient, insert_finished_run
+from tests.conftest import TeamClient, free_port, insert_finished_run
 
 pytestmark = pytest.mark.integration
 
@@ -419,3 +419,26 @@ async def test_active_jobs_and_webhooks_are_capped_per_team(tiny_api: str, new_t
             assert hook.status_code == 201, hook.text
         third_hook = await other.post("/v1/webhooks", json={"url": "http://10.0.0.3/h"})
         assert_problem(third_hook, 409, "has 2 webhooks", "INFERCOST_MAX_WEBHOOKS=2")
+
+
+async def test_requests_pass_when_the_rate_limits_redis_is_down(
+    service_env: dict[str, str], team: TeamClient
+) -> None:
+    """The limit protects the service and must not take it down: with its Redis refusing
+    connections, requests are served (and the API logs that it could not count them)."""
+    settings = dataclasses.replace(
+        Settings.from_env(service_env),
+        rate_limit_per_minute=1,
+        redis_url=f"redis://127.0.0.1:{free_port()}/0",
+        queue=f"test-tiny-{uuid.uuid4().hex[:8]}",
+    )
+    app = create_app(settings)
+    for hook in app.on_startup:
+        await hook(app)  # type: ignore[call-arg,misc]
+    try:
+        async with serve_in_loop(app) as url, client_of(url, team.key) as http:
+            statuses = [(await http.get("/v1/endpoints")).status_code for _ in range(3)]
+    finally:
+        for hook in app.on_shutdown:
+            await hook(app)  # type: ignore[call-arg,misc]
+    assert statuses == [200, 200, 200]

@@ -31,6 +31,8 @@ def refused(policy: Policy, url: str, field: str = "base_url") -> str:
         "http://[fd00:ec2::254]/latest",
         "http://100.100.100.200/latest/meta-data",
         "http://[::ffff:169.254.169.254]/",  # IPv4-mapped IPv6
+        "http://[64:ff9b::a9fe:a9fe]/",  # through a NAT64 gateway
+        "http://[2002:a9fe:a9fe::1]/",  # 6to4
         "http://2852039166/",  # 169.254.169.254 as one decimal number
         "http://0xA9FEA9FE/",  # ... in hex
         "http://0251.0376.0251.0376/",  # ... in octal
