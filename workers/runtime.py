@@ -7,7 +7,7 @@ closed when it stops.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -16,6 +16,7 @@ import infercost.db.models  # noqa: F401 - every mapper registered before the fi
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.security import Vault
 from infercost.settings import Settings
+from workers.loadgen.health import ClientHealth
 from workers.loadgen.transport import load_client
 
 
@@ -29,6 +30,8 @@ class Runtime:
     sessionmaker: async_sessionmaker[AsyncSession]
     http: httpx.AsyncClient
     vault: Vault
+    # The load client's reading-side health (read lag, loop lag, re-sends), per level.
+    health: ClientHealth = field(default_factory=ClientHealth)
 
     @classmethod
     def start(cls, settings: Settings) -> Runtime:
@@ -38,9 +41,16 @@ class Runtime:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         engine = make_engine(settings.require_database_url(), pool_size=4)
-        http = load_client(settings.max_concurrency)
+        health = ClientHealth()
+        http = load_client(settings.max_concurrency, health=health)
         return cls(
-            settings, loop, engine, make_sessionmaker(engine), http, Vault(settings.secret_keys)
+            settings,
+            loop,
+            engine,
+            make_sessionmaker(engine),
+            http,
+            Vault(settings.secret_keys),
+            health,
         )
 
     def close(self) -> None:

@@ -26,6 +26,14 @@ response came back is therefore sent again, once, on a fresh connection (METRICS
 after a response byte, is the server's and surfaces. A response that says `Connection:
 close` (or HTTP/1.0 without keep-alive) never leaves its connection for the next request.
 
+Each socket read is stamped (perf_counter_ns) in the protocol's data callback, before the
+bytes are parsed, and the body is handed on as (stamp, bytes) pairs (`READS`): the SSE parser
+(workers/loadgen/stream.py) stamps each event with the time of the read that completed it, so
+however many reads the event loop queues before the reading coroutine wakes, no timestamp
+moves to the wake. The parser's lateness is recorded as read lag, and re-sends are counted,
+in the client's ClientHealth (workers/loadgen/health.py). Requests through the shared pool
+or a proxy are stamped as the coroutine reads them, as before.
+
 `load_client()` honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY as httpx does: a
 request a proxy applies to goes through an ordinary httpx proxy transport (a pool shared by
 all slots, so proxied requests lose the one-connection-per-slot property); the rest go to
@@ -37,14 +45,19 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
+from time import perf_counter_ns
 from typing import Any
 
 import httptools
 import httpx
 from httpx._utils import get_environment_proxies  # httpx's own reading of *_PROXY
 
+from workers.loadgen.health import ClientHealth
+
 #: Request extension naming the slot whose connection a request should use.
 SLOT = "infercost_slot"
+#: Response extension of a slot's response: its body as stamped reads (`SlotBody.next_reads`).
+READS = "infercost_reads"
 
 #: Unread response bytes above which a connection stops reading from its socket.
 _HIGH_WATER = 1 << 20
@@ -68,6 +81,9 @@ class _SlotConnection(asyncio.Protocol):
         # Any byte since the current request was written: one without can be sent again.
         self.received = False
         self.body: list[bytes] = []
+        # Beside `body`, piece by piece: the perf_counter_ns of the read that brought it.
+        self.stamps: list[int] = []
+        self.read_ns = 0
         self.buffered = 0
         self.reason = b""
 
@@ -79,6 +95,8 @@ class _SlotConnection(asyncio.Protocol):
         self.closed = False
 
     def data_received(self, data: bytes) -> None:
+        # First of all: the read's own time, which every body piece it carries keeps.
+        self.read_ns = perf_counter_ns()
         self.received = True
         try:
             self.parser.feed_data(data)
@@ -121,6 +139,7 @@ class _SlotConnection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
+        self.stamps.append(self.read_ns)
         self.buffered += len(body)
 
     def on_message_complete(self) -> None:
@@ -168,6 +187,7 @@ class _SlotConnection(asyncio.Protocol):
         self.keep_alive = False
         self.received = False
         self.body = []
+        self.stamps = []
         self.buffered = 0
         self.reason = b""
         self.error = None
@@ -177,21 +197,51 @@ class _SlotConnection(asyncio.Protocol):
         body = self.body
         data = body[0] if len(body) == 1 else b"".join(body)
         self.body = []
+        self.stamps = []
+        self._drained()
+        return data
+
+    def take_reads(self) -> tuple[list[int], list[bytes]]:
+        """Every body piece received and not yet handed on, with its read's stamp."""
+        stamps, body = self.stamps, self.body
+        self.stamps, self.body = [], []
+        self._drained()
+        return stamps, body
+
+    def _drained(self) -> None:
         self.buffered = 0
         if self.paused and self.transport is not None:
             self.paused = False
             self.transport.resume_reading()
-        return data
 
 
-class _SlotBody(httpx.AsyncByteStream):
-    """The response body: whatever each read brought, until the message is complete."""
+class SlotBody(httpx.AsyncByteStream):
+    """The response body: whatever each read brought, until the message is complete. Read it
+    as bytes (httpx's iterators), or as stamped reads with `next_reads` (READS)."""
 
     def __init__(self, slot: _SlotTransport, conn: _SlotConnection, timeout: float | None) -> None:
         self._slot = slot
         self._conn = conn
         self._timeout = timeout
         self._done = False
+        self._read_lag = slot.health.read_lag
+
+    async def next_reads(self) -> tuple[list[int], list[bytes]] | None:
+        """The body pieces that arrived since the last call, each with the perf_counter_ns of
+        the read that brought it (waiting for one if none did); None once the body is whole.
+        How old the oldest of them is now is recorded as read lag."""
+        conn = self._conn
+        while True:
+            if conn.body:
+                stamps, pieces = conn.take_reads()
+                self._read_lag.record(perf_counter_ns() - stamps[0])
+                return stamps, pieces
+            if conn.complete:
+                self._done = True
+                return None
+            if conn.error is not None:
+                raise conn.error
+            await conn.wait(self._timeout)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         conn = self._conn
@@ -214,10 +264,11 @@ class _SlotBody(httpx.AsyncByteStream):
 class _SlotTransport:
     """The single connection of one slot, opened on first use and after any failure."""
 
-    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext, health: ClientHealth) -> None:
         self._ssl = ssl_context
         self._conn: _SlotConnection | None = None
         self.busy = False
+        self.health = health
 
     async def _connect(
         self, origin: tuple[str, str, int], limit_s: float | None
@@ -275,6 +326,7 @@ class _SlotTransport:
         # Without one, the server had closed this kept-alive connection before the request
         # reached it (the close was still unread when it was written): not the server's
         # error. The request goes again on a fresh connection, once; a failure there surfaces.
+        self.health.resent += 1
         conn = self._conn = await self._connect(origin, connect_timeout)
         return await self._exchange(conn, request, payload, read_timeout)
 
@@ -297,11 +349,12 @@ class _SlotTransport:
         except BaseException:
             self._drop(conn)
             raise
+        body = SlotBody(self, conn, read_timeout)
         return httpx.Response(
             conn.parser.get_status_code(),
             headers=conn.headers,
-            stream=_SlotBody(self, conn, read_timeout),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": conn.reason},
+            stream=body,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": conn.reason, READS: body},
         )
 
     @staticmethod
@@ -362,8 +415,15 @@ async def _request_bytes(request: httpx.Request) -> bytes:
 class SlotTransport(httpx.AsyncBaseTransport):
     """Routes each request to its slot's own connection, made on first use."""
 
-    def __init__(self, *, shared_limit: int, verify: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        shared_limit: int,
+        verify: ssl.SSLContext | None = None,
+        health: ClientHealth | None = None,
+    ) -> None:
         self.ssl = verify or ssl.create_default_context()
+        self.health = health if health is not None else ClientHealth()
         self._slots: dict[int, _SlotTransport] = {}
         self._shared = httpx.AsyncHTTPTransport(
             verify=self.ssl,
@@ -379,7 +439,7 @@ class SlotTransport(httpx.AsyncBaseTransport):
             return await self._shared.handle_async_request(request)
         transport = self._slots.get(slot)
         if transport is None:
-            transport = self._slots[slot] = _SlotTransport(self.ssl)
+            transport = self._slots[slot] = _SlotTransport(self.ssl, self.health)
         elif transport.busy:
             # A slot is one user, one request at a time; a caller that overlaps two gets
             # the shared pool for the second rather than a corrupted connection.
@@ -394,14 +454,18 @@ class SlotTransport(httpx.AsyncBaseTransport):
         self._slots.clear()
 
 
-def load_client(max_concurrency: int, *, trust_env: bool = True) -> httpx.AsyncClient:
+def load_client(
+    max_concurrency: int, *, trust_env: bool = True, health: ClientHealth | None = None
+) -> httpx.AsyncClient:
     """The worker's HTTP client: per-slot connections, no redirects, per-request timeouts.
+
+    `health` receives the slots' read lag and re-send count (the worker's Runtime.health).
 
     With `trust_env`, the *_PROXY variables are read once, here, the way httpx reads them: a
     URL a proxy applies to goes through that proxy (an httpx pool, no slots); NO_PROXY
     hosts and everything else go to the slots.
     """
-    slots = SlotTransport(shared_limit=max_concurrency)
+    slots = SlotTransport(shared_limit=max_concurrency, health=health)
     limits = httpx.Limits(
         max_connections=max_concurrency, max_keepalive_connections=max_concurrency
     )
