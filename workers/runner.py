@@ -177,6 +177,8 @@ class JobRunner:
         # The run being measured and its running figures, which the heartbeat writes.
         self.run_id: uuid.UUID | None = None
         self.live: LiveLevel | None = None
+        # The last level's reading-side health (ClientHealth.figures), for its `client` block.
+        self.reading: dict[str, Any] | None = None
         api_key = (
             rt.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
         )
@@ -535,10 +537,13 @@ class JobRunner:
         origin = perf_counter_ns() if start is None else start
         self.origin_s = origin / 1e9
         self.live = LiveLevel(done, plan.total, origin, seed=level_index)
+        # The reading side's health over the level (workers/loadgen/health.py).
+        self.rt.health.start()
+        # A shard's schedule counts from the agreed instant, never from its own wake-up.
         level_task = asyncio.ensure_future(
-            run_open_loop(self.rt.http, self.target, plan, done)
+            run_open_loop(self.rt.http, self.target, plan, done, start_ns=start)
             if isinstance(plan, RatePlan)
-            else run_closed_loop(self.rt.http, self.target, plan, done)
+            else run_closed_loop(self.rt.http, self.target, plan, done, start_ns=start)
         )
         watcher = asyncio.ensure_future(self._watch(level_task))
         try:
@@ -548,6 +553,7 @@ class JobRunner:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+            self.reading = await self.rt.health.stop()
             await self.telemetry.stop()
         wall = time.perf_counter() - wall_before
         cpu_util = (sum(proc.cpu_times()[:2]) - cpu_before) / wall if wall > 0 else 0.0

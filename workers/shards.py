@@ -6,7 +6,9 @@ its row (a guarded queued -> running, so a duplicate delivery never runs it twic
 its part of the level (infercost.sharding), opens its connections and says it is ready.
 Once every shard is ready the coordinator writes the agreed instant, START_LEAD_S ahead;
 each shard sleeps until that instant on its own clock and takes it as the origin of its
-samples, so all shards' times are on one clock to within the hosts' clock sync (the same
+samples and of its part of the level's schedule (never the moment it woke: a shard that woke
+late sends late, which its queue delay shows, but its t_sched stays on the level's one
+schedule), so all shards' times are on one clock to within the hosts' clock sync (the same
 host, or NTP-synced hosts). Each shard COPYs its samples and finishes its row; the
 coordinator reads every sample back and computes the run's figures over all of them.
 """
@@ -22,14 +24,14 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from time import perf_counter_ns
 from typing import Any
 
 from infercost.db.base import utcnow
 from infercost.jobs.models import RequestSample
 from infercost.jobs.shards import SHARD_DONE, RunShard, ShardRepository
-from infercost.metrics import RequestTiming
+from infercost.metrics import RequestTiming, distribution
 from infercost.queue import RUN_SHARD_TASK, make_celery
 from infercost.sharding import shard_share
 from workers.loadgen.closed_loop import LevelPlan
@@ -50,6 +52,23 @@ WAIT_POLL_S = 0.1
 BEAT_S = 0.5
 #: After a cancel, how long the coordinator waits for the other shards to store samples.
 CANCEL_GRACE_S = 10.0
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def wall_minus_perf_ns() -> int:
+    """time.time_ns() - perf_counter_ns(), from the closest of a few bracketed reads: a
+    process preempted between its two clock reads would otherwise put its whole share of
+    the schedule off by the length of that preemption."""
+    best_width, offset = None, 0
+    for _ in range(5):
+        before = perf_counter_ns()
+        wall = time.time_ns()
+        after = perf_counter_ns()
+        if best_width is None or after - before < best_width:
+            best_width, offset = after - before, wall - (before + after) // 2
+    return offset
 
 
 class ShardStopped(Exception):
@@ -178,7 +197,9 @@ class ShardSlot:
                 w.cancel()
         if self.stopped.is_set() or self.start_at is None:
             raise ShardStopped
-        target = perf_counter_ns() + round((self.start_at.timestamp() - time.time()) * 1e9)
+        # Whole microseconds from the epoch (a float timestamp would round to ~0.2 us).
+        start_ns = (self.start_at - _EPOCH) // timedelta(microseconds=1) * 1000
+        target = start_ns - wall_minus_perf_ns()
         await wait_until(target)
         self.lag_ms = (perf_counter_ns() - target) / 1e6
         self.started_at = utcnow()
@@ -241,24 +262,38 @@ class Coordinated:
 def _shard_health(
     rows: Sequence[RunShard], timings: Sequence[RequestTiming], count: int
 ) -> list[dict[str, Any]]:
-    """Per shard: worker, requests, CPU, and its first send against the earliest shard's."""
+    """Per shard: worker, requests, CPU, its first send against the earliest shard's, how
+    late it woke for the agreed instant (`start_lag_ms`), and how late it actually sent
+    against the level's schedule (`send_late_p50_ms`, `_p99_ms`, `_max_ms`: t_send - t_sched
+    over its requests)."""
     first: dict[int, float] = {}
     sent: dict[int, int] = {}
+    late: dict[int, list[float]] = {}
     for t in timings:
         shard = t.seq % count
         first[shard] = min(first.get(shard, t.t_send), t.t_send)
         sent[shard] = sent.get(shard, 0) + 1
+        late.setdefault(shard, []).append((t.t_send - t.t_sched) * 1000.0)
     earliest = min(first.values(), default=0.0)
-    return [
-        {
-            "shard": r.shard,
-            "worker": r.worker,
-            "requests": sent.get(r.shard, 0),
-            "cpu_util": r.cpu_util,
-            "start_offset_ms": (first[r.shard] - earliest) * 1000.0 if r.shard in first else None,
-        }
-        for r in rows
-    ]
+    health = []
+    for r in rows:
+        lateness = distribution(late.get(r.shard, []))
+        health.append(
+            {
+                "shard": r.shard,
+                "worker": r.worker,
+                "requests": sent.get(r.shard, 0),
+                "cpu_util": r.cpu_util,
+                "start_offset_ms": (first[r.shard] - earliest) * 1000.0
+                if r.shard in first
+                else None,
+                "start_lag_ms": r.start_lag_ms,
+                "send_late_p50_ms": lateness["p50"],
+                "send_late_p99_ms": lateness["p99"],
+                "send_late_max_ms": lateness["max"],
+            }
+        )
+    return health
 
 
 def _queue_shards(

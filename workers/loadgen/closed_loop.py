@@ -10,6 +10,7 @@ from time import perf_counter_ns
 
 import httpx
 
+from workers.loadgen.open_loop import wait_until
 from workers.loadgen.stream import RawRequest, Target, send
 
 
@@ -53,16 +54,23 @@ class LevelPlan:
 
 
 async def run_closed_loop(
-    client: httpx.AsyncClient, target: Target, plan: LevelPlan, done: list[RawRequest]
+    client: httpx.AsyncClient,
+    target: Target,
+    plan: LevelPlan,
+    done: list[RawRequest],
+    *,
+    start_ns: int | None = None,
 ) -> None:
     """Send `plan.total` requests with `plan.concurrency` in flight, appending each to `done`.
 
     t_sched is the moment a user's slot freed, so queue delay is the client's own lateness.
+    Warm-up seconds, duration and ramp count from `start_ns` (perf_counter_ns: a shard's
+    agreed instant) when given, else from now.
     `done` belongs to the caller, so requests that finished survive a cancellation.
     """
     next_seq = 0
     measured_left = sys.maxsize if plan.measured is None else plan.measured
-    start = perf_counter_ns()
+    start = perf_counter_ns() if start_ns is None else start_ns
     warm_until = start + round((plan.warmup_s or 0.0) * 1e9)
     deadline = sys.maxsize if plan.duration_s is None else warm_until + round(plan.duration_s * 1e9)
     keep_text = plan.keep_text
@@ -75,7 +83,7 @@ async def run_closed_loop(
         # Each user keeps its own connection (its slot), as a real client would.
         nonlocal next_seq, measured_left
         if plan.ramp_s:
-            await asyncio.sleep(plan.ramp_s * slot / users)
+            await wait_until(start + round(plan.ramp_s * 1e9 * slot / users))
         while True:
             t_sched = perf_counter_ns()
             if t_sched >= deadline:

@@ -60,9 +60,18 @@ async def wait_until(deadline_ns: int) -> None:
 
 
 async def run_open_loop(
-    client: httpx.AsyncClient, target: Target, plan: RatePlan, done: list[RawRequest]
+    client: httpx.AsyncClient,
+    target: Target,
+    plan: RatePlan,
+    done: list[RawRequest],
+    *,
+    start_ns: int | None = None,
 ) -> None:
     """Send each request of `plan` at its scheduled time, appending each finished one to `done`.
+
+    The schedule's offsets count from `start_ns` (perf_counter_ns) when given: a shard's
+    agreed instant, so every shard's t_sched lies on the level's one schedule however late
+    this process woke up; otherwise from the moment the first request is ready.
 
     Requests in flight are not capped here: the HTTP client's pool size is the only limit,
     and a wait for it counts as queue delay. `done` belongs to the caller, so requests that
@@ -88,7 +97,7 @@ async def run_open_loop(
     # Each body is built before its wait, so building it never delays the send; the level
     # starts once the first one is ready.
     body, n_in = plan.make_request(0)
-    start = perf_counter_ns()
+    start = perf_counter_ns() if start_ns is None else start_ns
     try:
         for seq, offset in enumerate(plan.offsets_ns):
             due = start + offset

@@ -316,6 +316,12 @@ class ShardHealth(msgspec.Struct):
     requests: int
     cpu_util: float | None
     start_offset_ms: float | None
+    # How late the shard woke for the agreed instant, and sent against the level's schedule
+    # (t_send - t_sched over its requests).
+    start_lag_ms: float | None = None
+    send_late_p50_ms: float | None = None
+    send_late_p99_ms: float | None = None
+    send_late_max_ms: float | None = None
 
 
 class ClientHealth(msgspec.Struct):
