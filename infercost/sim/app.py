@@ -161,6 +161,8 @@ class _Job:
     keys: list[int]  # prefix-cache block keys of the prompt
     cached: int = 0  # prompt tokens served from the prefix cache (set at admission)
     n_out: int = 0  # tokens sent before the stream ends: n, or fewer for a fault
+    # record_writes: [arrival, then the loop time of each content write] (GET /stats).
+    writes: list[float] | None = None
 
 
 class SimApp:
@@ -191,6 +193,8 @@ class SimApp:
         )
         # Fixed mode: how late each write went out against its schedule (GET /stats).
         self.lateness = Lateness()
+        # record_writes: each named request's arrival and content writes, by `user`.
+        self.writes: dict[str, list[float]] | None = {} if config.record_writes else None
         self.engine: GpuEngine | None = None
         self._runner: EngineRunner | None = None
         if config.mode == "gpu":
@@ -284,13 +288,17 @@ class SimApp:
 
     async def _stats(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
         """The simulator's own lateness against its schedule (fixed mode) since the last reset."""
-        body = wire.encode({"lateness": self.lateness.summary()})
-        await _send_bytes(send, 200, body, _JSON_HEADERS)
+        stats: dict[str, Any] = {"lateness": self.lateness.summary()}
+        if self.writes is not None:
+            stats["writes"] = self.writes
+        await _send_bytes(send, 200, wire.encode(stats), _JSON_HEADERS)
 
     async def _stats_reset(
         self, scope: Scope, receive: Receive, send: Send, arrival: float
     ) -> None:
         self.lateness.reset()
+        if self.writes is not None:
+            self.writes.clear()
         await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
 
     async def _models(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
@@ -409,6 +417,8 @@ class SimApp:
         if job.stream and self.config.stream_end in ("abrupt", "error"):
             after = self.config.fault_after_tokens
             job.n_out = n if after is None else min(after, n)
+        if self.writes is not None and req.user is not None:
+            job.writes = self.writes[req.user] = [arrival]
         await self._generate(
             scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )
@@ -676,6 +686,8 @@ class SimApp:
                     await send({"type": "http.response.body", "body": b""})
                 return False
             record(loop.time() - due)
+            if job.writes is not None:
+                job.writes.append(loop.time())
             await self._send_tokens(send, prefix, job, k, end)
             metrics.generation_tokens += end - k
             metrics.n_decode += end - k

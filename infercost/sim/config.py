@@ -129,6 +129,11 @@ class SimConfig:
     max_queue: int | None = None
     overload_status: int = 429
     retry_after_s: int = 1
+    # Fixed mode, for measuring a client's accuracy (bench/accuracy.py): per request that
+    # names a `user`, keep its arrival and when each content write went out (loop time:
+    # CLOCK_MONOTONIC, the clock of perf_counter in every process of a Linux host); GET
+    # /stats lists them under `writes`.
+    record_writes: bool = False
 
     @classmethod
     def for_engine(cls, engine: SimEngine, **overrides: Any) -> SimConfig:

@@ -55,6 +55,7 @@ class ChatRequest(msgspec.Struct):
     max_completion_tokens: MaxTokens | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
+    user: str | None = None  # names the request in GET /stats `writes` (record_writes)
 
 
 class CompletionRequest(msgspec.Struct):
@@ -65,6 +66,7 @@ class CompletionRequest(msgspec.Struct):
     max_tokens: MaxTokens | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
+    user: str | None = None  # names the request in GET /stats `writes` (record_writes)
 
 
 class TokenizeRequest(msgspec.Struct):
