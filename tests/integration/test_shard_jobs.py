@@ -102,9 +102,14 @@ async def test_a_sharded_rate_level_keeps_the_level_schedule(
     assert run["requests"]["total"] == 40
     rows = await team.samples(run["id"])
     assert [s["seq"] for s in rows] == list(range(44))
-    # The two shards' arrivals interleave into the one constant schedule of 20/s.
+    # The two shards' arrivals interleave into the one constant schedule of 20/s: t_sched
+    # is computed from the agreed instant in each shard, so only the two processes' clock
+    # conversions (microseconds) separate it from the schedule, whenever a shard woke.
     gaps = [b["t_sched"] - a["t_sched"] for a, b in itertools.pairwise(rows)]
-    assert all(abs(g - 0.05) < 0.005 for g in gaps), gaps
+    assert all(abs(g - 0.05) < 0.0005 for g in gaps), gaps
+    # How late each shard actually sent is reported, not asserted (a loaded box is late).
+    shards = run["client"]["shards"]
+    assert all(s["send_late_p99_ms"] is not None and s["send_late_p99_ms"] >= 0 for s in shards)
     assert run["client"]["rate_held"] is True, run["client"]
     assert run["requests_per_s"] == pytest.approx(20, rel=0.15)
 
