@@ -6,6 +6,14 @@ spaced strictly between the two levels' measured requests/s (open loop, the job'
 `arrival`). It stops early when the SLO fails at two consecutive rate levels, or when a
 level's error rate is above `load.max_error_rate`. The worker drives the levels
 (workers/sweep.py); everything it decides is decided here, so it can be tested alone.
+
+Levels last `load.duration_s` (DEFAULT_SWEEP_DURATION_S unless the plan gives a duration or a
+request count): a count that lasts one second at high load supports no percentile. A level
+whose adequacy verdict (infercost.metrics.adequacy_block) says it was too short or had too
+few requests is measured again once, longer (lengthened_duration); two rate levels in a row
+that the client could not drive (client-bound, rate or concurrency not held) stop the sweep
+as `inadequate`, since higher rates would be worse; and a sweep with any level still
+inadequate at its end stops as `inadequate`, never `completed`.
 """
 
 from __future__ import annotations
@@ -15,10 +23,21 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from infercost.arrivals import planned_requests
+from infercost.metrics import (
+    ADEQUATE_MIN_DURATION_S,
+    ADEQUATE_MIN_REQUESTS,
+    ADEQUATE_MIN_TELEMETRY_INTERVALS,
+)
 
 SweepKind = Literal["synchronous", "throughput", "rate"]
 StopReason = Literal[
-    "completed", "slo_failed_twice", "error_rate", "no_rate_range", "cancelled", "failed"
+    "completed",
+    "slo_failed_twice",
+    "error_rate",
+    "no_rate_range",
+    "inadequate",
+    "cancelled",
+    "failed",
 ]
 
 #: Rate levels between the synchronous and the throughput level when a plan does not say.
@@ -29,6 +48,21 @@ DEFAULT_MAX_CONCURRENCY = 64
 DEFAULT_MAX_ERROR_RATE = 0.05
 #: Levels one job may measure (as for a plan that lists its levels).
 MAX_LEVELS = 64
+#: Seconds per level when a sweep plan gives neither duration_s nor requests_per_level (as
+#: GuideLLM does): long enough for hundreds of requests at any but the slowest level.
+DEFAULT_SWEEP_DURATION_S = 30.0
+#: Adequacy reasons that a longer level cures ...
+LENGTHENABLE = frozenset({"few_requests", "short"})
+#: ... and those that mean the client, not the server, set the pace: a longer or higher level
+#: only repeats them, so the sweep stops.
+CLIENT_SIDE = frozenset({"client_bound", "rate_not_held", "concurrency_not_held"})
+#: A lengthened level lasts at most this many times the first try (and at most
+#: MAX_LENGTHENED_S): a sweep never silently turns into a far longer job than was asked for.
+MAX_LENGTHEN_FACTOR = 4.0
+MAX_LENGTHENED_S = 600.0
+#: Headroom over the bare minimum, so a level a little slower on its second try still
+#: clears the bar.
+LENGTHEN_MARGIN = 1.25
 
 
 def sweep_rates(sync_rps: float, throughput_rps: float, count: int) -> list[float]:
@@ -59,7 +93,8 @@ class LevelOutcome:
 
     index: its position in the job; kind: synchronous, throughput or rate; level: users
     (concurrency) or requests/s (rate); error_rate: failed / measured requests (None when
-    none were measured); slo_passed: the run's SLO verdict (None without an SLO).
+    none were measured); slo_passed: the run's SLO verdict (None without an SLO);
+    inadequate: the codes of its adequacy reasons (empty when adequate or unknown).
     """
 
     index: int
@@ -67,6 +102,7 @@ class LevelOutcome:
     level: float
     error_rate: float | None
     slo_passed: bool | None
+    inadequate: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,3 +189,91 @@ def no_range_detail(sync_rps: float, throughput_rps: float) -> str:
         f"synchronous level's {sync_rps:.3g}, so there was no request rate between them to "
         "measure; the endpoint does not gain from concurrency"
     )
+
+
+def adequacy_codes(adequacy: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The reason codes of a run's adequacy block; empty when adequate or unknown."""
+    if not adequacy or adequacy.get("ok", True):
+        return ()
+    return tuple(str(r["code"]) for r in adequacy.get("reasons") or ())
+
+
+def minimum_window_s(telemetry_interval_s: float | None) -> float:
+    """The shortest measured window an adequate level may have (as adequacy_block asks)."""
+    if not telemetry_interval_s:
+        return ADEQUATE_MIN_DURATION_S
+    return max(ADEQUATE_MIN_DURATION_S, ADEQUATE_MIN_TELEMETRY_INTERVALS * telemetry_interval_s)
+
+
+def lengthened_duration(
+    codes: Sequence[str],
+    *,
+    window_s: float | None,
+    succeeded: int,
+    planned_s: float | None,
+    telemetry_interval_s: float | None = None,
+) -> float | None:
+    """Seconds to measure a level again for, or None when lengthening would not help.
+
+    Only a level that was inadequate for being short or thin (LENGTHENABLE) and not for a
+    client-side reason is lengthened. The new duration is what both bars need with
+    LENGTHEN_MARGIN (ADEQUATE_MIN_REQUESTS at the requests/s it served, the minimum window),
+    at least twice the first try's length (`planned_s`, else its measured window), and at
+    most MAX_LENGTHEN_FACTOR times it and MAX_LENGTHENED_S.
+    """
+    if not codes or not LENGTHENABLE.intersection(codes) or CLIENT_SIDE.intersection(codes):
+        return None
+    if window_s is None or window_s <= 0 or succeeded <= 0:
+        return None
+    base = planned_s if planned_s else window_s
+    need = minimum_window_s(telemetry_interval_s)
+    need = max(need, ADEQUATE_MIN_REQUESTS * window_s / succeeded)
+    seconds = max(need * LENGTHEN_MARGIN, 2.0 * base)
+    return min(seconds, MAX_LENGTHEN_FACTOR * base, MAX_LENGTHENED_S)
+
+
+def client_side_stop(outcomes: Sequence[LevelOutcome]) -> Stop | None:
+    """Stop `inadequate` when the last two levels are rate levels the client could not drive
+    (CLIENT_SIDE reasons): their requests/s measured the load generator, and higher rates
+    would only be worse. One such level alone does not stop it (a loaded moment)."""
+    if len(outcomes) < 2:
+        return None
+    before, last = outcomes[-2], outcomes[-1]
+    bound = [
+        o for o in (before, last) if o.kind == "rate" and CLIENT_SIDE.intersection(o.inadequate)
+    ]
+    if len(bound) < 2:
+        return None
+    codes = sorted({c for o in bound for c in o.inadequate if c in CLIENT_SIDE})
+    return Stop(
+        "inadequate",
+        f"{describe(before)} and {describe(last)} were inadequate ({', '.join(codes)}): the "
+        "load generator, not the endpoint, set their pace, so higher rates would measure the "
+        "client; use load.shards, or fewer rate levels",
+    )
+
+
+def final_stop(outcomes: Sequence[LevelOutcome]) -> Stop:
+    """How a sweep that measured every planned level ends: `completed` when every level was
+    adequate, else `inadequate`, naming the levels and their reasons."""
+    thin = [o for o in outcomes if o.inadequate]
+    if not thin:
+        return Stop(
+            "completed",
+            f"all {len(outcomes)} levels were measured and adequate: no early stop applied",
+        )
+    named = "; ".join(f"{describe(o)}: {', '.join(o.inadequate)}" for o in thin)
+    return Stop(
+        "inadequate",
+        f"all levels were measured, but {len(thin)} of {len(outcomes)} stayed inadequate after "
+        f"one longer try ({named}); give a longer load.duration_s",
+    )
+
+
+def inadequate_note(outcomes: Sequence[LevelOutcome]) -> str:
+    """A sentence to append to an early stop's detail when levels were inadequate ('' if
+    none were)."""
+    thin = [describe(o) for o in outcomes if o.inadequate]
+    if not thin:
+        return ""
+    return f"; inadequate evidence at {', '.join(thin)}"

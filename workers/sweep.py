@@ -3,7 +3,8 @@ request rates between them, stopping early as infercost/sweep.py decides.
 
 Each level is measured and stored like a level of any job (JobRunner.measure_level), in
 its own mode; the job's `sweep` column says, as the job goes, which levels were chosen and
-why, and at the end why the sweep stopped.
+why, whether each was adequate, which were measured again for longer, and at the end why the
+sweep stopped.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from infercost.sweep import (
     LevelOutcome,
     Stop,
     SweepKind,
+    adequacy_codes,
+    client_side_stop,
     describe,
+    final_stop,
+    inadequate_note,
+    lengthened_duration,
     level_why,
     no_range_detail,
     stop_after,
@@ -73,12 +79,22 @@ class _Sweep:
         log.info("job %s sweep stopped: %s", self.runner.job.id, stop.reason)
 
     async def measure(
-        self, kind: SweepKind, mode: str, level: float, why: str, planned_after: int
+        self,
+        kind: SweepKind,
+        mode: str,
+        level: float,
+        why: str,
+        planned_after: int,
+        *,
+        duration_s: float | None = None,
+        lengthened_from: int | None = None,
     ) -> MeasuredLevel | None:
         """Cool down (after the first level), then measure one level and record it; None
-        when the job was cancelled during the cool-down."""
+        when the job was cancelled during the cool-down. With `duration_s` the level lasts
+        that long whatever the plan says (a lengthened try of level `lengthened_from`)."""
         runner = self.runner
-        index = len(self.outcomes)
+        entries: list[dict[str, Any]] = self.block["levels"]
+        index = len(entries)
         if index and self.cooldown_s > 0 and not await runner._cool_down(self.cooldown_s):
             return None
         runner.level_mode = mode
@@ -93,21 +109,95 @@ class _Sweep:
             "requests_per_s": None,
             "error_rate": None,
             "slo_passed": None,
+            "duration_s": duration_s,
+            "lengthened_from": lengthened_from,
+            "superseded_by": None,
+            "adequate": None,
+            "inadequate": [],
         }
-        self.block["levels"].append(entry)
+        entries.append(entry)
         await self.save()
-        measured = await runner.measure_level(index, level)
+        job = runner.job
+        planned_load = job.load
+        if duration_s is not None:
+            # The runner reads the plan from its job: this one level runs for duration_s.
+            job.load = {**planned_load, "duration_s": duration_s, "requests_per_level": None}
+        try:
+            measured = await runner.measure_level(index, level)
+        finally:
+            job.load = planned_load
         figures = measured.figures
+        codes = adequacy_codes(figures.adequacy)
         entry.update(
             run_id=str(measured.run_id),
             requests_per_s=figures.requests_per_s,
             error_rate=figures.error_rate,
             slo_passed=figures.slo_passed,
+            adequate=None if figures.adequacy is None else bool(figures.adequacy.get("ok")),
+            inadequate=list(codes),
         )
-        self.outcomes.append(
-            LevelOutcome(index, kind, level, figures.error_rate, figures.slo_passed)
+        outcome = LevelOutcome(
+            index, kind, level, figures.error_rate, figures.slo_passed, inadequate=codes
         )
+        if lengthened_from is not None:
+            # The longer try stands for the level from now on.
+            entries[lengthened_from]["superseded_by"] = index
+            self.outcomes[-1] = outcome
+        else:
+            self.outcomes.append(outcome)
         return measured
+
+    def _lengthen_to(self, measured: MeasuredLevel) -> float | None:
+        """Seconds to measure the level just measured again for, when it was too short or
+        thin and was not itself a lengthened try; None otherwise. Sharded levels are not
+        lengthened: their other shards read the plan from the stored job."""
+        last = self.outcomes[-1]
+        entry = self.block["levels"][last.index]
+        if entry["lengthened_from"] is not None or int(self.load.get("shards") or 1) > 1:
+            return None
+        figures = measured.figures
+        return lengthened_duration(
+            last.inadequate,
+            window_s=figures.duration_s,
+            succeeded=figures.requests_succeeded,
+            planned_s=self.load.get("duration_s"),
+            telemetry_interval_s=float(self.load.get("telemetry_interval_s", 1.0))
+            if self.runner.endpoint.metrics_urls
+            else None,
+        )
+
+    async def measure_adequately(
+        self, kind: SweepKind, mode: str, level: float, why: str, planned_after: int
+    ) -> MeasuredLevel | None:
+        """Measure a level and, when it was too short or had too few requests, once more
+        for longer (lengthened_duration); the longer try is the level's result."""
+        measured = await self.measure(kind, mode, level, why, planned_after)
+        if measured is None or measured.failed or self.runner.progress.cancelled:
+            return measured
+        seconds = self._lengthen_to(measured)
+        if seconds is None:
+            return measured
+        first = self.outcomes[-1]
+        log.info(
+            "job %s sweep: %s inadequate (%s), measuring it again for %.0f s",
+            self.runner.job.id,
+            describe(first),
+            ", ".join(first.inadequate),
+            seconds,
+        )
+        why_longer = (
+            f"{describe(first)} again for {seconds:.3g} s: it was inadequate "
+            f"({', '.join(first.inadequate)}); {why}"
+        )
+        return await self.measure(
+            kind,
+            mode,
+            level,
+            why_longer,
+            planned_after,
+            duration_s=seconds,
+            lengthened_from=first.index,
+        )
 
     async def settle(self, measured: MeasuredLevel | None) -> tuple[str, str | None] | None:
         """The job's final status when the level just measured ends the sweep, else None."""
@@ -121,6 +211,11 @@ class _Sweep:
             return "failed", message
         stop = stop_after(self.outcomes, self.max_error_rate)
         if stop is not None:
+            # An early stop keeps its reason, and says which levels rested on thin evidence.
+            stop = Stop(stop.reason, stop.detail + inadequate_note(self.outcomes))
+        else:
+            stop = client_side_stop(self.outcomes)
+        if stop is not None:
             await self.stop(stop, final_progress=True)
             return "succeeded", None
         return None
@@ -129,7 +224,7 @@ class _Sweep:
         """Measure the levels in order; return the job's final status and error message."""
         # Before the rates are chosen, a rate level counts like any level of the plan.
         rate_planned = self.planned("concurrency", 1)
-        measured = await self.measure(
+        measured = await self.measure_adequately(
             "synchronous",
             "concurrency",
             1,
@@ -140,7 +235,7 @@ class _Sweep:
             return end
         assert measured is not None
         sync_rps = measured.figures.requests_per_s or 0.0
-        measured = await self.measure(
+        measured = await self.measure_adequately(
             "throughput",
             "concurrency",
             self.users,
@@ -154,7 +249,10 @@ class _Sweep:
         rates = sweep_rates(sync_rps, throughput_rps, self.rate_count)
         if not rates:
             await self.stop(
-                Stop("no_rate_range", no_range_detail(sync_rps, throughput_rps)),
+                Stop(
+                    "no_rate_range",
+                    no_range_detail(sync_rps, throughput_rps) + inadequate_note(self.outcomes),
+                ),
                 final_progress=True,
             )
             return "succeeded", None
@@ -167,16 +265,10 @@ class _Sweep:
                 throughput_rps=throughput_rps,
             )
             after = sum(self.planned("rate", r) for r in rates[position:])
-            measured = await self.measure("rate", "rate", rate, why, after)
+            measured = await self.measure_adequately("rate", "rate", rate, why, after)
             if (end := await self.settle(measured)) is not None:
                 return end
-        await self.stop(
-            Stop(
-                "completed",
-                f"all {len(self.outcomes)} levels were measured: no early stop applied",
-            ),
-            final_progress=True,
-        )
+        await self.stop(final_stop(self.outcomes), final_progress=True)
         return "succeeded", None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from sqlalchemy import (
     distinct,
     func,
     literal,
+    or_,
     select,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
@@ -30,6 +31,8 @@ from infercost.endpoints.models import Endpoint
 from infercost.history.repository import not_client_bound
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Job, Run
+from infercost.metrics import ADEQUATE_MIN_REQUESTS
+from infercost.planning.capacity import inadequate_reasons
 
 GroupBy = Literal["deployment", "deployment_level"]
 Aggregate = Literal["median", "latest"]
@@ -113,6 +116,9 @@ class ComparisonFilter:
     until: datetime | None = None
     slo_passed: bool | None = None
     include_client_bound: bool = False
+    #: Only runs whose evidence is adequate (the frontier's rule); runs stored before
+    #: adequacy verdicts count when they have enough successful requests.
+    adequate_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +140,10 @@ class ComparisonRow:
     first_measured_at: datetime | None
     last_measured_at: datetime | None
     figures: dict[str, float | None] = field(default_factory=dict)
+    #: False when any of its runs was inadequate evidence (then `inadequate` says why, one
+    #: reason per code), True when all were adequate, None when none had a verdict.
+    adequate: bool | None = None
+    inadequate: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +153,25 @@ class ComparisonResult:
     rows: list[ComparisonRow]
     total: int
     fingerprints: list[str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A run a query left out, and why (adequacy reasons)."""
+
+    run_id: uuid.UUID
+    level: float
+    mode: str
+    reasons: list[dict[str, str]]
+
+
+def adequate_clause() -> ColumnElement[bool]:
+    """Runs whose evidence is adequate: their verdict says ok, or (stored before verdicts)
+    they have at least ADEQUATE_MIN_REQUESTS successful requests."""
+    return or_(
+        Run.adequacy["ok"].as_boolean().is_(True),
+        and_(Run.adequacy.is_(None), Run.requests_succeeded >= ADEQUATE_MIN_REQUESTS),
+    )
 
 
 def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]:
@@ -181,7 +210,66 @@ def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]
         where.append(Run.slo_passed.is_(f.slo_passed))
     if not f.include_client_bound:
         where.append(not_client_bound())
+    if f.adequate_only:
+        where.append(adequate_clause())
     return where
+
+
+async def count_client_bound_left_out(
+    session: AsyncSession, team_id: uuid.UUID, f: ComparisonFilter
+) -> int:
+    """Runs that match `f` but were left out for being client-bound (0 when `f` includes
+    them)."""
+    if f.include_client_bound:
+        return 0
+    wider = replace(f, include_client_bound=True)
+    query = (
+        select(func.count())
+        .select_from(Run)
+        .join(Deployment, Deployment.id == Run.deployment_id)
+        .where(and_(*_where(team_id, wider)), Run.client_bound.is_(True))
+    )
+    return int((await session.execute(query)).scalar_one())
+
+
+async def inadequate_left_out(
+    session: AsyncSession, team_id: uuid.UUID, f: ComparisonFilter, *, limit: int = 200
+) -> tuple[int, list[LeftOut]]:
+    """Runs that match `f` except that their evidence is inadequate (client-bound ones are
+    counted apart): how many, and up to `limit` of them with their reasons, newest first."""
+    wider = replace(f, adequate_only=False)
+    where = [*_where(team_id, wider), ~adequate_clause()]
+    base = select(Run).join(Deployment, Deployment.id == Run.deployment_id).where(and_(*where))
+    total = int(
+        (await session.execute(select(func.count()).select_from(base.subquery()))).scalar_one()
+    )
+    rows = (
+        await session.execute(
+            select(
+                Run.id,
+                Run.level,
+                Run.mode,
+                Run.adequacy,
+                Run.client_bound,
+                Run.requests_succeeded,
+            )
+            .join(Deployment, Deployment.id == Run.deployment_id)
+            .where(and_(*where))
+            .order_by(Run.finished_at.desc().nullslast(), Run.id)
+            .limit(limit)
+        )
+    ).all()
+    return total, [
+        LeftOut(
+            r.id,
+            r.level,
+            r.mode,
+            inadequate_reasons(
+                r.adequacy, client_bound=r.client_bound, requests_succeeded=r.requests_succeeded
+            ),
+        )
+        for r in rows
+    ]
 
 
 _DEPLOYMENT_KEYS = ("model", "engine", "hardware", "gpu_count")
@@ -357,6 +445,8 @@ async def compare(
             Run.finished_at.label("finished_at"),
             Run.client_bound.label("client_bound"),
             Run.slo_passed.label("slo_passed"),
+            Run.adequacy.label("adequacy"),
+            Run.requests_succeeded.label("requests_succeeded"),
             *(FIGURES[n].value.label(n) for n in shown),
         )
         .select_from(page)
@@ -387,7 +477,8 @@ async def compare(
 
 #: Positions of the lines of the page query (after position, total and fingerprints).
 _MODEL, _ENGINE, _HARDWARE, _GPUS, _FINGERPRINT, _MODE, _LEVEL = range(3, 10)
-_RUN_ID, _ENDPOINT_ID, _FINISHED, _CLIENT_BOUND, _SLO_PASSED, _FIGURES = range(10, 16)
+_RUN_ID, _ENDPOINT_ID, _FINISHED, _CLIENT_BOUND, _SLO_PASSED = range(10, 15)
+_ADEQUACY, _SUCCEEDED, _FIGURES = range(15, 18)
 
 
 def _newest(run: Sequence[Any]) -> tuple[bool, datetime, uuid.UUID]:
@@ -429,6 +520,17 @@ def _row(
         values = dict(zip(figures, first[_FIGURES:], strict=True))
     else:
         values = {name: by_time[-1][_FIGURES + i] for i, name in enumerate(figures)}
+    reasons: dict[str, dict[str, str]] = {}
+    verdicts = 0
+    for run in runs:
+        verdicts += run[_ADEQUACY] is not None
+        for reason in inadequate_reasons(
+            run[_ADEQUACY],
+            client_bound=run[_CLIENT_BOUND],
+            requests_succeeded=run[_SUCCEEDED],
+        ):
+            reasons.setdefault(reason["code"], reason)
+    adequate = False if reasons else (True if verdicts else None)
     return ComparisonRow(
         model=first[_MODEL],
         engine=first[_ENGINE],
@@ -445,4 +547,6 @@ def _row(
         first_measured_at=min(finished, default=None),
         last_measured_at=max(finished, default=None),
         figures=values,
+        adequate=adequate,
+        inadequate=list(reasons.values()),
     )

@@ -9,9 +9,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from infercost.metrics import ADEQUATE_MIN_REQUESTS
 
 LoadMode = Literal["concurrency", "rate"]
+
+
+def inadequate_reasons(
+    adequacy: Mapping[str, Any] | None, *, client_bound: bool | None, requests_succeeded: int | None
+) -> list[dict[str, str]]:
+    """Why a stored run cannot stand as evidence of capacity, the frontier or an estimate, as
+    adequacy reasons ({"code", "detail"}); empty when it can. A run stored before adequacy
+    verdicts (adequacy None) is judged on what it has: its client_bound flag and its count of
+    successful requests (at least ADEQUATE_MIN_REQUESTS)."""
+    if adequacy is not None:
+        reasons = [] if adequacy.get("ok") else [dict(r) for r in adequacy.get("reasons") or ()]
+    else:
+        reasons = []
+        if (requests_succeeded or 0) < ADEQUATE_MIN_REQUESTS:
+            reasons.append(
+                {
+                    "code": "few_requests",
+                    "detail": f"{requests_succeeded or 0} successful measured requests (stored "
+                    f"before adequacy verdicts): fewer than {ADEQUATE_MIN_REQUESTS}",
+                }
+            )
+    if client_bound and not any(r["code"] == "client_bound" for r in reasons):
+        reasons.append(
+            {
+                "code": "client_bound",
+                "detail": "the load generator, not the endpoint, set the pace of this level",
+            }
+        )
+    return reasons
 
 
 def slo_margin(
@@ -69,6 +100,9 @@ class Capacity:
     capacity is at or above it); passed_after_failure: some level above the first failing
     one passed again (noisy measurements; the capacity stays below the first failure);
     client_bound: a basis level was client-bound, so the capacity may be understated.
+    requests_per_s_low, requests_per_s_high: the interval the true capacity lies in, from the
+    bracketing levels: the last passing level's requests/s and the first failing one's
+    (high None when no level failed: the capacity is at least `low`).
     """
 
     requests_per_s: float
@@ -81,6 +115,8 @@ class Capacity:
     limited_by_measurements: bool = False
     passed_after_failure: bool = False
     client_bound: bool = False
+    requests_per_s_low: float | None = None
+    requests_per_s_high: float | None = None
 
 
 def capacity_at_slo(levels: Sequence[LevelResult]) -> Capacity | None:
@@ -118,6 +154,7 @@ def capacity_at_slo(levels: Sequence[LevelResult]) -> Capacity | None:
             basis_run_indices=(top_i,),
             limited_by_measurements=True,
             client_bound=top.client_bound,
+            requests_per_s_low=top.requests_per_s,
         )
     if first_fail == 0:
         return None
@@ -137,6 +174,8 @@ def capacity_at_slo(levels: Sequence[LevelResult]) -> Capacity | None:
             basis_run_indices=(lo_i,),
             passed_after_failure=passed_after,
             client_bound=lo.client_bound,
+            requests_per_s_low=lo.requests_per_s,
+            requests_per_s_high=max(lo.requests_per_s, hi.requests_per_s),
         )
 
     weight = (1.0 - m_lo) / (m_hi - m_lo)  # in [0, 1)
@@ -156,4 +195,6 @@ def capacity_at_slo(levels: Sequence[LevelResult]) -> Capacity | None:
         basis_run_indices=(lo_i, hi_i),
         passed_after_failure=passed_after,
         client_bound=lo.client_bound or hi.client_bound,
+        requests_per_s_low=min(lo.requests_per_s, hi.requests_per_s),
+        requests_per_s_high=max(lo.requests_per_s, hi.requests_per_s),
     )

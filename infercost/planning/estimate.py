@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from infercost.cost import blended_per_million, hosted_usd_per_hour, per_million
 from infercost.errors import InvalidInput
@@ -27,8 +27,17 @@ SECONDS_PER_DAY = 86_400.0
 LOW_UTILIZATION = 0.5
 #: Below this share of spare capacity a warning says a burst would break the SLO.
 LOW_HEADROOM = 0.1
+#: The share of capacity at the SLO a replica is planned to run at when the caller does not
+#: say (the API's default): 20% headroom for bursts and for the capacity's own uncertainty.
+DEFAULT_TARGET_UTILIZATION = 0.8
+#: Peak over daily average assumed for traffic given per day without peak_to_mean; the
+#: estimate says it used it (assumptions), since sizing for the mean would undersize.
+DEFAULT_PEAK_TO_MEAN = 2.0
 
-Basis = Literal["measured", "projection"]
+#: measured: capacity measured on this deployment with this workload; projection: carried
+#: over from other hardware; extrapolation: measured on another workload (token lengths),
+#: used only when the caller allows it.
+Basis = Literal["measured", "projection", "extrapolation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +133,11 @@ class Deployment:
     evidence: the runs behind capacity_rps (at least one). measured_range_rps: the lowest
     and highest requests/s measured, if known. Flags, each turned into a warning:
     capacity_is_lower_bound (every measured level met the SLO), client_bound, stale,
-    workload_mismatch (measured with other token lengths than the traffic's),
-    extrapolated (capacity beyond the measured levels), projection (capacity projected
-    from other hardware, see project_capacity).
+    workload_mismatch (measured with other token lengths than the traffic's; basis
+    "extrapolation"), extrapolated (capacity beyond the measured levels), projection
+    (capacity projected from other hardware, see project_capacity). capacity_rps_low and
+    capacity_rps_high: the interval the capacity lies in, from the bracketing levels
+    (high None when every level passed, low None when unknown).
     """
 
     name: str
@@ -145,6 +156,8 @@ class Deployment:
     workload_mismatch: bool = False
     extrapolated: bool = False
     projection: bool = False
+    capacity_rps_low: float | None = None
+    capacity_rps_high: float | None = None
 
     def __post_init__(self) -> None:
         if not self.capacity_rps > 0:
@@ -158,8 +171,11 @@ class Deployment:
 
     @property
     def basis(self) -> Basis:
-        """The basis: projection when projected from other hardware, else measured."""
-        return "projection" if self.projection else "measured"
+        """projection when projected from other hardware, extrapolation when measured on
+        another workload, else measured."""
+        if self.projection:
+            return "projection"
+        return "extrapolation" if self.workload_mismatch else "measured"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +202,19 @@ class HostedApi:
         )
 
 
-def replicas_for(requests_per_s: float, capacity_rps: float) -> int:
-    """Whole replicas to carry `requests_per_s`: ceil(traffic / capacity), at least 1."""
-    replicas = max(1, math.ceil(requests_per_s / capacity_rps))
-    # ceil of a rounded quotient can fall one short; the product is what must hold
-    while replicas * capacity_rps < requests_per_s:
+def replicas_for(
+    requests_per_s: float, capacity_rps: float, target_utilization: float = 1.0
+) -> int:
+    """Whole replicas to carry `requests_per_s` with each at most `target_utilization` of its
+    capacity: ceil(traffic / (target x capacity)), at least 1 (8 req/s on 10 req/s replicas
+    at 0.8: 8 / 8 = 1 replica; 9 req/s: 2)."""
+    if not 0 < target_utilization <= 1:
+        raise InvalidInput("target_utilization", "must be above 0 and at most 1")
+    # Exact rationals: 8 / (0.8 x 10) in floats is 1.0000000000000002, one replica too many.
+    usable = Fraction(capacity_rps) * Fraction(str(target_utilization))
+    replicas = max(1, math.ceil(Fraction(requests_per_s) / usable))
+    # What a reader multiplies out in floats must hold too.
+    while replicas * float(usable) < requests_per_s:
         replicas += 1
     return replicas
 
@@ -246,6 +270,9 @@ class SelfHostedEstimate:
     usd_per_hour: replicas x per-replica USD/h; usd_per_month: x 730; per million output
     (total) tokens, USD: usd_per_hour over the output (total) tokens produced per hour at
     the average rate, x 1e6; break_even: against the cheapest hosted API, if any.
+    target_utilization: the most of each replica's capacity the sizing lets traffic use.
+    The *_range figures are (fewest, most) replicas and their costs over the capacity's
+    interval (capacity_rps_high, capacity_rps_low); None when the interval has no top.
     """
 
     name: str
@@ -265,6 +292,12 @@ class SelfHostedEstimate:
     evidence: tuple[Evidence, ...]
     warnings: tuple[str, ...]
     break_even: BreakEven | None = None
+    target_utilization: float = 1.0
+    capacity_rps_low: float | None = None
+    capacity_rps_high: float | None = None
+    replicas_range: tuple[int, int] | None = None
+    usd_per_hour_range: tuple[float, float] | None = None
+    per_million_output_tokens_usd_range: tuple[float, float] | None = None
     kind: Literal["self_hosted"] = "self_hosted"
 
 
@@ -327,8 +360,8 @@ def _deployment_warnings(d: Deployment, utilization: float, headroom_rps: float)
         out.append("The runs behind this capacity are stale; re-run the benchmark.")
     if d.workload_mismatch:
         out.append(
-            "The runs used token lengths unlike this traffic's, so capacity at this "
-            "traffic may differ; benchmark with this traffic's lengths."
+            "Extrapolation: the runs used token lengths unlike this traffic's, so capacity "
+            "at this traffic may differ widely; benchmark with this traffic's lengths."
         )
     if utilization < LOW_UTILIZATION:
         out.append(
@@ -343,9 +376,13 @@ def _deployment_warnings(d: Deployment, utilization: float, headroom_rps: float)
     return out
 
 
-def self_hosted_cost(traffic: Traffic, deployment: Deployment) -> SelfHostedEstimate:
-    """Size `deployment` for `traffic` and price it (METRICS.md, cost at your traffic)."""
-    replicas = replicas_for(traffic.requests_per_s, deployment.capacity_rps)
+def self_hosted_cost(
+    traffic: Traffic, deployment: Deployment, target_utilization: float = 1.0
+) -> SelfHostedEstimate:
+    """Size `deployment` for `traffic` with each replica at most `target_utilization` of its
+    capacity, and price it (METRICS.md, cost at your traffic); with the capacity's interval,
+    the replicas and costs it allows."""
+    replicas = replicas_for(traffic.requests_per_s, deployment.capacity_rps, target_utilization)
     total_capacity = replicas * deployment.capacity_rps
     utilization = min(1.0, traffic.requests_per_s / total_capacity)
     headroom_rps = max(0.0, total_capacity - traffic.requests_per_s)
@@ -367,7 +404,30 @@ def self_hosted_cost(traffic: Traffic, deployment: Deployment) -> SelfHostedEsti
         basis=deployment.basis,
         evidence=deployment.evidence,
         warnings=tuple(_deployment_warnings(deployment, utilization, headroom_rps)),
+        target_utilization=target_utilization,
+        capacity_rps_low=deployment.capacity_rps_low,
+        capacity_rps_high=deployment.capacity_rps_high,
+        **_ranges(traffic, deployment, target_utilization),
     )
+
+
+def _ranges(traffic: Traffic, deployment: Deployment, target_utilization: float) -> dict[str, Any]:
+    """Replicas and costs at both ends of the capacity's interval (fewest first); nothing
+    when the interval has no top (every level passed) or no bottom."""
+    low, high = deployment.capacity_rps_low, deployment.capacity_rps_high
+    if low is None or high is None or not 0 < low <= high:
+        return {}
+    fewest = replicas_for(traffic.requests_per_s, high, target_utilization)
+    most = replicas_for(traffic.requests_per_s, low, target_utilization)
+    cost = (fewest * deployment.usd_per_hour, most * deployment.usd_per_hour)
+    return {
+        "replicas_range": (fewest, most),
+        "usd_per_hour_range": cost,
+        "per_million_output_tokens_usd_range": (
+            _per_million(cost[0], traffic.output_tokens_per_s),
+            _per_million(cost[1], traffic.output_tokens_per_s),
+        ),
+    }
 
 
 def hosted_cost(traffic: Traffic, api: HostedApi) -> HostedEstimate:
@@ -422,9 +482,11 @@ def plan(
     traffic: Traffic,
     deployments: Sequence[Deployment] = (),
     hosted: Sequence[HostedApi] = (),
+    target_utilization: float = 1.0,
 ) -> Estimate | NoEvidence:
-    """Size and price every candidate for `traffic`, ranked cheapest first, each self-hosted
-    one with its break-even against the hosted API that is cheapest at this traffic."""
+    """Size and price every candidate for `traffic` (self-hosted replicas at most
+    `target_utilization` of their capacity), ranked cheapest first, each self-hosted one with
+    its break-even against the hosted API that is cheapest at this traffic."""
     if not deployments and not hosted:
         return NoEvidence(
             "No deployment has a measured capacity at this SLO and no hosted API price was "
@@ -434,9 +496,11 @@ def plan(
     cheapest = min(hosted_estimates, key=lambda h: (h.usd_per_hour, h.name), default=None)
     self_estimates = []
     for d in deployments:
-        est = self_hosted_cost(traffic, d)
+        est = self_hosted_cost(traffic, d, target_utilization)
         if cheapest is not None:
-            est = replace(est, break_even=break_even(d, cheapest.api, traffic))
+            # A replica is planned to carry target x its capacity, so it breaks even there.
+            planned = replace(d, capacity_rps=d.capacity_rps * target_utilization)
+            est = replace(est, break_even=break_even(planned, cheapest.api, traffic))
         self_estimates.append(est)
     candidates: list[Candidate] = [*self_estimates, *hosted_estimates]
     candidates.sort(key=_rank)

@@ -1,6 +1,7 @@
 """GET /v1/comparisons and GET /v1/comparisons/frontier over stored runs, against figures
 computed by hand: filters, grouping and aggregation, sorting and pages, CSV, the warning
-when rows mix workloads, client-bound runs left out, and a frontier with a dominated point.
+when rows mix workloads, client-bound runs left out (and counted), rows on inadequate
+evidence marked, and a frontier with a dominated point that leaves inadequate runs out.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.integration
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 FP_A, FP_B = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"
+ADEQUATE = json.dumps({"ok": True, "reasons": []})
 
 
 def dist(**figures: float) -> dict[str, float | None]:
@@ -75,7 +77,14 @@ async def store(
         finished_at=finished,
         started_at=finished - HOUR / 60,
         workload_fingerprint=fingerprint,
-        **{"slo_passed": True, "client_bound": False, **columns},
+        **{
+            "slo_passed": True,
+            "client_bound": False,
+            "requests_total": 300,
+            "requests_succeeded": 300,
+            "adequacy": ADEQUATE,
+            **columns,
+        },
     )
     return run_id
 
@@ -160,10 +169,15 @@ async def test_rows_per_deployment_and_level_take_the_median_of_repeated_runs(
     ]
     assert page["group_by"] == "deployment_level" and page["aggregate"] == "median"
     assert page["fingerprints"] == [FP_A] and page["mixed_workloads"] is False
-    assert page["warnings"] == []
-    # Level 32 is client-bound, so left out by default; the failed level 64 never shows.
+    # Level 32 is client-bound, so left out by default, and the page says so; the failed
+    # level 64 never shows.
+    assert page["excluded"] == {"client_bound": 1}
+    [left_out] = page["warnings"]
+    assert left_out.startswith("1 client-bound run(s) matching this query were left out")
     assert [r["level"] for r in page["items"]] == [1, 8, 16]
     assert page["total"] == 3
+    assert all(r["adequate"] is True and r["inadequate"] == [] for r in page["items"])
+    assert page["inadequate_rows"] == 0
     one = page["items"][0]
     assert one["deployment"] == {
         "model": "llama-8b",
@@ -269,6 +283,10 @@ async def test_group_by_deployment_takes_its_highest_throughput_level(fleet: Fle
     assert h200["level"] == 32 and h200["client_bound"] is True
     assert h200["run_ids"] == [fleet.runs["h200_l32"]]
     assert any("client-bound" in w for w in bound["warnings"])
+    # Shown on request, a client-bound row is marked inadequate, and nothing is excluded.
+    assert h200["adequate"] is False
+    assert [r["code"] for r in h200["inadequate"]] == ["client_bound"]
+    assert bound["excluded"] == {}
 
 
 async def test_filters(fleet: Fleet) -> None:
@@ -455,3 +473,60 @@ async def test_filter_by_load_level_and_mode(fleet: Fleet) -> None:
     )
     assert page["total"] == 4
     assert (await compare(fleet, mode="rate"))["total"] == 0
+
+
+async def test_inadequate_runs_are_marked_in_rows_and_left_out_of_the_frontier(
+    fleet: Fleet, db: Any
+) -> None:
+    h200 = fleet.runs["h200_l8"]
+    endpoint_id = await db.fetchval("SELECT endpoint_id FROM runs WHERE id = $1", uuid.UUID(h200))
+    endpoint = {"id": str(endpoint_id)}
+    # A level 4 of 40 requests in 0.9 s: the best per-GPU throughput at its speed if believed.
+    thin = json.dumps(
+        {
+            "ok": False,
+            "reasons": [
+                {"code": "few_requests", "detail": "40 successful measured requests"},
+                {"code": "short", "detail": "the measured window lasted 0.9 s"},
+            ],
+        }
+    )
+    thin_id = await store(db, fleet.team, endpoint, level=4, out=5000, per_user=100, ttft=30,
+                          finished=T0 + HOUR, adequacy=thin, requests_succeeded=40,
+                          usd_per_hour=3.5)  # fmt: skip
+    # Stored before adequacy verdicts, with 12 requests: judged on its count.
+    old_id = await store(db, fleet.team, endpoint, level=2, out=4000, per_user=104, ttft=30,
+                         finished=T0 + HOUR, adequacy=None, requests_succeeded=12,
+                         usd_per_hour=3.5)  # fmt: skip
+
+    page = await compare(fleet, model="llama-8b", workload_fingerprint=FP_A, hardware="H200-SXM")
+    rows = {r["level"]: r for r in page["items"]}
+    assert rows[4]["adequate"] is False
+    assert [r["code"] for r in rows[4]["inadequate"]] == ["few_requests", "short"]
+    assert rows[2]["adequate"] is False
+    assert [r["code"] for r in rows[2]["inadequate"]] == ["few_requests"]
+    assert "12 successful measured requests" in rows[2]["inadequate"][0]["detail"]
+    assert rows[8]["adequate"] is True
+    assert page["inadequate_rows"] == 2
+    assert any(w.startswith("2 row(s) on this page rest on inadequate") for w in page["warnings"])
+
+    body = (
+        await fleet.team.http.get(
+            "/v1/comparisons/frontier",
+            params={"model": "llama-8b", "workload_fingerprint": FP_A},
+        )
+    ).json()
+    # Believed, level 4 (100, 5000) would dominate H200 L8 (90, 800) and L1; left out, the
+    # frontier is the one of the adequate runs only.
+    assert [key(p) for p in body["frontier"]] == [
+        ("H200-SXM", 16),
+        ("H200-SXM", 8),
+        ("H100-SXM", 8),
+        ("H200-SXM", 1),
+    ]
+    assert body["excluded"] == {"client_bound": 1, "inadequate": 2}
+    assert {s["run_id"]: [r["code"] for r in s["reasons"]] for s in body["skipped"]} == {
+        thin_id: ["few_requests", "short"],
+        old_id: ["few_requests"],
+    }
+    assert any("2 run(s) with inadequate evidence" in w for w in body["warnings"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -443,3 +444,57 @@ def test_unknown_preset_lists_the_known_names() -> None:
     assert "'chatbot'" in err.value.detail
     for name in PRESETS:
         assert name in err.value.detail
+
+
+# --- sizing with a target utilisation, and the capacity's interval -------------------------
+
+
+def test_sizing_leaves_the_target_headroom() -> None:
+    # 10 req/s per replica at a target of 0.8: 8 req/s fills one replica to 0.8 exactly ...
+    assert replicas_for(8.0, 10.0, 0.8) == 1
+    # ... and 9 req/s needs a second one (9 / 8 = 1.125).
+    assert replicas_for(9.0, 10.0, 0.8) == 2
+    eight = self_hosted_cost(Traffic(8.0, 100, 100), deployment(capacity_rps=10.0), 0.8)
+    assert (eight.replicas, eight.utilization, eight.target_utilization) == (1, 0.8, 0.8)
+    assert eight.headroom == pytest.approx(0.2)
+    nine = self_hosted_cost(Traffic(9.0, 100, 100), deployment(capacity_rps=10.0), 0.8)
+    assert nine.replicas == 2 and nine.utilization == pytest.approx(0.45)
+    with pytest.raises(InvalidInput):
+        replicas_for(1.0, 10.0, 0.0)
+
+
+def test_the_capacity_interval_gives_replica_and_cost_ranges() -> None:
+    d = deployment(capacity_rps=10.0, usd_per_hour=3.0)
+    d = replace(d, capacity_rps_low=6.0, capacity_rps_high=14.0)
+    est = self_hosted_cost(Traffic(9.0, 100, 100), d, 0.8)
+    # 9 / (0.8 x 14) = 0.80 -> 1 replica; 9 / (0.8 x 6) = 1.875 -> 2 replicas.
+    assert est.replicas_range == (1, 2)
+    assert est.usd_per_hour_range == pytest.approx((3.0, 6.0))
+    # USD 3/h over 9 x 100 x 3600 output tokens per hour.
+    assert est.per_million_output_tokens_usd_range == pytest.approx(
+        (3.0 / 3_240_000 * 1e6, 6.0 / 3_240_000 * 1e6)
+    )
+    # A lower bound (no failing level) has no top, so no range.
+    open_top = replace(d, capacity_rps_high=None)
+    assert self_hosted_cost(Traffic(9.0, 100, 100), open_top, 0.8).replicas_range is None
+
+
+def test_capacity_interval_comes_from_the_bracketing_levels() -> None:
+    levels = [
+        LevelResult(1, "concurrency", 2.0, 200.0, True, 0.4),
+        LevelResult(4, "concurrency", 8.0, 800.0, True, 0.6),
+        LevelResult(16, "concurrency", 16.0, 1600.0, False, 1.4),
+    ]
+    cap = capacity_at_slo(levels)
+    assert cap is not None
+    assert cap.requests_per_s == pytest.approx(12.0)
+    assert (cap.requests_per_s_low, cap.requests_per_s_high) == (8.0, 16.0)
+    passing = capacity_at_slo(levels[:2])
+    assert passing is not None
+    assert (passing.requests_per_s_low, passing.requests_per_s_high) == (8.0, None)
+
+
+def test_an_extrapolation_is_labelled() -> None:
+    est = self_hosted_cost(Traffic(1.0, 10, 10), deployment(workload_mismatch=True))
+    assert est.basis == "extrapolation"
+    assert est.warnings[0].startswith("Extrapolation")

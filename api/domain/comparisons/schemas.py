@@ -7,6 +7,7 @@ from datetime import datetime
 
 import msgspec
 
+from api.domain.jobs.schemas import AdequacyReason, SkippedLevel
 from infercost.comparisons.repository import Aggregate, GroupBy
 
 
@@ -26,7 +27,10 @@ class ComparisonRow(msgspec.Struct):
     `figures` holds the figures asked for, by name, aggregated over `run_ids` (oldest
     first). `client_bound` is true when any of those runs was (only with
     include_client_bound=true); `slo_passed` is true when all passed, false when any failed,
-    null when none had an SLO.
+    null when none had an SLO. `adequate` is false when any of its runs' evidence was
+    inadequate (`inadequate` gives one reason per code: few_requests, short, client_bound,
+    ...; runs stored before verdicts are judged on client_bound and request count), true
+    when all were adequate, null when none had a verdict.
     """
 
     deployment: Deployment
@@ -41,6 +45,8 @@ class ComparisonRow(msgspec.Struct):
     first_measured_at: datetime | None
     last_measured_at: datetime | None
     figures: dict[str, float | None]
+    adequate: bool | None = None
+    inadequate: list[AdequacyReason] = []
 
 
 class ComparisonPage(msgspec.Struct):
@@ -49,6 +55,9 @@ class ComparisonPage(msgspec.Struct):
     `fingerprints` lists the workload fingerprint of every matching row (not just this
     page), null for runs measured before fingerprints; `mixed_workloads` is true when there
     is more than one, and then `warnings` says so: such rows measured different requests.
+    `excluded` counts the matching runs left out and why (`client_bound`, unless
+    include_client_bound=true); `inadequate_rows` counts this page's rows marked
+    adequate=false.
     """
 
     items: list[ComparisonRow]
@@ -62,6 +71,8 @@ class ComparisonPage(msgspec.Struct):
     fingerprints: list[str | None]
     mixed_workloads: bool
     warnings: list[str]
+    excluded: dict[str, int] = {}
+    inadequate_rows: int = 0
 
 
 class FrontierPoint(msgspec.Struct):
@@ -89,7 +100,10 @@ class FrontierRead(msgspec.Struct):
     """The Pareto frontier of one model on one workload, by per-user speed ascending.
 
     `dominated` is filled only with include_dominated=true. `left_out` counts deployment
-    levels without both figures (no per-user speed, or no hardware to divide by).
+    levels without both figures (no per-user speed, or no hardware to divide by). Only
+    adequate, not client-bound runs make points: `excluded` counts the runs left out by
+    reason (`client_bound`, `inadequate`), and `skipped` names the inadequate ones (newest
+    200) with their reasons.
     """
 
     model: str
@@ -101,3 +115,5 @@ class FrontierRead(msgspec.Struct):
     dominated: list[FrontierPoint] | None
     left_out: int
     warnings: list[str]
+    excluded: dict[str, int] = {}
+    skipped: list[SkippedLevel] = []

@@ -18,6 +18,7 @@ from api.domain.comparisons.schemas import (
     FrontierPoint,
     FrontierRead,
 )
+from api.domain.jobs.schemas import AdequacyReason, SkippedLevel
 from api.schemas import time_window
 from infercost.comparisons import repository
 from infercost.comparisons.frontier import Point, pareto_frontier
@@ -28,6 +29,8 @@ from infercost.comparisons.repository import (
     ComparisonFilter,
     GroupBy,
     compare,
+    count_client_bound_left_out,
+    inadequate_left_out,
 )
 from infercost.errors import InvalidInput
 from infercost.planning.presets import PRESETS
@@ -183,6 +186,15 @@ def _row(row: repository.ComparisonRow) -> ComparisonRow:
         first_measured_at=row.first_measured_at,
         last_measured_at=row.last_measured_at,
         figures=row.figures,
+        adequate=row.adequate,
+        inadequate=[AdequacyReason(r["code"], r["detail"]) for r in row.inadequate],
+    )
+
+
+def _left_out_warning(count: int, what: str) -> str:
+    return (
+        f"{count} client-bound run(s) matching this query were left out of {what}: the load "
+        "generator, not the deployment, set their pace (include_client_bound=true shows them)"
     )
 
 
@@ -227,6 +239,15 @@ class ComparisonService:
                 f"{bound} row(s) on this page include client-bound runs: the load generator, "
                 "not the deployment, may have set their pace (METRICS.md, client health)"
             )
+        left_out = await count_client_bound_left_out(self.session, self.team_id, query.filter)
+        if left_out:
+            warnings.append(_left_out_warning(left_out, "these rows"))
+        thin = sum(r.adequate is False for r in result.rows)
+        if thin:
+            warnings.append(
+                f"{thin} row(s) on this page rest on inadequate evidence (adequate: false; "
+                "see each row's inadequate reasons)"
+            )
         shown = list(dict.fromkeys([*query.figures, *(k for k, _ in query.sort if k in FIGURES)]))
         return ComparisonPage(
             items=[_row(r) for r in result.rows],
@@ -240,6 +261,8 @@ class ComparisonService:
             fingerprints=result.fingerprints,
             mixed_workloads=mixed,
             warnings=warnings,
+            excluded={"client_bound": left_out} if left_out else {},
+            inadequate_rows=thin,
         )
 
     async def frontier(
@@ -252,7 +275,8 @@ class ComparisonService:
     ) -> FrontierRead:
         """The frontier of `model` over its deployments and levels, on one workload: the one
         `f` names, or the only one measured (several without a choice is a 422)."""
-        f = replace(f, models=(model,))
+        # Only adequate evidence makes a point; what was left out is counted and named.
+        f = replace(f, models=(model,), adequate_only=True)
         result = await compare(
             self.session,
             self.team_id,
@@ -299,6 +323,16 @@ class ComparisonService:
                 "some points include client-bound runs: the load generator, not the "
                 "deployment, may have set their pace"
             )
+        bound = await count_client_bound_left_out(self.session, self.team_id, f)
+        if bound:
+            warnings.append(_left_out_warning(bound, "the frontier"))
+        thin, skipped = await inadequate_left_out(self.session, self.team_id, f)
+        if thin:
+            warnings.append(
+                f"{thin} run(s) with inadequate evidence were left out of the frontier "
+                "(too few requests, too short, ...: see skipped)"
+            )
+        excluded = {k: v for k, v in (("client_bound", bound), ("inadequate", thin)) if v}
         return FrontierRead(
             model=model,
             workload_fingerprint=result.fingerprints[0] if result.fingerprints else None,
@@ -309,6 +343,16 @@ class ComparisonService:
             dominated=[point(p, by) for p, by in split.dominated] if include_dominated else None,
             left_out=len(result.rows) - len(points),
             warnings=warnings,
+            excluded=excluded,
+            skipped=[
+                SkippedLevel(
+                    run_id=s.run_id,
+                    level=s.level,
+                    mode=s.mode,
+                    reasons=[AdequacyReason(r["code"], r["detail"]) for r in s.reasons],
+                )
+                for s in skipped
+            ],
         )
 
 

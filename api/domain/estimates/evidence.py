@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from api.domain.jobs.schemas import CapacityAtSlo, Efficiency
+from api.domain.jobs.schemas import AdequacyReason, CapacityAtSlo, Efficiency, SkippedLevel
 from infercost.cost import per_million
 from infercost.endpoints.models import Endpoint
 from infercost.hardware.catalog import BYTES_PER_PARAM
 from infercost.hardware.models import Hardware as HardwareRow
 from infercost.jobs.models import Run
-from infercost.planning.capacity import Capacity, LevelResult, capacity_at_slo, slo_margin
+from infercost.planning.capacity import (
+    Capacity,
+    LevelResult,
+    capacity_at_slo,
+    slo_margin,
+)
+from infercost.planning.capacity import inadequate_reasons as run_inadequacy
 from infercost.planning.roofline import (
     Hardware,
     ModelFacts,
@@ -86,21 +93,54 @@ def passes(run: Run, slo: Mapping[str, Mapping[str, float]]) -> tuple[bool, floa
     return ok, margin
 
 
+def inadequate_reasons(run: Run) -> list[dict[str, str]]:
+    """Why a run cannot be capacity evidence (see planning.capacity.inadequate_reasons)."""
+    return run_inadequacy(
+        run.adequacy, client_bound=run.client_bound, requests_succeeded=run.requests_succeeded
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityEvidence:
+    """One job's capacity at an SLO (None when no adequate level met it), the runs it rests
+    on, and the levels left out as evidence with why (inadequate or client-bound)."""
+
+    capacity: Capacity | None
+    run_ids: list[uuid.UUID] = field(default_factory=list)
+    skipped: list[SkippedLevel] = field(default_factory=list)
+
+
 def capacity_of(
     runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]], *, sweep: bool = False
-) -> tuple[Capacity, list[uuid.UUID]] | None:
-    """One job's capacity at `slo` over its finished levels, and the runs it rests on.
+) -> CapacityEvidence:
+    """One job's capacity at `slo` over its finished, adequate, not client-bound levels; the
+    runs it rests on; the levels skipped and why.
 
     A sweep's runs mix closed-loop and open-loop levels, so each is taken as a load point
     at the requests/s it carried (mode rate, level = measured requests/s) and they are
     ordered by that; other jobs' levels keep their own mode and level."""
-    usable = [
+    finished = [
         r
         for r in runs
         if r.status == "succeeded" and r.requests_per_s and r.output_tokens_per_s is not None
     ]
+    usable: list[Run] = []
+    skipped: list[SkippedLevel] = []
+    for run in finished:
+        reasons = inadequate_reasons(run)
+        if reasons:
+            skipped.append(
+                SkippedLevel(
+                    run_id=run.id,
+                    level=run.level,
+                    mode=run.mode,
+                    reasons=[AdequacyReason(r["code"], r["detail"]) for r in reasons],
+                )
+            )
+        else:
+            usable.append(run)
     if not usable or (not sweep and len({r.mode for r in usable}) > 1):
-        return None
+        return CapacityEvidence(None, skipped=skipped)
     levels = []
     for run in usable:
         ok, margin = passes(run, slo)
@@ -117,8 +157,8 @@ def capacity_of(
         )
     found = capacity_at_slo(levels)
     if found is None:
-        return None
-    return found, [usable[i].id for i in found.basis_run_indices]
+        return CapacityEvidence(None, skipped=skipped)
+    return CapacityEvidence(found, [usable[i].id for i in found.basis_run_indices], skipped)
 
 
 def capacity_block(
@@ -128,15 +168,22 @@ def capacity_block(
     *,
     sweep: bool = False,
 ) -> CapacityAtSlo:
-    """A job's `capacity_at_slo` block: the capacity and its cost per million output tokens,
-    priced like the (lower) run it rests on (`usd_per_hour_of` a run id), or a `reason` when
-    there is none (`sweep`: see capacity_of)."""
+    """A job's `capacity_at_slo` block: the capacity, the interval it lies in and its cost per
+    million output tokens, priced like the (lower) run it rests on (`usd_per_hour_of` a run
+    id), or a `reason` when there is none; `skipped` names the levels left out as evidence
+    (`sweep`: see capacity_of)."""
     if not slo:
         return CapacityAtSlo(reason="the job has no SLO, so there is no capacity at the SLO")
     found = capacity_of(runs, slo, sweep=sweep)
-    if found is None:
-        return CapacityAtSlo(reason="no finished level met the SLO")
-    capacity, run_ids = found
+    capacity, run_ids = found.capacity, found.run_ids
+    if capacity is None:
+        reason = "no finished level met the SLO"
+        if found.skipped:
+            reason = (
+                f"no adequate finished level met the SLO ({len(found.skipped)} level(s) "
+                "skipped as inadequate or client-bound: see skipped)"
+            )
+        return CapacityAtSlo(reason=reason, skipped=found.skipped)
     usd_per_hour = usd_per_hour_of(run_ids[0])
     return CapacityAtSlo(
         requests_per_s=capacity.requests_per_s,
@@ -149,4 +196,7 @@ def capacity_block(
         run_ids=run_ids,
         usd_per_hour=usd_per_hour,
         per_million_output_tokens_usd=per_million(usd_per_hour, capacity.output_tokens_per_s),
+        requests_per_s_low=capacity.requests_per_s_low,
+        requests_per_s_high=capacity.requests_per_s_high,
+        skipped=found.skipped,
     )

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from api.domain.jobs.schemas import Slo
+from api.domain.jobs.schemas import SkippedLevel, Slo
+from infercost.planning.estimate import DEFAULT_TARGET_UTILIZATION
 
 Rate = Annotated[float, msgspec.Meta(gt=0, le=1e9)]
 Tokens = Annotated[float, msgspec.Meta(ge=1, le=10_000_000)]
@@ -16,12 +17,13 @@ Tokens = Annotated[float, msgspec.Meta(ge=1, le=10_000_000)]
 
 class TrafficIn(msgspec.Struct, forbid_unknown_fields=True):
     """The traffic to plan for: `requests_per_s` (the peak to size for), or
-    `requests_per_day` with `peak_to_mean` (peak rate over the day's average); mean
-    prompt and output tokens per request, or leave them to the preset."""
+    `requests_per_day` with `peak_to_mean` (peak rate over the day's average; without it an
+    estimate assumes 2 and says so in `assumptions`); mean prompt and output tokens per
+    request, or leave them to the preset."""
 
     requests_per_s: Rate | None = None
     requests_per_day: Rate | None = None
-    peak_to_mean: Annotated[float, msgspec.Meta(ge=1, le=1000)] = 1.0
+    peak_to_mean: Annotated[float, msgspec.Meta(ge=1, le=1000)] | None = None
     input_tokens: Tokens | None = None
     output_tokens: Tokens | None = None
 
@@ -30,7 +32,10 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/estimates. `slo` defaults to the preset's; `hardware` keeps only those
     SKUs; `include_projections` adds hardware you have a price for but no measurement of
     this model on, projected from the model's measured efficiency elsewhere; a measurement
-    older than `max_age_days` is used but flagged stale."""
+    older than `max_age_days` is used but flagged stale. Replicas are sized to run at most
+    `target_utilization` of their capacity at the SLO (default 0.8: 20% headroom). Evidence
+    measured on other token lengths (workload similarity below 0.8) gives no figures unless
+    `allow_mismatched_workload` is true; then the candidate's basis is "extrapolation"."""
 
     model: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
     traffic: TrafficIn
@@ -39,6 +44,8 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
     hardware: list[str] | None = None
     include_projections: bool = True
     max_age_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] = 90
+    target_utilization: Annotated[float, msgspec.Meta(gt=0, le=1)] = DEFAULT_TARGET_UTILIZATION
+    allow_mismatched_workload: bool = False
 
 
 class TrafficRead(msgspec.Struct):
@@ -85,10 +92,14 @@ class BreakEvenRead(msgspec.Struct):
 class Candidate(msgspec.Struct):
     """One way to serve the traffic, with its cost, sizing and evidence.
 
-    Self-hosted: `replicas` = ceil(requests_per_s / capacity_rps) whole replicas of
-    `capacity_rps` each (requests/s at the SLO), `utilization` = requests_per_s / (replicas
-    x capacity_rps), `headroom` = 1 - utilization. Hosted APIs have no replicas; they cost
-    the average rate's tokens at their per-token prices.
+    Self-hosted: `replicas` = ceil(requests_per_s / (target_utilization x capacity_rps))
+    whole replicas of `capacity_rps` each (requests/s at the SLO, from adequate levels only),
+    `utilization` = requests_per_s / (replicas x capacity_rps), `headroom` = 1 -
+    utilization. The capacity lies in [`capacity_rps_low`, `capacity_rps_high`] (the
+    bracketing levels; high null when every level passed), so replicas and cost lie in their
+    `*_range` (fewest first; null without both ends). `skipped`: levels of the evidence job
+    left out as inadequate or client-bound. Hosted APIs have no replicas; they cost the
+    average rate's tokens at their per-token prices.
     """
 
     kind: Literal["self_hosted", "hosted_api"]
@@ -104,26 +115,37 @@ class Candidate(msgspec.Struct):
     usd_per_month: float
     per_million_output_tokens_usd: float
     per_million_total_tokens_usd: float
-    basis: Literal["measured", "projection", "list_price"]
+    basis: Literal["measured", "projection", "extrapolation", "list_price"]
     evidence: list[EvidenceRead]
     warnings: list[str]
     workload_similarity: float | None = None
     blended_usd_per_million_tokens: float | None = None
     break_even: BreakEvenRead | None = None
+    target_utilization: float | None = None
+    capacity_rps_low: float | None = None
+    capacity_rps_high: float | None = None
+    replicas_range: list[int] | None = None
+    usd_per_hour_range: list[float] | None = None
+    per_million_output_tokens_usd_range: list[float] | None = None
+    skipped: list[SkippedLevel] = []
 
 
 class Unavailable(msgspec.Struct):
-    """An endpoint of the model that could not be a candidate, and what would make it one."""
+    """An endpoint of the model that could not be a candidate, and what would make it one;
+    `skipped` names its levels left out as inadequate or client-bound."""
 
     endpoint_id: uuid.UUID
     name: str
     reason: str
+    workload_similarity: float | None = None
+    skipped: list[SkippedLevel] = []
 
 
 class EstimateRead(msgspec.Struct):
     """Candidates cheapest first (USD per hour at this traffic), why the first one wins,
     and the endpoints left out. With no evidence, `candidates` is empty and `reason` says
-    what to measure."""
+    what to measure. `assumptions` states every default the figures rest on (peak over
+    average, target utilisation), so none is silent."""
 
     model: str
     traffic: TrafficRead
@@ -133,6 +155,8 @@ class EstimateRead(msgspec.Struct):
     explanation: str | None
     unavailable: list[Unavailable]
     reason: str | None = None
+    target_utilization: float = DEFAULT_TARGET_UTILIZATION
+    assumptions: list[str] = []
 
 
 class PresetRead(msgspec.Struct):

@@ -1,10 +1,12 @@
 """POST /v1/estimates: what a traffic profile costs on each deployment of a model.
 
 Evidence comes from stored runs: for each endpoint serving the model, the capacity at the
-SLO of its job whose workload is most like the traffic (interpolated between levels), priced
-with the price in effect now, so a change in the price book changes the answer without a
-new measurement. Hosted APIs are priced per token. Hardware with a price but no
-measurement of the model is projected from the model's measured efficiency elsewhere.
+SLO of its job whose workload is most like the traffic (interpolated between its adequate,
+not client-bound levels), priced with the price in effect now, so a change in the price book
+changes the answer without a new measurement. Evidence from other token lengths gives no
+figures unless the caller allows an extrapolation. Hosted APIs are priced per token.
+Hardware with a price but no measurement of the model is projected from the model's
+measured efficiency elsewhere.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.estimates.evidence import (
+    CapacityEvidence,
     capacity_of,
     mean_context,
     model_facts,
@@ -34,6 +37,7 @@ from api.domain.estimates.schemas import (
     TrafficRead,
     Unavailable,
 )
+from api.domain.jobs.schemas import SkippedLevel
 from infercost.endpoints.models import Endpoint
 from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.models import Hardware as HardwareRow
@@ -42,6 +46,8 @@ from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
 from infercost.planning.capacity import Capacity
 from infercost.planning.estimate import (
+    DEFAULT_PEAK_TO_MEAN,
+    DEFAULT_TARGET_UTILIZATION,
     Deployment,
     Evidence,
     HostedApi,
@@ -72,11 +78,25 @@ def _mean(spec: Mapping[str, Any] | None) -> float | None:
     return None
 
 
-def similarity(job: Job, traffic: Traffic) -> float | None:
+def _measured_lengths(runs: Sequence[Run]) -> tuple[float | None, float | None]:
+    """Mean prompt and output tokens per successful request over a job's runs, from their
+    token rates (for workloads that state no lengths: datasets, sessions)."""
+    rps = sum(r.requests_per_s or 0.0 for r in runs if r.input_tokens_per_s is not None)
+    if not rps:
+        return None, None
+    tokens_in = sum(r.input_tokens_per_s or 0.0 for r in runs if r.requests_per_s)
+    tokens_out = sum(r.output_tokens_per_s or 0.0 for r in runs if r.requests_per_s)
+    return tokens_in / rps, tokens_out / rps
+
+
+def similarity(job: Job, traffic: Traffic, runs: Sequence[Run] = ()) -> float | None:
     """How alike a job's token lengths and the traffic's are: the smaller of the two
-    ratios (shorter over longer) of mean prompt and mean output length, 1 = the same."""
+    ratios (shorter over longer) of mean prompt and mean output length, 1 = the same. The
+    job's stated lengths, else what its runs measured; None when neither is known."""
     job_in = _mean(job.workload.get("input_tokens"))
     job_out = _mean(job.workload.get("output_tokens"))
+    if job_in is None or job_out is None:
+        job_in, job_out = _measured_lengths(runs)
     if job_in is None or job_out is None:
         return None
 
@@ -95,6 +115,7 @@ class Measured:
     capacity: Capacity
     run_ids: list[uuid.UUID]
     similarity: float | None
+    skipped: list[SkippedLevel]
 
     def evidence(self) -> tuple[Evidence, ...]:
         by_id = {r.id: r for r in self.runs}
@@ -112,10 +133,12 @@ class Measured:
 
 @dataclass(frozen=True, slots=True)
 class Unmeasured:
-    """Why an endpoint has no capacity at the SLO, and (when it was measured) what to do."""
+    """Why an endpoint has no capacity at the SLO, and (when it was measured) what to do;
+    `skipped`: the levels left out as inadequate or client-bound."""
 
     reason: str
     advice: str | None = None
+    skipped: list[SkippedLevel] = field(default_factory=list)
 
     def sentence(self) -> str:
         return self.reason if self.advice is None else f"{self.reason}: {self.advice}"
@@ -140,7 +163,10 @@ def _resolve_slo(data: EstimateCreate, preset: WorkloadPreset | None) -> dict[st
     return slo
 
 
-def _resolve_traffic(data: EstimateCreate, preset: WorkloadPreset | None) -> Traffic:
+def _resolve_traffic(
+    data: EstimateCreate, preset: WorkloadPreset | None
+) -> tuple[Traffic, list[str]]:
+    """The traffic to plan for, and the assumptions made where the request said nothing."""
     given = data.traffic
     input_tokens = given.input_tokens or (_mean(preset.input_tokens) if preset else None)
     output_tokens = given.output_tokens or (_mean(preset.output_tokens) if preset else None)
@@ -156,18 +182,32 @@ def _resolve_traffic(data: EstimateCreate, preset: WorkloadPreset | None) -> Tra
             "peak_to_mean, one of the two",
         )
     if given.requests_per_s is not None:
-        if given.peak_to_mean != 1.0:
-            return Traffic(
-                given.requests_per_s,
-                input_tokens,
-                output_tokens,
-                mean_requests_per_s=given.requests_per_s / given.peak_to_mean,
+        if given.peak_to_mean is not None and given.peak_to_mean != 1.0:
+            mean = given.requests_per_s / given.peak_to_mean
+            return Traffic(given.requests_per_s, input_tokens, output_tokens, mean), []
+        assumed = []
+        if given.peak_to_mean is None:
+            assumed.append(
+                f"traffic.peak_to_mean not given: the average rate is taken to equal the "
+                f"{given.requests_per_s:g} requests/s sized for (flat traffic), so cost per "
+                "token is for traffic that stays at its peak; give peak_to_mean if it does not"
             )
-        return Traffic(given.requests_per_s, input_tokens, output_tokens)
+        return Traffic(given.requests_per_s, input_tokens, output_tokens), assumed
     assert given.requests_per_day is not None
-    return Traffic.from_requests_per_day(
-        given.requests_per_day, input_tokens, output_tokens, given.peak_to_mean
+    peak_to_mean = given.peak_to_mean
+    assumed = []
+    if peak_to_mean is None:
+        peak_to_mean = DEFAULT_PEAK_TO_MEAN
+        peak = given.requests_per_day / 86_400 * peak_to_mean
+        assumed.append(
+            f"traffic.peak_to_mean not given: sized for a peak of {peak_to_mean:g} x the "
+            f"daily average ({given.requests_per_day:g} / 86,400 x {peak_to_mean:g} = "
+            f"{peak:.4g} requests/s); give peak_to_mean to size for your own peak"
+        )
+    traffic = Traffic.from_requests_per_day(
+        given.requests_per_day, input_tokens, output_tokens, peak_to_mean
     )
+    return traffic, assumed
 
 
 @dataclass(slots=True)
@@ -182,6 +222,7 @@ class _Gathered:
     unavailable: list[Unavailable] = field(default_factory=list)
     sources: list[tuple[Endpoint, HardwareRow, Measured, ModelFacts]] = field(default_factory=list)
     measured_hardware: set[uuid.UUID] = field(default_factory=set)
+    skipped: dict[str, list[SkippedLevel]] = field(default_factory=dict)
 
 
 class EstimateService:
@@ -206,16 +247,33 @@ class EstimateService:
         for run in runs:
             by_job.setdefault(run.job_id, []).append(run)
         found: list[Measured] = []
+        skipped: list[SkippedLevel] = []
         for job in jobs:
             sweep = job.load.get("mode") == "sweep"
-            capacity = capacity_of(by_job.get(job.id, []), slo, sweep=sweep)
-            if capacity is not None:
+            runs_of_job = by_job.get(job.id, [])
+            evidence: CapacityEvidence = capacity_of(runs_of_job, slo, sweep=sweep)
+            skipped += evidence.skipped
+            if evidence.capacity is not None:
                 found.append(
                     Measured(
-                        job, by_job[job.id], capacity[0], capacity[1], similarity(job, traffic)
+                        job,
+                        runs_of_job,
+                        evidence.capacity,
+                        evidence.run_ids,
+                        similarity(job, traffic, runs_of_job),
+                        evidence.skipped,
                     )
                 )
         if not found:
+            if skipped:
+                codes = sorted({r.code for level in skipped for r in level.reasons})
+                return Unmeasured(
+                    f"no adequate measured level of its {len(jobs)} latest job(s) met this "
+                    f"SLO; {len(skipped)} level(s) were left out as evidence ({', '.join(codes)})",
+                    advice="run levels long enough for their percentiles (load.duration_s), "
+                    "not client-bound (load.shards), then ask again",
+                    skipped=skipped,
+                )
             return Unmeasured(
                 f"no measured level of its {len(jobs)} latest job(s) met this SLO",
                 advice="measure lower load levels, or relax the SLO",
@@ -250,7 +308,9 @@ class EstimateService:
             capacity_is_lower_bound=measured.capacity.limited_by_measurements,
             client_bound=measured.capacity.client_bound,
             stale=measured_at is not None and measured_at < stale_before,
-            workload_mismatch=measured.similarity is not None and not measured.similar,
+            workload_mismatch=not measured.similar,
+            capacity_rps_low=measured.capacity.requests_per_s_low,
+            capacity_rps_high=measured.capacity.requests_per_s_high,
         )
 
     async def _projections(
@@ -308,6 +368,7 @@ class EstimateService:
                         hardware=row.name,
                         client_bound=measured.capacity.client_bound,
                         projection=True,
+                        workload_mismatch=not measured.similar,
                     ),
                     price.provider,
                     measured,
@@ -325,8 +386,10 @@ class EstimateService:
         allowed: set[str] | None,
         now: datetime,
         stale_before: datetime,
+        allow_mismatched: bool = False,
     ) -> None:
-        """Add one endpoint to the candidates (or to `unavailable`, saying why)."""
+        """Add one endpoint to the candidates (or to `unavailable`, saying why): evidence from
+        another workload only when `allow_mismatched`, as an extrapolation."""
         hardware = (
             await self.hardware.get(self.team_id, endpoint.hardware_id)
             if endpoint.hardware_id
@@ -360,7 +423,25 @@ class EstimateService:
             return
         if isinstance(best, Unmeasured) or price.usd_per_hour is None:
             reason = best.sentence() if isinstance(best, Unmeasured) else price.note or "no price"
-            found.unavailable.append(Unavailable(endpoint.id, endpoint.name, reason))
+            found.unavailable.append(
+                Unavailable(
+                    endpoint.id,
+                    endpoint.name,
+                    reason,
+                    skipped=best.skipped if isinstance(best, Unmeasured) else [],
+                )
+            )
+            return
+        if not best.similar and not allow_mismatched:
+            found.unavailable.append(
+                Unavailable(
+                    endpoint.id,
+                    endpoint.name,
+                    _mismatch_reason(best, traffic),
+                    workload_similarity=best.similarity,
+                    skipped=best.skipped,
+                )
+            )
             return
         if hardware is not None:
             found.measured_hardware.add(hardware.id)
@@ -374,6 +455,7 @@ class EstimateService:
             )
         )
         found.similarities[endpoint.name] = best.similarity
+        found.skipped[endpoint.name] = best.skipped
         facts = model_facts(endpoint)
         if facts is not None and hardware is not None:
             found.sources.append((endpoint, hardware, best, facts))
@@ -382,7 +464,14 @@ class EstimateService:
         """Rank every way the team could serve the traffic, cheapest first."""
         preset = get_preset(data.preset) if data.preset is not None else None
         slo = _resolve_slo(data, preset)
-        traffic = _resolve_traffic(data, preset)
+        traffic, assumptions = _resolve_traffic(data, preset)
+        target = data.target_utilization
+        assumptions.append(
+            f"each replica is sized to carry at most {target:.0%} of its capacity at the SLO "
+            f"(target_utilization {target:g}"
+            + (", the default" if target == DEFAULT_TARGET_UTILIZATION else "")
+            + "): the rest is headroom for bursts and for the capacity's own uncertainty"
+        )
         endpoints = await self.evidence.endpoints_serving(self.team_id, data.model)
         if not endpoints:
             models = await self.evidence.models(self.team_id)
@@ -404,6 +493,7 @@ class EstimateService:
                 allowed=allowed,
                 now=now,
                 stale_before=now - timedelta(days=data.max_age_days),
+                allow_mismatched=data.allow_mismatched_workload,
             )
         if data.include_projections:
             for deployment, provider, source in await self._projections(
@@ -412,8 +502,9 @@ class EstimateService:
                 found.deployments.append(deployment)
                 found.providers[deployment.name] = provider
                 found.similarities[deployment.name] = source.similarity
+                found.skipped[deployment.name] = source.skipped
 
-        planned = plan(traffic, found.deployments, found.hosted)
+        planned = plan(traffic, found.deployments, found.hosted, target)
         traffic_read = TrafficRead(
             requests_per_s=traffic.requests_per_s,
             mean_requests_per_s=traffic.average_requests_per_s,
@@ -430,10 +521,12 @@ class EstimateService:
                 candidates=[],
                 explanation=None,
                 unavailable=found.unavailable,
-                reason=planned.reason,
+                reason=_no_evidence_reason(planned.reason, found.unavailable),
+                target_utilization=target,
+                assumptions=assumptions,
             )
         candidates = [
-            _candidate(c, found.similarities, found.providers, found.hosted_notes)
+            _candidate(c, found.similarities, found.providers, found.hosted_notes, found.skipped)
             for c in planned.candidates
         ]
         return EstimateRead(
@@ -444,7 +537,43 @@ class EstimateService:
             candidates=candidates,
             explanation=_explain(candidates),
             unavailable=found.unavailable,
+            target_utilization=target,
+            assumptions=assumptions,
         )
+
+
+def _mismatch_reason(measured: Measured, traffic: Traffic) -> str:
+    """Why evidence from another workload gives no figures, and the two ways on."""
+    job = measured.job
+    lengths = ""
+    job_in = _mean(job.workload.get("input_tokens"))
+    job_out = _mean(job.workload.get("output_tokens"))
+    if job_in is not None and job_out is not None:
+        lengths = (
+            f" ({job_in:g} in / {job_out:g} out against this traffic's "
+            f"{traffic.input_tokens:g} / {traffic.output_tokens:g})"
+        )
+    alike = (
+        "unknown"
+        if measured.similarity is None
+        else f"{measured.similarity:.3g}, below {SIMILAR_WORKLOAD:g}"
+    )
+    return (
+        f"measured on a different workload{lengths}: workload similarity {alike}, so its "
+        "capacity says little about this traffic; benchmark this traffic's lengths, or set "
+        "allow_mismatched_workload: true for a labelled extrapolation"
+    )
+
+
+def _no_evidence_reason(reason: str, unavailable: Sequence[Unavailable]) -> str:
+    """The planner's reason, sharpened when every endpoint was measured on other lengths."""
+    if unavailable and all(u.reason.startswith("measured on a different") for u in unavailable):
+        return (
+            "Every measured deployment of this model ran a different workload (see "
+            "unavailable): benchmark this traffic's token lengths, or set "
+            "allow_mismatched_workload: true for a labelled extrapolation."
+        )
+    return reason
 
 
 def _evidence(items: Sequence[Evidence]) -> list[EvidenceRead]:
@@ -456,6 +585,7 @@ def _candidate(
     similarities: Mapping[str, float | None],
     providers: Mapping[str, str | None],
     hosted_notes: Mapping[str, list[str]],
+    skipped: Mapping[str, list[SkippedLevel]],
 ) -> Candidate:
     if isinstance(c, HostedEstimate):
         return Candidate(
@@ -517,6 +647,15 @@ def _candidate(
         else BreakEvenRead(
             c.break_even.against, c.break_even.break_even_rps, c.break_even.always_cheaper_above_rps
         ),
+        target_utilization=c.target_utilization,
+        capacity_rps_low=c.capacity_rps_low,
+        capacity_rps_high=c.capacity_rps_high,
+        replicas_range=None if c.replicas_range is None else list(c.replicas_range),
+        usd_per_hour_range=None if c.usd_per_hour_range is None else list(c.usd_per_hour_range),
+        per_million_output_tokens_usd_range=None
+        if c.per_million_output_tokens_usd_range is None
+        else list(c.per_million_output_tokens_usd_range),
+        skipped=skipped.get(d.name, []),
     )
 
 
