@@ -99,3 +99,23 @@ def test_each_request_is_read_once_and_the_reservoir_stays_bounded() -> None:
     assert len(live._ttft_ms) == RESERVOIR
     true_median = statistics.median(ttfts)
     assert abs(figures["ttft_ms_p50"] - true_median) / true_median < 0.05
+
+
+def test_warm_up_tokens_inside_the_window_count_as_in_the_summary() -> None:
+    # Warm-up requests overlap the start of the measured window (first measured send at
+    # 200 ms): 5 of one's 20 tokens (at 50..240 ms, 10 ms apart: 200..240) arrived inside it,
+    # all 4 of another's (at 250..280 ms), none of a third's (10..50 ms). By hand: (5 + 4 +
+    # 2 * 30) tokens over 200..740 ms = 127.778 tokens/s.
+    done: list[RawRequest] = []
+    live = LiveLevel(done, planned=None, origin_ns=0)
+    done.append(finished(0, 0.0, 50.0, 20, warmup=True))
+    done.append(finished(1, 100.0, 150.0, 4, warmup=True))
+    done.append(finished(2, 0.0, 10.0, 5, warmup=True))
+    done.append(finished(3, 200.0, 50.0, 30))
+    assert live.figures(now_ns=600 * MS)["output_tokens_per_s"] is not None  # a beat between
+    done.append(finished(4, 250.0, 200.0, 30))
+    figures = live.figures(now_ns=800 * MS)
+    summary = summarize([r.timing(0) for r in done])
+    assert figures["output_tokens_per_s"] == round(69 / 0.54, 3)
+    assert summary.output_tokens_per_s is not None
+    assert abs(figures["output_tokens_per_s"] - summary.output_tokens_per_s) < 1e-3
