@@ -33,7 +33,7 @@ from api.errors import EXCEPTION_HANDLERS
 from api.guards import GuardedRequest, rate_limit, refuse_nul
 from api.queue import TaskQueue
 from infercost import __version__
-from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.outbound import Policy
 from infercost.queue import make_celery
 from infercost.security import Vault
@@ -55,7 +55,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     settings = settings or Settings.from_env()
 
     async def startup(app: Litestar) -> None:
-        engine = make_engine(settings.require_database_url())
+        engine = engine_for(settings)
         app.state.settings = settings
         app.state.engine = engine
         app.state.sessionmaker = make_sessionmaker(engine)

@@ -1,38 +1,52 @@
-"""Enqueueing tasks by name, after the transaction that created their rows has committed."""
+"""Enqueueing tasks by name: an outbox row in the job's transaction, a send after commit.
+
+The row (infercost/jobs/outbox.py) is what makes the send durable; the send right after
+the commit only makes it quick. When the broker refuses, the row stays and the maintenance
+relay (workers/maintenance.py) sends it within a second or so of the broker's return.
+"""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from functools import partial
 
 import anyio
 from celery import Celery
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from infercost.jobs.repository import JobRepository
+from infercost.jobs import outbox
 from infercost.queue import RUN_JOB_TASK
 
 log = logging.getLogger("infercost.api.queue")
 
 
 class TaskQueue:
-    """Sends `benchmark.run_job`; a job the broker did not take is re-sent by the worker's sweep."""
+    """Stages `benchmark.run_job` in the job's transaction and sends it once committed."""
 
     def __init__(self, celery: Celery, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
         self.celery = celery
         self.sessionmaker = sessionmaker
 
+    def stage_job(self, session: AsyncSession, job_id: uuid.UUID) -> None:
+        """Write the job's task to the outbox in the session's (the job's) transaction."""
+        outbox.add_task(session, RUN_JOB_TASK, [str(job_id)], job_id)
+
     async def enqueue_job(self, job_id: uuid.UUID) -> None:
-        """Nudge a worker; the job row, already committed, is the source of truth."""
-        send = partial(self.celery.send_task, RUN_JOB_TASK, args=[str(job_id)])
+        """Nudge a worker now: send the job's outbox row unless a relay holds it already."""
+
+        def send(row: outbox.Pending) -> None:
+            self.celery.send_task(row.task, args=row.args)
+
         try:
-            await anyio.to_thread.run_sync(send)
-        except Exception as exc:  # noqa: BLE001 - any broker failure leaves the job for the sweep
+            async with self.sessionmaker() as session:
+                rows = await outbox.take(session, job_id=job_id)
+                for row in rows:
+                    await anyio.to_thread.run_sync(send, row)
+                await outbox.sent(session, rows)
+                await session.commit()
+        except Exception as exc:  # noqa: BLE001 - any failure leaves the row for the relay
             log.warning(
-                "broker did not take job %s (%s); the sweep will retry", job_id, type(exc).__name__
+                "broker did not take job %s (%s); the maintenance relay will send it",
+                job_id,
+                type(exc).__name__,
             )
-            return
-        async with self.sessionmaker() as session:
-            await JobRepository(session).mark_enqueued(job_id)
-            await session.commit()

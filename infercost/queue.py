@@ -12,7 +12,6 @@ from infercost.settings import Settings
 RUN_JOB_TASK = "benchmark.run_job"
 #: One shard of a sharded level: (job_id, run_id, shard), sent by the job's coordinator.
 RUN_SHARD_TASK = "benchmark.run_shard"
-SWEEP_TASK = "benchmark.sweep"
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -28,8 +27,8 @@ def make_celery(settings: Settings) -> Celery:
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
-        # A job's state lives in Postgres; a lost message is recovered by the sweeper, so the
-        # broker need not hold unacked messages longer than the longest job we allow.
+        # A job's state lives in Postgres; a lost message is re-published by the maintenance
+        # relay, so the broker need not hold unacked messages longer than the longest job.
         broker_transport_options={"visibility_timeout": 6 * 3600},
         worker_hijack_root_logger=False,
         worker_send_task_events=False,

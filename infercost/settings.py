@@ -49,6 +49,23 @@ class Settings:
     # attempts in all (infercost/webhooks/delivery.py).
     webhook_backoff_s: float = 10.0
     webhook_max_attempts: int = 6
+    # Failures (README, "What survives a failure"): a running job whose heartbeat is older
+    # than abandoned_after_s lost its worker and is failed; a queued job no worker claimed
+    # within requeue_after_s (then backing off) is handed to the broker again; a level's
+    # store is retried on lost connections for up to store_retry_s (below abandoned_after_s,
+    # so a retrying runner is not given up). The maintenance process looks every
+    # maintenance_every_s.
+    abandoned_after_s: float = 90.0
+    requeue_after_s: float = 60.0
+    store_retry_s: float = 60.0
+    maintenance_every_s: float = 5.0
+    # Every database connection: a statement running longer, or a transaction left idle
+    # longer, is ended by the server, so nothing holds locks forever; 0 turns one off.
+    db_statement_timeout_s: float = 120.0
+    db_idle_in_transaction_timeout_s: float = 120.0
+    # Migrations wait at most this long for a table lock instead of queueing every query
+    # behind them.
+    migration_lock_timeout_s: float = 10.0
     # Where the service may connect beyond its default outbound policy (infercost/outbound.py):
     # CIDRs and host names, e.g. ("127.0.0.0/8", "::1") for a simulator on this machine.
     outbound_allow: tuple[str, ...] = ()
@@ -81,6 +98,15 @@ class Settings:
             max_dataset_bytes=_int(env, "INFERCOST_MAX_DATASET_BYTES", 64 * 1024 * 1024),
             webhook_backoff_s=_float(env, "INFERCOST_WEBHOOK_BACKOFF_S", 10.0),
             webhook_max_attempts=max(1, _int(env, "INFERCOST_WEBHOOK_MAX_ATTEMPTS", 6)),
+            abandoned_after_s=_float(env, "INFERCOST_ABANDONED_AFTER_S", 90.0),
+            requeue_after_s=_float(env, "INFERCOST_REQUEUE_AFTER_S", 60.0),
+            store_retry_s=_float(env, "INFERCOST_STORE_RETRY_S", 60.0),
+            maintenance_every_s=_float(env, "INFERCOST_MAINTENANCE_EVERY_S", 5.0),
+            db_statement_timeout_s=_float(env, "INFERCOST_DB_STATEMENT_TIMEOUT_S", 120.0),
+            db_idle_in_transaction_timeout_s=_float(
+                env, "INFERCOST_DB_IDLE_IN_TRANSACTION_TIMEOUT_S", 120.0
+            ),
+            migration_lock_timeout_s=_float(env, "INFERCOST_MIGRATION_LOCK_TIMEOUT_S", 10.0),
             outbound_allow=tuple(
                 a.strip() for a in env.get("INFERCOST_OUTBOUND_ALLOW", "").split(",") if a.strip()
             ),

@@ -25,7 +25,13 @@ def _url() -> str:
 
 def _run(connection: Connection) -> None:
     context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    lock_timeout_ms = round(Settings.from_env().migration_lock_timeout_s * 1000)
     with context.begin_transaction():
+        # A migration waits at most lock_timeout for a table's lock, then fails and can be run
+        # again: never queue every query of a live service behind an ALTER that waits on a
+        # long transaction. Its own statements may take as long as they need.
+        connection.exec_driver_sql(f"SET LOCAL lock_timeout = {max(0, lock_timeout_ms)}")
+        connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
         context.run_migrations()
 
 

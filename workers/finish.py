@@ -1,9 +1,9 @@
 """What happens when a job ends: its final state, then what follows from it.
 
 The job's status and its job.finished webhook event commit together (the outbox: an event
-is announced exactly when what it reports is stored, and the worker's courier sends it,
-workers/webhooks.py). Then each run is judged against its baseline (infercost.history), in
-a transaction of its own with its regression.detected event.
+is announced exactly when what it reports is stored, and the maintenance process's courier
+sends it, workers/webhooks.py). Then each run is judged against its baseline
+(infercost.history), in a transaction of its own with its regression.detected event.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.retry import retry_transient
 from infercost.history.changes import RunChange, record_changes
 from infercost.jobs.repository import JobRepository
 from infercost.webhooks.outbox import record_job_finished, record_regressions
@@ -47,11 +48,20 @@ async def record_run_changes(rt: Runtime, job_id: uuid.UUID) -> list[RunChange]:
     return changes
 
 
-async def finish_job(rt: Runtime, job_id: uuid.UUID, status: str, error: str | None) -> None:
+async def finish_job(
+    rt: Runtime, job_id: uuid.UUID, status: str, error: str | None, *, token: int | None = None
+) -> None:
     """Record the job's final status and error with its job.finished event (unless a cancel
-    got there first: the API announced that one), then judge its runs."""
-    async with rt.sessionmaker() as session:
-        if await JobRepository(session).finish(job_id, status, error):
-            await announce_finished(session, job_id)
-        await session.commit()
+    got there first: the API announced that one, or the runner holding `token` lost the
+    job), then judge its runs. A lost connection is retried (one transaction, guarded)."""
+
+    async def finish() -> None:
+        async with rt.sessionmaker() as session:
+            if await JobRepository(session).finish(job_id, status, error, token=token):
+                await announce_finished(session, job_id)
+            await session.commit()
+
+    await retry_transient(
+        finish, budget_s=rt.settings.store_retry_s, what=f"finishing job {job_id}"
+    )
     await record_run_changes(rt, job_id)

@@ -14,6 +14,8 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from datetime import datetime
+from functools import partial
 from time import perf_counter_ns
 from typing import Any
 
@@ -22,6 +24,7 @@ import psutil
 
 from infercost.arrivals import arrival_offsets, planned_requests
 from infercost.db.base import utcnow
+from infercost.db.retry import is_transient
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.jobs.deployments import deployment_of
@@ -35,6 +38,7 @@ from infercost.security import CredentialError
 from infercost.telemetry.store import TelemetryRepository
 from infercost.workload import LengthDraws, PromptMaker
 from workers.finish import finish_job, record_run_changes
+from workers.lease import Lease, LeaseLost, LevelNotStored, heartbeat_every_s, stored
 from workers.live import LiveLevel, sharded_figures
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop
@@ -166,6 +170,8 @@ class JobRunner:
         self.rt = rt
         self.job = job
         self.endpoint = endpoint
+        # The claim's fencing token: every write below checks it (workers/lease.py).
+        self.lease = Lease(job.id, job.lease_token)
         self.progress = _Progress()
         # The mode of the level being measured: the job's, or (in a sweep) each level's own.
         self.level_mode: str = job.load["mode"]
@@ -477,13 +483,22 @@ class JobRunner:
     async def _beat(self, live: dict[str, Any] | None = None) -> bool:
         """Write progress as the job's heartbeat, and `live` as the running figures of the
         run being measured (cleared with the level's figures, in _store_run); False when
-        the job is no longer running (cancelled)."""
-        async with self.rt.sessionmaker() as session:
-            repo = JobRepository(session)
-            running = await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
-            if live is not None and self.run_id is not None:
-                await repo.update_run(self.run_id, live=live)
-            await session.commit()
+        the job is no longer running (cancelled) or its lease was lost. A database that
+        does not answer for a moment is waited out: the level goes on, its samples in memory."""
+        try:
+            async with self.rt.sessionmaker() as session:
+                repo = JobRepository(session)
+                running = await repo.heartbeat(
+                    self.job.id, self.progress.done, self.progress.total, token=self.lease.token
+                )
+                if running and live is not None and self.run_id is not None:
+                    await repo.update_run(self.run_id, live=live)
+                await session.commit()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            log.warning("job %s: progress not written (database unreachable)", self.job.id)
+            return True
         return running
 
     async def _watch(self, level_task: asyncio.Task[None]) -> None:
@@ -575,12 +590,28 @@ class JobRunner:
 
     async def _start_run(self, level_index: int, level: float) -> uuid.UUID:
         """Insert the level's run with the price in effect as it starts (the snapshot that
-        later queries re-price from), or a note saying how to give the endpoint a price."""
-        started_at = utcnow()
+        later queries re-price from), or a note saying how to give the endpoint a price;
+        retried through a lost database connection (workers/lease.py)."""
+        run_id, started_at = uuid.uuid4(), utcnow()
+        return await stored(
+            partial(self._insert_run, run_id, level_index, level, started_at),
+            settings=self.rt.settings,
+            what=f"job {self.job.id} level {level:g}",
+        )
+
+    async def _insert_run(
+        self, run_id: uuid.UUID, level_index: int, level: float, started_at: datetime
+    ) -> uuid.UUID:
+        """One attempt of _start_run, under the lease; keeps a run an earlier attempt
+        committed before its connection broke."""
         async with self.rt.sessionmaker() as session:
+            await self.lease.hold(session)
+            if await session.get(Run, run_id) is not None:
+                return run_id
             price = await hourly_price(session, self.endpoint, started_at)
             deployment_id = await deployment_of(session, self.endpoint)
             run = Run(
+                id=run_id,
                 team_id=self.job.team_id,
                 job_id=self.job.id,
                 endpoint_id=self.endpoint.id,
@@ -617,27 +648,55 @@ class JobRunner:
         columns = _figures_to_columns(figures)
         if self.prompt_tokenizer is not None:
             columns["stats"]["prompt_tokenizer"] = self.prompt_tokenizer
-        async with self.rt.sessionmaker() as session:
-            repo = JobRepository(session)
-            if samples:
-                await repo.copy_samples(sample_rows(run_id, timings))
-            await repo.update_run(
-                run_id,
-                status=status,
-                finished_at=utcnow(),
-                telemetry=summary,
-                live=None,
-                **columns,
+        # Held in memory until stored: a lost connection is retried for store_retry_s, and
+        # each attempt replaces what an earlier one may have committed (one transaction).
+        sample_values = sample_rows(run_id, timings) if samples else []
+
+        async def store() -> None:
+            async with self.rt.sessionmaker() as session:
+                await self.lease.hold(session)
+                repo = JobRepository(session)
+                if samples:
+                    await repo.delete_samples(run_id)
+                    await repo.copy_samples(sample_values)
+                await repo.update_run(
+                    run_id,
+                    status=status,
+                    finished_at=utcnow(),
+                    telemetry=summary,
+                    live=None,
+                    **columns,
+                )
+                await repo.heartbeat(
+                    self.job.id, self.progress.done, self.progress.total, token=self.lease.token
+                )
+                await session.commit()
+
+        try:
+            await stored(
+                store,
+                settings=self.rt.settings,
+                what=f"run {run_id}: storing {len(sample_values)} samples",
             )
-            await repo.heartbeat(self.job.id, self.progress.done, self.progress.total)
-            await session.commit()
+        except LevelNotStored as exc:
+            await self._fail_run(run_id, str(exc))
+            raise
         rows = self.telemetry.rows(self.origin_s)
         if not rows:
             return
-        try:
+
+        async def store_telemetry() -> None:
             async with self.rt.sessionmaker() as session:
+                await self.lease.hold(session)
                 await TelemetryRepository(session).copy(run_id, rows)
                 await session.commit()
+
+        try:
+            await stored(
+                store_telemetry, settings=self.rt.settings, what=f"run {run_id}: telemetry"
+            )
+        except LeaseLost:
+            raise
         except Exception as exc:
             log.exception("run %s: storing %d telemetry values failed", run_id, len(rows))
             note = (
@@ -653,6 +712,19 @@ class JobRunner:
                     },
                 )
                 await session.commit()
+
+    async def _fail_run(self, run_id: uuid.UUID, error: str) -> None:
+        """Mark a level failed with why, if this runner still holds the job; best effort (the
+        sweep fails runs of a job it gives up, so none stays 'running')."""
+        try:
+            async with self.rt.sessionmaker() as session:
+                if await JobRepository(session).hold_lease(self.lease.job_id, self.lease.token):
+                    await JobRepository(session).update_run(
+                        run_id, status="failed", finished_at=utcnow(), live=None, error=error
+                    )
+                    await session.commit()
+        except Exception:
+            log.exception("run %s: could not record that its level failed", run_id)
 
     async def _run_shards(
         self, run_id: uuid.UUID, index: int, level: float, shards: int
@@ -747,13 +819,9 @@ class JobRunner:
                 timings, cpu_util = await self._run_level(index, level)
             else:
                 timings, cpu_util = sharded.timings, sharded.cpu_util
-        except Exception:
+        except Exception as exc:
             # The run row must not stay 'running' after its level broke off.
-            async with self.rt.sessionmaker() as session:
-                await JobRepository(session).update_run(
-                    run_id, status="failed", finished_at=utcnow(), live=None
-                )
-                await session.commit()
+            await self._fail_run(run_id, f"the level broke off ({type(exc).__name__})")
             raise
         figures = summarize(
             timings,
@@ -825,13 +893,35 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
         endpoint = await EndpointRepository(session).get_any(job.endpoint_id)
     status: str
     error: str | None
+    lease = Lease(job.id, job.lease_token)
     if endpoint is None:
         status, error = "failed", "the job's endpoint no longer exists"
     else:
+        runner = asyncio.ensure_future(JobRunner(rt, job, endpoint).run())
+        lost = False
+
+        def stop_runner() -> None:
+            nonlocal lost
+            lost = True
+            runner.cancel()
+
+        # The lease's own heartbeat, for the whole job (workers/lease.py).
+        keeper = asyncio.ensure_future(
+            lease.keep(rt.sessionmaker, heartbeat_every_s(rt.settings), stop_runner)
+        )
         try:
-            status, error = await JobRunner(rt, job, endpoint).run()
+            status, error = await runner
+        except (LeaseLost, asyncio.CancelledError):
+            if not lost and not runner.done():
+                raise
+            # Given up by the sweep (its heartbeat stopped for too long) or claimed again:
+            # whatever this runner still held is not written.
+            log.warning("job %s: lease %d lost; this runner stops", job_id, lease.token)
+            return
         except CredentialError as exc:
             status, error = "failed", f"{exc}; re-enter the endpoint's api_key with PATCH"
+        except LevelNotStored as exc:
+            status, error = "failed", str(exc)
         except Exception as exc:
             log.exception("job %s failed inside the worker", job_id)
             status, error = (
@@ -839,12 +929,16 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
                 f"the worker failed while running this job ({type(exc).__name__}); "
                 "see the worker log",
             )
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
     if status == "cancelled":
         # The API stored (and announced) the cancel; the levels measured before it still
         # get their verdicts against their baselines.
         await record_run_changes(rt, job_id)
         return
-    await finish_job(rt, job_id, status, error)
+    await finish_job(rt, job_id, status, error, token=lease.token)
 
 
 async def run_shard(

@@ -13,7 +13,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 import infercost.db.models  # noqa: F401 - every mapper registered before the first query
-from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.security import Vault
 from infercost.settings import Settings
 from workers.loadgen.health import ClientHealth
@@ -40,7 +40,7 @@ class Runtime:
         # ran both) and was no cheaper per request here, with more TTFT error at 16 streams.
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        engine = make_engine(settings.require_database_url(), pool_size=4)
+        engine = engine_for(settings, pool_size=4)
         health = ClientHealth()
         http = load_client(settings.max_concurrency, health=health)
         return cls(

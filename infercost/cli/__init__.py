@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from infercost.cli.commands import cancel, compare, jobs, report, submit
-from infercost.cli.serve import api, migrate, worker
+from infercost.cli.serve import api, maintenance, migrate, worker
 from infercost.cli.sim import sim
 from infercost.cli.up import up
 
@@ -19,6 +19,7 @@ def main() -> None:
 
 main.add_command(api)
 main.add_command(worker)
+main.add_command(maintenance)
 main.add_command(migrate)
 main.add_command(sim)
 main.add_command(up)

@@ -1,4 +1,5 @@
-"""`infercost api`, `infercost worker`, `infercost migrate`: the production parts."""
+"""`infercost api`, `infercost worker`, `infercost maintenance`, `infercost migrate`: the
+production parts."""
 
 from __future__ import annotations
 
@@ -57,6 +58,20 @@ def worker(concurrency: int, loglevel: str) -> None:
         "--without-mingle",
     ]
     os.execv(sys.executable, argv)  # noqa: S606 - replace this process with the worker
+
+
+@click.command()
+def maintenance() -> None:
+    """Run the periodic duties: outbox relay, sweep for dead workers, webhook delivery.
+
+    One is enough and several are safe (workers/maintenance.py says why).
+    """
+    from workers.maintenance import main
+
+    settings = Settings.from_env()
+    settings.require_database_url()
+    settings.require_redis_url()
+    main(settings)
 
 
 @click.command()

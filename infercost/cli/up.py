@@ -1,11 +1,11 @@
 """`infercost up`: everything on one machine, for `make run` (CONTRACT.md, Command line).
 
 Starts Postgres and Redis (embedded under the data dir unless DATABASE_URL / REDIS_URL
-name real servers), applies migrations, then runs the API, one worker and the demo
-simulators as supervised children. On first start it creates the `default` team, its key
-and the demo endpoints over the HTTP API, exactly as a user would: `sim-fixed` (fixed
-timings) and `sim-gpu` (an 8B bf16 model on a simulated H200). Ctrl-C or SIGTERM stops
-the children, then Redis, then Postgres, and leaves no process behind.
+name real servers), applies migrations, then runs the API, one worker, the maintenance
+process and the demo simulators as supervised children. On first start it creates the
+`default` team, its key and the demo endpoints over the HTTP API, exactly as a user would:
+`sim-fixed` (fixed timings) and `sim-gpu` (an 8B bf16 model on a simulated H200). Ctrl-C
+or SIGTERM stops the children, then Redis, then Postgres, and leaves no process behind.
 """
 
 from __future__ import annotations
@@ -430,6 +430,8 @@ class Launcher:
         t_migrated = time.monotonic()
         self._spawn("api", ["api", "--host", self.api_host, "--port", str(self.api_port)], env)
         self._spawn("worker", ["worker", "--concurrency", str(self.worker_processes)], env)
+        # The outbox relay, the sweep for dead workers and webhook delivery.
+        self._spawn("maintenance", ["maintenance"], env)
         self._wait_http(f"{self.api_url}/health", "API")
         self._wait_http(f"{fixed.base_url}/models", "simulator")
         self._wait_http(f"{gpu.base_url}/models", "GPU simulator")

@@ -6,6 +6,7 @@ from infercost.endpoints.models import Endpoint
 from infercost.hardware.models import Hardware
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Job, RequestSample, Run
+from infercost.jobs.outbox import TaskOutbox
 from infercost.jobs.shards import RunShard
 from infercost.prices.models import Price
 from infercost.teams.models import ApiKey, Team
@@ -24,6 +25,7 @@ __all__ = [
     "RequestSample",
     "Run",
     "RunShard",
+    "TaskOutbox",
     "Team",
     "Webhook",
     "WebhookAttempt",

@@ -56,6 +56,14 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
         CheckConstraint(f"status IN {JOB_STATUSES}", name="status"),
         Index("uq_jobs_team_idempotency_key", "team_id", "idempotency_key", unique=True),
         Index("ix_jobs_team_created", "team_id", "created_at"),
+        # The maintenance sweep looks for queued jobs to re-publish and running jobs whose
+        # heartbeat stopped: only the few unfinished jobs are in this index.
+        Index(
+            "ix_jobs_unfinished",
+            "status",
+            "heartbeat_at",
+            postgresql_where=text("status IN ('queued', 'running')"),
+        ),
     )
 
     team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
@@ -69,7 +77,13 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     progress_done: Mapped[int] = mapped_column(default=0)
     progress_total: Mapped[int]
     error: Mapped[str | None] = mapped_column(Text)
+    # When the job's task was last handed to the broker, and how often it was: a job queued
+    # long after that lost its message (a flushed broker) and is handed over again.
     enqueued_at: Mapped[datetime | None]
+    enqueue_count: Mapped[int] = mapped_column(default=0, server_default="0")
+    # The fencing token of the lease on a running job: each claim increments it, and every
+    # write the runner makes carries it, so a runner that lost the job writes nothing more.
+    lease_token: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     started_at: Mapped[datetime | None]
     # Written by the worker about twice a second while it runs the job; a running job whose
     # heartbeat stopped lost its worker, and the sweep fails it with a message.
@@ -138,6 +152,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     level: Mapped[float]
     mode: Mapped[str] = mapped_column(String(16))
     status: Mapped[str] = mapped_column(String(16), default="running")
+    # Why a level failed when no request can say it (its worker died, its samples could
+    # not be stored); null otherwise.
+    error: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     # Price snapshot at measurement time, so a run can be re-priced later without losing this.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -103,50 +103,82 @@ class JobRepository:
         )
         return job
 
-    async def mark_enqueued(self, job_id: uuid.UUID) -> None:
-        """Record that the broker accepted the job's task."""
-        await self.session.execute(update(Job).where(Job.id == job_id).values(enqueued_at=utcnow()))
-
-    async def stranded_job_ids(self, older_than: timedelta) -> list[uuid.UUID]:
-        """Queued jobs whose task never reached the broker (the API could not enqueue them)."""
-        cutoff: datetime = utcnow() - older_than
-        rows = await self.session.scalars(
-            select(Job.id).where(
-                Job.status == "queued", Job.enqueued_at.is_(None), Job.created_at < cutoff
-            )
-        )
-        return list(rows)
-
     # --- worker side ----------------------------------------------------------------------
 
     async def claim(self, job_id: uuid.UUID) -> Job | None:
-        """queued -> running, guarded, so a duplicate delivery finds nothing to claim."""
+        """queued -> running, guarded, so a duplicate delivery finds nothing to claim. The
+        claim takes the job's lease: its fencing token goes up by one, and the returned
+        job's lease_token is the one every later write of this runner must carry."""
         now = utcnow()
         job: Job | None = await self.session.scalar(
             update(Job)
             .where(Job.id == job_id, Job.status == "queued")
-            .values(status="running", started_at=now, heartbeat_at=now)
+            .values(
+                status="running",
+                started_at=now,
+                heartbeat_at=now,
+                lease_token=Job.lease_token + 1,
+            )
             .returning(Job)
         )
         return job
 
-    async def heartbeat(self, job_id: uuid.UUID, done: int, total: int | None = None) -> bool:
+    async def hold_lease(self, job_id: uuid.UUID, token: int) -> bool:
+        """Whether the runner holding `token` still owns the job (running, or cancelled by
+        its user and so still writing its last level), locking the job row until the
+        transaction ends: a sweep giving the job up waits for this write, or this write
+        sees that it was given up. Called first in every transaction a runner writes."""
+        held = await self.session.scalar(
+            select(Job.id)
+            .where(
+                Job.id == job_id,
+                Job.lease_token == token,
+                Job.status.in_(("running", "cancelled")),
+            )
+            .with_for_update(key_share=True)
+        )
+        return held is not None
+
+    async def heartbeat(
+        self, job_id: uuid.UUID, done: int, total: int | None = None, *, token: int | None = None
+    ) -> bool:
         """Record progress and that the worker lives; False once the job is no longer running
-        (a user cancelled it, or the sweep gave it up). `total` replaces the planned count
-        when a level's real count becomes known (duration levels)."""
+        (a user cancelled it, or the sweep gave it up) or, with `token`, once another claim
+        took its lease. `total` replaces the planned count when a level's real count becomes
+        known (duration levels)."""
         values: dict[str, Any] = {"progress_done": done, "heartbeat_at": utcnow()}
         if total is not None:
             values["progress_total"] = total
+        where = [Job.id == job_id, Job.status == "running"]
+        if token is not None:
+            where.append(Job.lease_token == token)
         still_running = await self.session.scalar(
-            update(Job)
-            .where(Job.id == job_id, Job.status == "running")
-            .values(**values)
-            .returning(Job.id)
+            update(Job).where(*where).values(**values).returning(Job.id)
         )
         return still_running is not None
 
+    async def renew_lease(self, job_id: uuid.UUID, token: int) -> str | None:
+        """Move the heartbeat of a job this runner holds; returns its status ('running', or
+        'cancelled' by its user: the runner stores its last level, then stops), or None
+        when the lease is lost (given up by the sweep, or claimed again)."""
+        status: str | None = await self.session.scalar(
+            update(Job)
+            .where(
+                Job.id == job_id,
+                Job.lease_token == token,
+                Job.status.in_(("running", "cancelled")),
+            )
+            .values(heartbeat_at=utcnow())
+            .returning(Job.status)
+        )
+        return status
+
     async def fail_abandoned(self, silent_for: timedelta) -> list[uuid.UUID]:
-        """Fail running jobs whose worker stopped sending heartbeats (it crashed or was killed)."""
+        """Fail running jobs whose worker stopped sending heartbeats (it crashed or was
+        killed), and every run still 'running' under a job that no longer runs and has been
+        silent as long, each with a reason. Guarded updates: several sweeps at once fail
+        each job once, and only the one that did returns it."""
+        seconds = silent_for.total_seconds()
         cutoff = utcnow() - silent_for
         rows = await self.session.scalars(
             update(Job)
@@ -156,13 +188,32 @@ class JobRepository:
                 finished_at=utcnow(),
                 error=(
                     f"the worker running this job stopped (no heartbeat for over "
-                    f"{silent_for.total_seconds():.0f} s); levels already measured are kept, "
+                    f"{seconds:.0f} s); levels already measured are kept, "
                     "resubmit the job to measure the rest"
                 ),
             )
             .returning(Job.id)
         )
-        return list(rows)
+        failed = list(rows)
+        await self.session.execute(
+            update(Run)
+            .where(
+                Run.status == "running",
+                Run.job_id == Job.id,
+                Job.status != "running",
+                func.coalesce(Job.heartbeat_at, Job.finished_at) < cutoff,
+            )
+            .values(
+                status="failed",
+                finished_at=utcnow(),
+                live=None,
+                error=(
+                    f"the worker measuring this level stopped (no heartbeat for over "
+                    f"{seconds:.0f} s) before its samples were stored"
+                ),
+            )
+        )
+        return failed
 
     async def set_sweep(
         self,
@@ -178,12 +229,16 @@ class JobRepository:
             values.update(progress_done=done, progress_total=total)
         await self.session.execute(update(Job).where(Job.id == job_id).values(**values))
 
-    async def finish(self, job_id: uuid.UUID, status: str, error: str | None = None) -> bool:
-        """running -> succeeded|failed; False if the job was cancelled meanwhile."""
+    async def finish(
+        self, job_id: uuid.UUID, status: str, error: str | None = None, *, token: int | None = None
+    ) -> bool:
+        """running -> succeeded|failed; False if the job was cancelled meanwhile or, with
+        `token`, if that runner's lease was lost."""
+        where = [Job.id == job_id, Job.status == "running"]
+        if token is not None:
+            where.append(Job.lease_token == token)
         result = await self.session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == "running")
-            .values(status=status, error=error, finished_at=utcnow())
+            update(Job).where(*where).values(status=status, error=error, finished_at=utcnow())
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -215,6 +270,11 @@ class JobRepository:
         )
 
     # --- samples --------------------------------------------------------------------------
+
+    async def delete_samples(self, run_id: uuid.UUID) -> None:
+        """Remove a run's samples, so storing its level again (a retry after a lost
+        connection, when the first commit may have landed) leaves each row exactly once."""
+        await self.session.execute(delete(RequestSample).where(RequestSample.run_id == run_id))
 
     async def copy_samples(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Bulk-write request samples with COPY (rows in SAMPLE_COLUMNS order)."""

@@ -451,6 +451,9 @@ class RunSummary(msgspec.Struct):
     change: Change | None = None
     # Only with ?definitions=: the figures under that tool's definitions.
     definitions: Definitions | None = None
+    # Why a failed level failed when its requests cannot say (its worker died mid-level,
+    # its samples could not be stored); null otherwise.
+    error: str | None = None
 
 
 class CapacityAtSlo(msgspec.Struct, omit_defaults=False):

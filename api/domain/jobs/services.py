@@ -134,6 +134,7 @@ def run_summary(
         level=run.level,
         mode=run.mode,
         status=run.status,
+        error=run.error,
         started_at=run.started_at,
         finished_at=run.finished_at,
         requests=RequestCounts(
@@ -433,6 +434,9 @@ class JobService:
             }
         )
         if created:
+            # The task's outbox row commits with the job (api/queue.py): a broker that is
+            # down, or loses the message, delays the job but never strands it.
+            self.queue.stage_job(self.session, job.id)
             after_commit(self.session, partial(self.queue.enqueue_job, job.id))
         elif any(getattr(job, name) != value for name, value in plan.items()):
             raise Conflict(

@@ -1,0 +1,168 @@
+"""The maintenance process (`infercost maintenance`): every periodic duty, off the job queue.
+
+Three loops on one event loop, each on Postgres, the source of truth:
+- the outbox relay: hands tasks written beside their jobs (task_outbox) to the broker, about
+  once a second, and writes a new one for any queued job no worker claimed within
+  requeue_after_s (backing off), so a flushed or restarted broker delays jobs, never loses
+  them;
+- the sweep: every maintenance_every_s fails a running job whose heartbeat stopped for
+  abandoned_after_s (its worker died) and any run left 'running' under it, each with a
+  reason, and announces job.finished with the job's new status;
+- the webhook courier (workers/webhooks.py).
+
+Why a process of its own and not Celery beat: beat only sends messages, so its sweep would
+wait in a queue behind benchmarks (a job of hours delays it by hours) unless every deployment
+also ran a dedicated consumer; it depends on the very broker whose loss the relay must
+survive; and two beats fire every schedule twice. Here nothing waits behind a benchmark,
+the sweep works with the broker down, and replicas are safe by construction: outbox rows and
+stale jobs are taken FOR UPDATE SKIP LOCKED, the sweep's updates are guarded (a job is failed
+and announced by exactly one replica), and deliveries are row-locked. Run one or a few.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import httpx
+from celery import Celery
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+import infercost.db.models  # noqa: F401 - every mapper registered before the first query
+from infercost.db.engine import engine_for, make_sessionmaker
+from infercost.jobs import outbox
+from infercost.jobs.repository import JobRepository
+from infercost.queue import RUN_JOB_TASK, make_celery
+from infercost.settings import Settings
+from workers.finish import announce_finished
+from workers.webhooks import SENDERS, run_courier
+
+log = logging.getLogger("infercost.maintenance")
+
+#: How often the relay looks for unsent outbox rows (the API's own send after commit is the
+#: fast path; this bounds the delay when that send failed).
+RELAY_EVERY_S = 1.0
+#: Rows one relay round takes at most.
+RELAY_BATCH = 100
+
+
+async def relay_once(sessionmaker: async_sessionmaker[AsyncSession], celery: Celery) -> int:
+    """Publish up to RELAY_BATCH outbox rows; returns how many the broker took (a refusal
+    leaves the rest for the next round)."""
+
+    def send(row: outbox.Pending) -> None:
+        celery.send_task(row.task, args=row.args)
+
+    async with sessionmaker() as session:
+        rows = await outbox.take(session, limit=RELAY_BATCH)
+        done: list[outbox.Pending] = []
+        try:
+            for row in rows:
+                await asyncio.to_thread(send, row)
+                done.append(row)
+        finally:
+            await outbox.sent(session, done)
+            await session.commit()
+    return len(done)
+
+
+async def requeue_once(
+    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+) -> list[str]:
+    """Stage a new message for each queued job whose message may be gone."""
+    async with sessionmaker() as session:
+        ids = await outbox.requeue_stale(
+            session, RUN_JOB_TASK, timedelta(seconds=settings.requeue_after_s)
+        )
+        await session.commit()
+    return [str(i) for i in ids]
+
+
+async def sweep_once(
+    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+) -> list[str]:
+    """Fail jobs (and their runs) whose worker stopped, announcing each; returns their ids."""
+    async with sessionmaker() as session:
+        failed = await JobRepository(session).fail_abandoned(
+            timedelta(seconds=settings.abandoned_after_s)
+        )
+        for job_id in failed:
+            await announce_finished(session, job_id)
+        await session.commit()
+    return [str(i) for i in failed]
+
+
+async def _every(
+    seconds: float, stopping: asyncio.Event, what: str, work: Callable[[], Awaitable[None]]
+) -> None:
+    """Run `work` every `seconds` until stopping; an error is logged (at most once a
+    minute while it repeats, e.g. with the broker down) and the next round tries again."""
+    last_logged = 0.0
+    while not stopping.is_set():
+        try:
+            await work()
+        except Exception as exc:  # noqa: BLE001 - a database or broker away; next round retries
+            now = time.monotonic()
+            if now - last_logged >= 60.0:
+                log.warning("%s failed (%s: %s); trying again", what, type(exc).__name__, exc)
+                last_logged = now
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), seconds)
+
+
+async def run(settings: Settings, stopping: asyncio.Event) -> None:
+    """The three loops until `stopping` is set."""
+    engine = engine_for(settings, pool_size=SENDERS + 2)
+    sessionmaker = make_sessionmaker(engine)
+    celery = make_celery(settings)
+
+    async def relay() -> None:
+        while await relay_once(sessionmaker, celery) == RELAY_BATCH:
+            pass  # a backlog: keep going without waiting a round
+
+    async def sweep() -> None:
+        for job_id in await sweep_once(sessionmaker, settings):
+            log.warning("job %s lost its worker (no heartbeat); marked failed", job_id)
+        for job_id in await requeue_once(sessionmaker, settings):
+            log.info("job %s still queued: its task is sent again", job_id)
+
+    log.info(
+        "maintenance: relay every %g s, sweep every %g s (abandoned after %g s, re-sent after "
+        "%g s), %d webhook senders",
+        RELAY_EVERY_S,
+        settings.maintenance_every_s,
+        settings.abandoned_after_s,
+        settings.requeue_after_s,
+        SENDERS,
+    )
+    try:
+        async with httpx.AsyncClient(follow_redirects=False) as client:
+            await asyncio.gather(
+                _every(RELAY_EVERY_S, stopping, "outbox relay", relay),
+                _every(settings.maintenance_every_s, stopping, "sweep", sweep),
+                run_courier(settings, sessionmaker, client, stopping),
+            )
+    finally:
+        celery.close()
+        await engine.dispose()
+
+
+def main(settings: Settings) -> None:
+    """Run until SIGTERM or SIGINT; work in flight finishes first."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    async def go() -> None:
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stopping.set)
+        await run(settings, stopping)
+
+    asyncio.run(go())
+    log.info("maintenance: stopped")
