@@ -97,6 +97,9 @@ def service_env(database_url: str) -> dict[str, str]:
         # Webhook retries after 1, 2, 4 s (four attempts), so retry tests take seconds.
         INFERCOST_WEBHOOK_BACKOFF_S="1",
         INFERCOST_WEBHOOK_MAX_ATTEMPTS="4",
+        # The session's maintenance process leaves jobs that tests fake as abandoned to the
+        # tests themselves; tests/faults/ runs its own with short bounds.
+        INFERCOST_ABANDONED_AFTER_S="900",
         # The simulators and test receivers listen on loopback, refused by default.
         INFERCOST_OUTBOUND_ALLOW="127.0.0.0/8,::1",
         # Tests poll fast with one key; the limit itself is tested on a server of its own
@@ -190,9 +193,42 @@ def running_worker(service_env: dict[str, str], name: str) -> Iterator[subproces
             _stop(proc, 20.0)
 
 
+@contextmanager
+def running_maintenance(
+    service_env: dict[str, str], name: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`infercost maintenance` as a subprocess (outbox relay, sweep, webhook courier),
+    logging to test-artifacts/<name>.log; stopped on exit."""
+    with _log_file(name) as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from infercost.cli import main; main()", "maintenance"],
+            env=service_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        try:
+            time.sleep(0.5)
+            if proc.poll() is not None:
+                pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
+            yield proc
+        finally:
+            _stop(proc, 20.0)
+
+
 @pytest.fixture(scope="session")
-def worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """`infercost worker`: a real Celery worker process consuming this session's queue."""
+def maintenance(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """`infercost maintenance` for this session: it delivers webhooks and sweeps jobs."""
+    with running_maintenance(service_env, "maintenance") as proc:
+        yield proc
+
+
+@pytest.fixture(scope="session")
+def worker(
+    service_env: dict[str, str], maintenance: subprocess.Popen[bytes]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`infercost worker`: a real Celery worker process consuming this session's queue, with
+    the maintenance process beside it as in production."""
     with running_worker(service_env, "worker") as proc:
         yield proc
 
