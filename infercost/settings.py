@@ -77,6 +77,9 @@ class Settings:
     max_webhooks: int = 20
     # Requests per minute one API key may make, counted in Redis across replicas; 0: no limit.
     rate_limit_per_minute: int = 600
+    # Whether registering an endpoint (or changing where it points) runs the preflight check
+    # at once (a few seconds at most); POST /v1/endpoints/{id}/check runs it either way.
+    preflight_on_register: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -116,6 +119,8 @@ class Settings:
             max_metrics_urls=_int(env, "INFERCOST_MAX_METRICS_URLS", 8),
             max_webhooks=_int(env, "INFERCOST_MAX_WEBHOOKS", 20),
             rate_limit_per_minute=_int(env, "INFERCOST_RATE_LIMIT_PER_MINUTE", 600),
+            preflight_on_register=env.get("INFERCOST_PREFLIGHT_ON_REGISTER", "1").strip().lower()
+            not in ("0", "false", "no", "off"),
         )
 
     def require_database_url(self) -> str:

@@ -102,6 +102,10 @@ def service_env(database_url: str) -> dict[str, str]:
         INFERCOST_ABANDONED_AFTER_S="900",
         # The simulators and test receivers listen on loopback, refused by default.
         INFERCOST_OUTBOUND_ALLOW="127.0.0.0/8,::1",
+        # Most tests register endpoints that are not there (port 9) or that fail on purpose
+        # and expect their jobs to run; tests/integration/test_preflight.py checks on demand
+        # and runs an API of its own with the check at registration on.
+        INFERCOST_PREFLIGHT_ON_REGISTER="0",
         # Tests poll fast with one key; the limit itself is tested on a server of its own
         # (tests/api/test_security.py).
         INFERCOST_RATE_LIMIT_PER_MINUTE="100000",

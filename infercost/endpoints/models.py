@@ -63,3 +63,7 @@ class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
         default=utcnow, server_default=func.now(), onupdate=utcnow
     )
     deleted_at: Mapped[datetime | None]
+    # The last preflight check (infercost/endpoints/preflight.py) and when it ran; a failed
+    # one refuses jobs unless they say "force".
+    check: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    checked_at: Mapped[datetime | None]

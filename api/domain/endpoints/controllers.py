@@ -9,8 +9,13 @@ from litestar.params import JSONBody
 
 from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
-from api.domain.endpoints.schemas import EndpointCreate, EndpointRead, EndpointUpdate
-from api.domain.endpoints.services import EndpointService
+from api.domain.endpoints.schemas import (
+    EndpointCheck,
+    EndpointCreate,
+    EndpointRead,
+    EndpointUpdate,
+)
+from api.domain.endpoints.services import EndpointService, check_read
 from api.schemas import Limit, Offset, Page, PathId
 
 
@@ -19,7 +24,12 @@ def provide_endpoint_service(
 ) -> EndpointService:
     """The service for the caller's team."""
     return EndpointService(
-        db_session, caller.team_id, state.vault, state.outbound, settings.max_metrics_urls
+        db_session,
+        caller.team_id,
+        state.vault,
+        outbound=state.outbound,
+        max_metrics_urls=settings.max_metrics_urls,
+        preflight_on_register=settings.preflight_on_register,
     )
 
 
@@ -34,7 +44,9 @@ class EndpointController(Controller):
     async def create_endpoint(
         self, endpoints: NamedDependency[EndpointService], data: JSONBody[EndpointCreate]
     ) -> EndpointRead:
-        """Register a deployment to benchmark; `api_key` is stored encrypted and never returned."""
+        """Register a deployment to benchmark; `api_key` is stored encrypted and never returned.
+        The preflight check runs at once (a few seconds at most) and comes back in `check`;
+        a failed check does not refuse the registration, only jobs (without "force")."""
         return await endpoints.to_read(await endpoints.create(data))
 
     @get("/", summary="List endpoints")
@@ -53,6 +65,18 @@ class EndpointController(Controller):
         """One endpoint."""
         return await endpoints.to_read(await endpoints.get(endpoint_id))
 
+    @post("/{endpoint_id:uuid}/check", status_code=200, summary="Check an endpoint now")
+    async def check_endpoint(
+        self, endpoints: NamedDependency[EndpointService], endpoint_id: PathId
+    ) -> EndpointCheck:
+        """Preflight: probe the endpoint now (reachable, OpenAI route, model served, streaming,
+        usage in the stream, tokenizer route, engine, metrics URLs), store and return the
+        result. A failed check refuses jobs against it unless they send `"force": true`."""
+        endpoint = await endpoints.check(await endpoints.get(endpoint_id))
+        check = check_read(endpoint)
+        assert check is not None  # just stored
+        return check
+
     @patch("/{endpoint_id:uuid}", summary="Change an endpoint")
     async def update_endpoint(
         self,
@@ -60,7 +84,8 @@ class EndpointController(Controller):
         endpoint_id: PathId,
         data: JSONBody[EndpointUpdate],
     ) -> EndpointRead:
-        """Change the fields you send; null clears an optional field."""
+        """Change the fields you send; null clears an optional field. Changing where it
+        points (base_url, model, api, engine, api_key, metrics_urls) checks it again."""
         return await endpoints.to_read(await endpoints.update(endpoint_id, data))
 
     @delete("/{endpoint_id:uuid}", summary="Remove an endpoint")

@@ -80,6 +80,51 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     tags: Tags | msgspec.UnsetType = msgspec.UNSET
 
 
+ProbeStatus = Literal["pass", "warn", "fail", "skip"]
+
+
+class MetricsUrlCheck(msgspec.Struct):
+    """One metrics URL as the check found it: series infercost maps, or why none."""
+
+    url: str
+    known_series: int
+    error: str | None
+
+
+class CheckProbe(msgspec.Struct, omit_defaults=True):
+    """One probe of a preflight check: `name` (reachable, openai_route, model, streaming,
+    stream_usage, tokenizer, engine, metrics), `status` and a sentence saying what was seen
+    and what to do. The other fields come with the probe they belong to."""
+
+    name: str
+    status: ProbeStatus
+    detail: str
+    served_models: list[str] | None = None
+    suggested_base_url: str | None = None
+    suggested_metrics_url: str | None = None
+    form: str | None = None
+    guess: str | None = None
+    version: str | None = None
+    evidence: list[str] | None = None
+    urls: list[MetricsUrlCheck] | None = None
+
+
+class EndpointCheck(msgspec.Struct):
+    """The last preflight check (POST /v1/endpoints/{id}/check). `ok` is false when the
+    endpoint is unreachable, has no OpenAI route, does not serve the model or cannot stream:
+    jobs are then refused unless they send `"force": true`. Warnings do not refuse."""
+
+    ok: bool
+    summary: str
+    duration_ms: float
+    probes: list[CheckProbe]
+    engine: str | None = None
+    engine_version: str | None = None
+    suggested_base_url: str | None = None
+    served_models: list[str] | None = None
+    checked_at: datetime | None = None
+
+
 class EndpointRead(msgspec.Struct):
     """An endpoint as stored; `has_api_key` says whether a credential is set (never shown);
     `pricing_model` is the one its price book lookups use (on-demand unless set)."""
@@ -107,3 +152,6 @@ class EndpointRead(msgspec.Struct):
     tags: Tags
     created_at: datetime
     updated_at: datetime
+    # The last preflight check; null until one ran.
+    check: EndpointCheck | None = None
+    checked_at: datetime | None = None

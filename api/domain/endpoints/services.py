@@ -8,7 +8,14 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.domain.endpoints.schemas import EndpointCreate, EndpointRead, EndpointUpdate
+from api.domain.endpoints.schemas import (
+    EndpointCheck,
+    EndpointCreate,
+    EndpointRead,
+    EndpointUpdate,
+)
+from infercost.db.base import utcnow
+from infercost.endpoints import preflight
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
@@ -40,6 +47,18 @@ def _check_pricing(endpoint: Endpoint) -> None:
         )
 
 
+#: Fields whose change makes the last check stale.
+PROBED_FIELDS = frozenset({"base_url", "model", "api", "engine", "api_key", "metrics_urls"})
+
+
+def check_read(endpoint: Endpoint) -> EndpointCheck | None:
+    """The stored check in its response shape, or None before the first one."""
+    if endpoint.check is None:
+        return None
+    check = msgspec.convert(endpoint.check, EndpointCheck)
+    return msgspec.structs.replace(check, checked_at=endpoint.checked_at)
+
+
 class EndpointService:
     """Endpoint rules: unique live names, known hardware, URLs that parse, secrets encrypted."""
 
@@ -48,8 +67,10 @@ class EndpointService:
         session: AsyncSession,
         team_id: uuid.UUID,
         vault: Vault,
+        *,
         outbound: Policy,
         max_metrics_urls: int,
+        preflight_on_register: bool = False,
     ) -> None:
         self.repo = EndpointRepository(session)
         self.hardware = HardwareRepository(session)
@@ -57,6 +78,7 @@ class EndpointService:
         self.vault = vault
         self.outbound = outbound
         self.max_metrics_urls = max_metrics_urls
+        self.preflight_on_register = preflight_on_register
 
     def _url(self, field: str, url: str) -> str:
         """A URL the outbound policy accepts, without a trailing slash (422 naming `field`)."""
@@ -112,13 +134,37 @@ class EndpointService:
         """Register an endpoint."""
         endpoint = Endpoint(team_id=self.team_id)
         await self._apply(endpoint, msgspec.structs.asdict(data))
-        return await self.repo.add(endpoint)
+        endpoint = await self.repo.add(endpoint)
+        if self.preflight_on_register:
+            endpoint = await self.check(endpoint)
+        return endpoint
 
     async def update(self, endpoint_id: uuid.UUID, data: EndpointUpdate) -> Endpoint:
         """Change the fields given; leave the rest."""
         endpoint = await self.get(endpoint_id)
         changes = {k: v for k, v in msgspec.structs.asdict(data).items() if v is not msgspec.UNSET}
+        stale = bool(PROBED_FIELDS.intersection(changes))  # before _apply pops api_key
         await self._apply(endpoint, changes)
+        if stale:
+            # The last check was of something else: run it again, or forget it.
+            endpoint.check, endpoint.checked_at = None, None
+            if self.preflight_on_register:
+                return await self.check(endpoint)
+        return await self.repo.save(endpoint)
+
+    async def check(self, endpoint: Endpoint) -> Endpoint:
+        """Run the preflight check now (a few seconds at most) and store its result."""
+        key = self.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
+        target = preflight.Target(
+            base_url=endpoint.base_url,
+            model=endpoint.model,
+            api=endpoint.api,
+            engine=endpoint.engine,
+            api_key=key,
+            metrics_urls=tuple(endpoint.metrics_urls),
+        )
+        endpoint.check = await preflight.run_check(target, self.outbound)
+        endpoint.checked_at = utcnow()
         return await self.repo.save(endpoint)
 
     async def delete(self, endpoint_id: uuid.UUID) -> None:
@@ -156,4 +202,6 @@ class EndpointService:
             tags=dict(endpoint.tags),
             created_at=endpoint.created_at,
             updated_at=endpoint.updated_at,
+            check=check_read(endpoint),
+            checked_at=endpoint.checked_at,
         )

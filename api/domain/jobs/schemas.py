@@ -172,12 +172,14 @@ class Slo(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class JobCreate(msgspec.Struct, forbid_unknown_fields=True):
-    """POST /v1/jobs."""
+    """POST /v1/jobs. `force`: submit even though the endpoint's last preflight check
+    failed (otherwise 409 with the check's reason); not stored with the job."""
 
     endpoint_id: uuid.UUID
     workload: Workload
     load: Load
     slo: Slo | None = None
+    force: bool = False
 
 
 class Progress(msgspec.Struct):

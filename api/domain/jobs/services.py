@@ -48,6 +48,7 @@ from api.queue import TaskQueue
 from api.schemas import aware
 from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 from infercost.cost import hosted_run_cost, run_cost
+from infercost.endpoints.preflight import refuse_if_failed
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.fingerprint import workload_fingerprint
@@ -408,6 +409,8 @@ class JobService:
             raise InvalidInput(
                 "endpoint_id", f"no endpoint {data.endpoint_id} in your team: GET /v1/endpoints"
             )
+        if not data.force:
+            refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
         dataset = await workload_dataset(self.session, self.team_id, data.workload, endpoint.api)
         load = self._stored_load(self._resolved(data.load))
         plan = {
