@@ -2,6 +2,10 @@
 
 This is the hot path: timestamps come from `time.perf_counter_ns` as bytes arrive, events are
 decoded into small typed structs (unknown fields skipped), and nothing is logged per event.
+On a slot's connection each event takes the stamp of the socket read that completed it
+(taken in the transport's data callback, workers/loadgen/transport.py), not the moment this
+coroutine got round to it; through the shared pool or a proxy, it takes the moment its bytes
+came out of httpx.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import httpx
 import msgspec
 
 from infercost.metrics import RequestTiming
-from workers.loadgen.transport import SLOT
+from workers.loadgen.transport import READS, SLOT, SlotBody
 
 _NS = 1e-9
 
@@ -300,6 +304,42 @@ async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int])
     After [DONE] the rest of the body is drained unparsed: a body left unread makes httpx
     close the connection, and a new connection per request would cost the client dearly.
     """
+    reads = response.extensions.get(READS)
+    if isinstance(reads, SlotBody) and "content-encoding" not in response.headers:
+        await _read_stamped(reads, rec, ns)
+    else:
+        # The shared pool, a proxy, or a compressed body: stamped as httpx hands it on.
+        await _read_chunks(response, rec, ns)
+    if rec.t_end is None:
+        rec.t_end = perf_counter_ns()
+
+
+async def _read_stamped(reads: SlotBody, rec: RawRequest, ns: list[int]) -> None:
+    """The body as the slot's stamped reads: each event gets the stamp of the read that
+    completed it."""
+    pending = b""
+    while (batch := await reads.next_reads()) is not None:
+        if rec.t_end is not None:
+            continue
+        stamps, pieces = batch
+        if rec.t_first_byte is None:
+            rec.t_first_byte = stamps[0]
+        i, count = 0, len(stamps)
+        while i < count and rec.t_end is None:
+            now = stamps[i]
+            j = i + 1
+            # Pieces of one read (HTTP chunks) are parsed together, as one read.
+            while j < count and stamps[j] == now:
+                j += 1
+            chunk = pieces[i] if j == i + 1 else b"".join(pieces[i:j])
+            i = j
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            _feed(lines, rec, ns, now)
+
+
+async def _read_chunks(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
+    """The body as httpx hands it on, each piece stamped as it comes out."""
     pending = b""
     body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
     async with contextlib.aclosing(body) as chunks:
@@ -312,8 +352,6 @@ async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int])
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
             _feed(lines, rec, ns, now)
-    if rec.t_end is None:
-        rec.t_end = perf_counter_ns()
 
 
 def _feed(lines: list[bytes], rec: RawRequest, ns: list[int], now: int) -> None:
