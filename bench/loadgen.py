@@ -21,8 +21,9 @@ child processes on loopback and ends with each target and whether it was met:
    schedule (its GET /stats), so a client error is never blamed on the server or the reverse.
 
 Each infercost row names the HTTP transport it ran on: `slots` (workers/loadgen/transport.py,
-what workers use) and `httpcore` (the previous transport, one httpcore pool per slot), so
-one run shows before and after. `--quick` runs shorter windows, for a smoke test;
+what workers use), `slots-wake` (the same, with events stamped when the reading coroutine
+gets their bytes instead of at the socket read, as before 2026-12-03) and `httpcore` (the
+previous transport, one httpcore pool per slot), so one run shows before and after. `--quick` runs shorter windows, for a smoke test;
 `--skip parse,capacity,accuracy` leaves sections out. The machine should be otherwise idle:
 client and simulator are two processes, and on two cores anything else running takes CPU
 from one of them, which shows up as lateness in both (the simulator's own is printed).
@@ -54,7 +55,7 @@ from infercost.telemetry import Scraper
 from workers.loadgen import stream
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
-from workers.loadgen.transport import SLOT, load_client
+from workers.loadgen.transport import READS, SLOT, load_client
 
 TTFT_MS = 50.0
 ITL_MS = 10.0
@@ -107,7 +108,24 @@ def _httpcore_client(max_concurrency: int) -> httpx.AsyncClient:
     )
 
 
-CLIENTS: dict[str, ClientFactory] = {"slots": load_client, "httpcore": _httpcore_client}
+def _slots_at_wake_client(max_concurrency: int) -> httpx.AsyncClient:
+    """The slot transport with stamps taken as before 2026-12-03: when the reading coroutine
+    gets the bytes, not at the socket read (its responses lose the READS extension, so the
+    parser takes the path of the shared pool)."""
+    client = load_client(max_concurrency)
+
+    async def unstamped(response: httpx.Response) -> None:
+        response.extensions.pop(READS, None)
+
+    client.event_hooks["response"].append(unstamped)
+    return client
+
+
+CLIENTS: dict[str, ClientFactory] = {
+    "slots": load_client,
+    "slots-wake": _slots_at_wake_client,
+    "httpcore": _httpcore_client,
+}
 
 
 def _cpu_s() -> float:
