@@ -341,6 +341,21 @@ class ClientHealth(msgspec.Struct):
     rate_held: bool | None = None
     # With load.shards > 1: cpu_util is the busiest shard's, and each shard is listed.
     shards: list[ShardHealth] | None = None
+    # The reading side (workers/loadgen/health.py): age of response bytes when parsed, how
+    # long a ready callback waited for the event loop, the busiest second's CPU share, and
+    # requests re-sent after a kept-alive connection turned out closed. Null for sharded
+    # levels and runs stored before these were measured.
+    read_lag_p50_ms: float | None = None
+    read_lag_p99_ms: float | None = None
+    read_lag_max_ms: float | None = None
+    loop_lag_p50_ms: float | None = None
+    loop_lag_p99_ms: float | None = None
+    loop_lag_max_ms: float | None = None
+    cpu_util_peak: float | None = None
+    resent: int | None = None
+    # Figures the client's own lateness spoils: requests_per_s and output_tokens_per_s when
+    # it sent late, ttft_ms, itl_ms, tpot_ms and e2e_ms when it read late.
+    spoils: list[str] | None = None
 
 
 class Efficiency(msgspec.Struct):
