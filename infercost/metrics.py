@@ -32,6 +32,13 @@ CONCURRENCY_HELD_SHARE = 0.95
 #: ... or, at a request rate, when the measured send rate fell below this share of the
 #: schedule's rate.
 RATE_HELD_SHARE = 0.95
+#: ... or when the client read late: the p99 of its event-loop lag or of the age of response
+#: bytes when parsed above this (workers/loadgen/health.py).
+CLIENT_READ_LAG_P99_LIMIT_MS = 10.0
+#: What each kind of client lateness spoils (`client.spoils`): sending late means the server
+#: saw less load than asked; reading late moves the arrival stamps of the events.
+SPOILED_BY_SENDING = ("requests_per_s", "output_tokens_per_s")
+SPOILED_BY_READING = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 
 
 @dataclass(slots=True)
@@ -258,6 +265,7 @@ def summarize(
     target_rate: float | None = None,
     slo: Mapping[str, Mapping[str, float]] | None = None,
     client_cpu_util: float | None = None,
+    reading: Mapping[str, Any] | None = None,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
 
@@ -268,6 +276,11 @@ def summarize(
     (n - 1) / (last t_sched - first t_sched). That is the target rate exactly for constant
     arrivals; for random arrivals it removes the sampling noise of a short schedule, so only
     the client's own lateness can fail it.
+
+    `reading` is the load client's reading-side health (workers/loadgen/health.py figures:
+    read_lag_*_ms, loop_lag_*_ms, cpu_util_peak, resent), copied into `client`; a read or
+    loop lag p99 above 10 ms makes the run client-bound too. `client.spoils` names the
+    figures the client's lateness spoils.
     """
     if target_concurrency and target_rate:
         raise ValueError("a level has a target concurrency or a target rate, not both")
@@ -333,11 +346,17 @@ def summarize(
         scheduled = _rate([t.t_sched for t in measured])
         if sent is not None and scheduled is not None:
             rate_held = sent >= RATE_HELD_SHARE * scheduled
-    client_bound = bool(
+    sent_late = bool(
         (queue_p99 is not None and float(queue_p99) > CLIENT_QUEUE_DELAY_P99_LIMIT_MS)
         or held is False
         or rate_held is False
     )
+    reading = reading or {}
+    read_late = any(
+        (value := reading.get(key)) is not None and float(value) > CLIENT_READ_LAG_P99_LIMIT_MS
+        for key in ("read_lag_p99_ms", "loop_lag_p99_ms")
+    )
+    client_bound = sent_late or read_late
 
     return RunFigures(
         requests_total=len(measured),
@@ -364,6 +383,11 @@ def summarize(
             "concurrency_held": held,
             "send_rate": sent,
             "rate_held": rate_held,
+            **reading,
+            "spoils": [
+                *(SPOILED_BY_SENDING if sent_late else ()),
+                *(SPOILED_BY_READING if read_late else ()),
+            ],
         },
         stats=stats,
         prompt_lengths=prompt_lengths,

@@ -829,6 +829,8 @@ class JobRunner:
             target_rate=level if rate_mode else None,
             slo=self.job.slo,
             client_cpu_util=cpu_util,
+            # A sharded level's reading health stays in its shards' processes (not merged).
+            reading=self.reading if sharded is None else None,
         )
         status = "cancelled" if self.progress.cancelled else "succeeded"
         failed = failure_message(timings)

@@ -1,0 +1,37 @@
+"""A job's run says how late its client read, not only how late it sent (the `client` block
+of the run summary, workers/loadgen/health.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infercost.sim.process import SimProcess
+from tests.conftest import TeamClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
+
+
+async def test_a_run_reports_its_reading_side_health(team: TeamClient, sim: SimProcess) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    body = {
+        "endpoint_id": endpoint["id"],
+        "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 8}},
+        "load": {
+            "mode": "concurrency",
+            "levels": [4],
+            "requests_per_level": 24,
+            "warmup_requests": 4,
+        },
+    }
+    final = await team.run_job(body, timeout=90)
+    [run] = final["runs"]
+    client = run["client"]
+    # Every streamed response was parsed after its bytes were read, and the loop was probed
+    # through the level (every 5 ms over a level of about 0.8 s: 28 requests of 8 tokens at
+    # 50 ms + 7 x 10 ms, 4 at a time).
+    for key in ("read_lag_p50_ms", "read_lag_p99_ms", "loop_lag_p50_ms", "loop_lag_p99_ms"):
+        assert client[key] is not None and client[key] >= 0, client
+    assert client["read_lag_p50_ms"] <= client["read_lag_p99_ms"] <= client["read_lag_max_ms"]
+    assert client["resent"] == 0  # the simulator keeps its connections alive
+    # What the client's lateness spoils follows from client_bound, whichever side was late.
+    assert (client["spoils"] != []) is run["client_bound"], client

@@ -1,0 +1,252 @@
+"""Stamps taken where the bytes arrive, and the client's reading-side health.
+
+Real loopback sockets: a raw server in the test's event loop writes a stream in pieces and
+records (perf_counter_ns, the one clock of the process) when it wrote each; the client's
+stamps are checked against those records and against each other, never against a speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from time import perf_counter_ns
+
+import httpx
+import msgspec
+import pytest
+
+from infercost.metrics import (
+    SPOILED_BY_READING,
+    SPOILED_BY_SENDING,
+    RequestTiming,
+    summarize,
+)
+from infercost.sim.config import SimConfig
+from infercost.sim.process import sim_process
+from tests.workers.test_transport_servers import (
+    EVENTS,
+    SSE_HEAD,
+    fetch,
+    raw_server,
+)
+from workers.loadgen import stream
+from workers.loadgen.health import BUCKET_NS, ClientHealth, LagHistogram
+from workers.loadgen.stream import RawRequest, Target, request_body
+from workers.loadgen.transport import READS, SLOT, load_client
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def test_each_event_keeps_the_stamp_of_the_read_that_completed_it() -> None:
+    """The server writes the stream in four pieces, the third ending an event that the
+    second began, while the client does not parse; only then does the parser run, over every
+    read at once. Each event must carry the stamp of the read that completed it: no earlier
+    than the server wrote that piece, and earlier than the parser ran (stamps taken when the
+    parser got to them would all be the parser's time)."""
+    role, first, second, third, *rest = EVENTS  # the role event carries no content
+    pieces = [
+        SSE_HEAD + chunk(role) + chunk(first),
+        chunk(second[:20]),
+        chunk(second[20:] + third),
+        b"".join(chunk(e) for e in rest) + b"0\r\n\r\n",
+    ]
+    written: list[int] = []
+    go_on = asyncio.Event()
+
+    async def answer(writer: asyncio.StreamWriter, nth: int) -> bool:
+        for piece in pieces:
+            written.append(perf_counter_ns())
+            writer.write(piece)
+            await writer.drain()
+            # Server and client share this loop: the client reads this piece in the next
+            # iteration, before this timer can fire, so every piece is a read of its own.
+            await asyncio.sleep(0.005)
+        go_on.set()
+        return True
+
+    health = ClientHealth()
+    async with raw_server(answer) as (url, _seen), load_client(4, health=health) as client:
+        target = Target.for_endpoint(url, "openai-chat", "m", None, 5.0)
+        body = request_body(target, "hi", 8, stream=True, ignore_eos=True, temperature=None)
+        request = client.build_request(
+            "POST", target.url, content=body, headers=target.headers, extensions={SLOT: 0}
+        )
+        response = await client.send(request, stream=True)
+        assert READS in response.extensions
+        await go_on.wait()
+        await asyncio.sleep(0.02)  # the last piece read, still unparsed
+        parsing = perf_counter_ns()
+        rec = RawRequest(0, False, parsing, 8)
+        await stream._read_stream(response, rec, rec.chunk_ns)
+        await response.aclose()
+
+    assert rec.finished and len(rec.chunk_ns) == 8
+    # Content event 1 came with piece 0, event 2 was completed by piece 2 (which also
+    # brought event 3), events 4-8 came with piece 3.
+    completed_by = [0, 2, 2, 3, 3, 3, 3, 3]
+    for k, piece in enumerate(completed_by):
+        assert written[piece] <= rec.chunk_ns[k] < parsing, (k, piece)
+    # Piece 2 was written after piece 1 was read: event 2 is stamped after the read that
+    # brought only its first half.
+    assert rec.chunk_ns[1] == rec.chunk_ns[2] > written[2] > rec.chunk_ns[0]
+    assert rec.t_first_byte == rec.chunk_ns[0]  # the head, role and first event: one read
+    assert rec.chunk_ns[3:] == [rec.chunk_ns[3]] * 5
+    assert rec.t_end == rec.chunk_ns[-1]  # [DONE] came in the last read
+    # The parser took the first read's bytes at least (parsing - its stamp) after they came.
+    assert health.read_lag.count >= 1
+    assert health.read_lag.max_ns >= parsing - rec.chunk_ns[0]
+
+
+async def test_a_blocked_loop_shows_as_loop_lag() -> None:
+    """The loop is blocked until a probe of the sampler waits to run (posted, not yet run),
+    then 20 ms more: that probe cannot run before the block ends, so it waited >= 20 ms."""
+    health = ClientHealth()
+    health.start()
+    await asyncio.sleep(0.05)
+    while health.posted <= health.loop_lag.count:
+        time.sleep(0.001)  # noqa: ASYNC251 - blocks the loop on purpose; the sampler runs
+    time.sleep(0.02)  # noqa: ASYNC251
+    await asyncio.sleep(0.02)
+    figures = await health.stop()
+    assert figures["loop_lag_max_ms"] >= 20.0, figures
+
+
+async def test_a_short_level_still_gets_its_cpu_share() -> None:
+    """A level shorter than the one-second CPU window: the peak is its whole length's share,
+    which is above zero after this process spent 50 ms of CPU in it."""
+    health = ClientHealth()
+    health.start()
+    spent = time.process_time() + 0.05
+    while time.process_time() < spent:
+        pass  # CPU work on the loop's thread
+    await asyncio.sleep(0.12)  # at least a tenth of the window
+    figures = await health.stop()
+    assert figures["cpu_util_peak"] is not None and figures["cpu_util_peak"] > 0, figures
+
+
+def test_lag_quantiles_are_the_upper_edge_of_their_bucket() -> None:
+    lags = LagHistogram()
+    for k in range(100):  # 0.5, 1.5, ... 99.5 buckets of 10 us
+        lags.record(k * BUCKET_NS + BUCKET_NS // 2)
+    # The median (rank 50) lies in bucket 49: upper edge 500 us; the p99 (rank 99) in bucket
+    # 98: 990 us; max 99.5 buckets = 995 us.
+    assert lags.quantile_ms(0.5) == 0.5
+    assert lags.quantile_ms(0.99) == 0.99
+    assert lags.max_ns == 995_000
+    lags.record(-5)  # clock granularity: counts as no lag
+    assert lags.counts[0] == 2
+    lags.record(3_000_000_000)  # beyond the last bucket: the quantile reports the maximum
+    assert lags.quantile_ms(1.0) == 3000.0
+    assert LagHistogram().quantile_ms(0.5) is None
+
+
+async def test_requests_sent_again_are_counted() -> None:
+    """The server answers the first request of each connection and drops every later one
+    without a byte: each slot's second and third request is sent again on a fresh
+    connection, and the count of re-sends is what the server dropped."""
+
+    async def answer(writer: asyncio.StreamWriter, nth: int) -> bool:
+        if nth > 0:
+            writer.close()
+            return False
+        writer.write(SSE_HEAD + b"".join(chunk(e) for e in EVENTS) + b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    health = ClientHealth()
+    async with raw_server(answer) as (url, seen), load_client(4, health=health) as client:
+        for _ in range(3):
+            for slot in range(2):
+                rec = await fetch(client, url, slot)
+                assert rec.error_class is None, rec.error
+    # Per slot: answered, dropped and re-sent, answered, dropped and re-sent, answered.
+    assert (seen.answered(), seen.dropped()) == (6, 4)
+    assert health.resent == 4
+    assert health.figures()["resent"] == health.resent
+
+
+def _timing(seq: int, t_sched: float, t_send: float) -> RequestTiming:
+    """A successful request of 4 tokens 10 ms apart, 50 ms after its send."""
+    chunks = [t_send + 0.05 + 0.01 * k for k in range(4)]
+    return RequestTiming(
+        seq,
+        False,
+        t_sched,
+        t_send,
+        t_first_byte=chunks[0],
+        t_end=chunks[-1],
+        chunk_times=chunks,
+        n_in=8,
+        n_out=4,
+        status=200,
+    )
+
+
+@pytest.mark.parametrize(
+    ("reading", "bound", "spoils"),
+    [
+        ({"read_lag_p99_ms": 0.05, "loop_lag_p99_ms": 0.04}, False, []),
+        ({"read_lag_p99_ms": 12.0, "loop_lag_p99_ms": 0.04}, True, list(SPOILED_BY_READING)),
+        ({"read_lag_p99_ms": 0.05, "loop_lag_p99_ms": 10.5}, True, list(SPOILED_BY_READING)),
+        ({"read_lag_p99_ms": 10.0, "loop_lag_p99_ms": None}, False, []),
+    ],
+)
+def test_reading_late_makes_a_run_client_bound(
+    reading: dict[str, float | None], bound: bool, spoils: list[str]
+) -> None:
+    # Sent on time (queue delay 0), one request after another: only reading can be late.
+    timings = [_timing(k, k * 0.1, k * 0.1) for k in range(10)]
+    figures = summarize(timings, reading={**reading, "resent": 2})
+    assert figures.client_bound is bound
+    assert figures.client["spoils"] == spoils
+    assert figures.client["read_lag_p99_ms"] == reading["read_lag_p99_ms"]
+    assert figures.client["resent"] == 2
+    codes = [r["code"] for r in (figures.adequacy or {})["reasons"]]
+    assert ("client_bound" in codes) is bound
+
+
+def test_sending_late_spoils_the_throughput_figures() -> None:
+    # Every request went out 20 ms after it was due: queue delay p99 20 ms > 10 ms.
+    timings = [_timing(k, k * 0.1, k * 0.1 + 0.02) for k in range(10)]
+    figures = summarize(timings, reading={"read_lag_p99_ms": 0.1, "loop_lag_p99_ms": 0.1})
+    assert figures.client_bound is True
+    assert figures.client["spoils"] == list(SPOILED_BY_SENDING)
+    # Without reading figures (a sharded level) the send side alone decides.
+    assert summarize(timings).client["spoils"] == list(SPOILED_BY_SENDING)
+
+
+async def test_stamps_follow_the_simulators_own_record_of_its_writes() -> None:
+    """The simulator (another process) records when it wrote each content event on
+    CLOCK_MONOTONIC, the clock of this process's perf_counter: no stamp may precede the
+    write it stamps (bytes cannot be read before they are written), and each request was
+    sent before the simulator saw it arrive."""
+    config = SimConfig(port=0, ttft_ms=20.0, itl_ms=5.0, model="m", record_writes=True)
+    with sim_process(config) as sim:
+        target = Target.for_endpoint(sim.openai_base_url, "openai-chat", "m", None, 10.0)
+        recs = []
+        async with load_client(4) as client:
+            for seq in range(3):
+                body = msgspec.json.encode(
+                    {
+                        "model": "m",
+                        "messages": [{"role": "user", "content": "a b c"}],
+                        "max_tokens": 12,
+                        "stream": True,
+                        "user": f"r{seq}",
+                    }
+                )
+                rec = RawRequest(seq, False, perf_counter_ns(), 3)
+                await stream.send(client, target, body, rec, stream=True, slot=0)
+                assert rec.error_class is None, rec.error
+                recs.append(rec)
+        async with httpx.AsyncClient(base_url=sim.base_url) as http:
+            writes = (await http.get("/stats")).json()["writes"]
+    for rec in recs:
+        arrival, *server = writes[f"r{rec.seq}"]
+        client_s = [t * 1e-9 for t in rec.chunk_ns]
+        assert len(client_s) == len(server) == 12
+        assert rec.t_send * 1e-9 <= arrival  # the request was sent before it arrived
+        assert all(c >= s for c, s in zip(client_s, server, strict=True))
+        assert client_s == sorted(client_s)
