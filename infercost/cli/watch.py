@@ -287,6 +287,7 @@ def summary_table(job: Mapping[str, Any]) -> Table:
         ("req/s", True),
         ("$/M output tok", True),
         ("SLO", False),
+        ("evidence", False),
     ):
         table.add_column(name, justify="right" if right else "left")
     for run in job.get("runs") or []:
@@ -307,6 +308,18 @@ def summary_table(job: Mapping[str, Any]) -> Table:
                 fmt(run.get("requests_per_s"), digits=2),
                 fmt((run.get("cost") or {}).get("per_million_output_tokens_usd"), digits=2),
                 "-" if slo is None else ("pass" if slo else "fail"),
+                evidence_text(run.get("adequacy")),
             )
         )
     return table
+
+
+def evidence_text(adequacy: Mapping[str, Any] | None) -> str:
+    """A level's adequacy verdict in a table cell: 'ok', 'INADEQUATE: few_requests, short',
+    or '-' for levels measured before verdicts."""
+    if not adequacy:
+        return "-"
+    if adequacy.get("ok"):
+        return "ok"
+    codes = [str(r.get("code")) for r in adequacy.get("reasons") or []]
+    return "INADEQUATE: " + ", ".join(codes)

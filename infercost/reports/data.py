@@ -59,6 +59,9 @@ class LevelFigures:
     server_prompt_tokens_per_s: float | None = None
     server_output_tokens_per_s: float | None = None
     telemetry_notes: tuple[str, ...] = ()
+    # Codes of why the level's evidence is inadequate (run adequacy); empty when adequate or
+    # unknown. Such a level is marked, and capacity leaves it out.
+    inadequate: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

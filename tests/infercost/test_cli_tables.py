@@ -92,3 +92,54 @@ def test_summary_table_shows_statuses_as_written() -> None:
         "requests": {"total": 1, "failed": 0},
     }
     assert "x[/]y" in _render(summary_table({"runs": [run]}))
+
+
+def test_summary_table_marks_inadequate_levels() -> None:
+    thin = {
+        "mode": "concurrency",
+        "level": 64,
+        "status": "succeeded",
+        "requests": {"total": 64, "failed": 0},
+        "adequacy": {
+            "ok": False,
+            "reasons": [
+                {"code": "few_requests", "detail": "64 successful measured requests"},
+                {"code": "short", "detail": "the measured window lasted 1.1 s"},
+            ],
+        },
+    }
+    fine = {**thin, "level": 1, "adequacy": {"ok": True, "reasons": []}}
+    old = {**thin, "level": 2, "adequacy": None}
+    text = _render(summary_table({"runs": [fine, thin, old]}))
+    # Each body row's cells, by its level; the evidence column is the last.
+    rows = [
+        [c.strip() for c in line.strip("│ ").split("│")]
+        for line in text.splitlines()
+        if line.startswith("│")
+    ]
+    evidence = {row[0]: row[-1] for row in rows}
+    assert evidence == {
+        "1 user": "ok",
+        "64 users": "INADEQUATE: few_requests, short",
+        "2 users": "-",
+    }
+
+
+def test_compare_marks_inadequate_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    def get(self: ApiClient, path: str, **params: Any) -> dict[str, Any]:
+        row = {
+            "deployment": {"model": "m", "engine": "vllm", "hardware": "H200", "gpu_count": 1},
+            "mode": "concurrency",
+            "level": 8,
+            "runs": 1,
+            "figures": {"ttft_p50_ms": 10.0},
+            "slo_passed": True,
+            "adequate": False,
+            "inadequate": [{"code": "client_bound", "detail": "."}],
+        }
+        return {"items": [row], "total": 1, "figures": ["ttft_p50_ms"], "warnings": []}
+
+    monkeypatch.setattr(ApiClient, "get", get)
+    result = CliRunner().invoke(main, ["compare", "--url", "http://127.0.0.1:9", "--token", "t"])
+    assert result.exit_code == 0, result.output
+    assert "INADEQUATE: client_bound" in result.output

@@ -18,7 +18,7 @@ from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL
 from infercost.errors import Conflict, InvalidInput
 from infercost.jobs.models import Job
 from infercost.settings import Settings
-from infercost.sweep import DEFAULT_RATE_LEVELS
+from infercost.sweep import DEFAULT_RATE_LEVELS, DEFAULT_SWEEP_DURATION_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +40,11 @@ def plan_size(load: Load) -> PlanSize:
     warmup_s = load.warmup_s or 0.0
     if load.mode == "sweep":
         count = 2 + (load.rate_levels or DEFAULT_RATE_LEVELS)
-        if load.duration_s is None:
+        if load.duration_s is None and load.requests_per_level is not None:
             return PlanSize(count * (per_level + load.warmup_requests), 0.0, count)
-        return PlanSize(0, count * (load.duration_s + warmup_s + load.cooldown_s), count)
+        # A sweep with neither runs DEFAULT_SWEEP_DURATION_S per level (stored so).
+        seconds = load.duration_s or DEFAULT_SWEEP_DURATION_S
+        return PlanSize(0, count * (seconds + warmup_s + load.cooldown_s), count)
     requests = 0.0
     seconds = 0.0
     uncounted = 0

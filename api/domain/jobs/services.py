@@ -63,6 +63,7 @@ from infercost.sweep import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_ERROR_RATE,
     DEFAULT_RATE_LEVELS,
+    DEFAULT_SWEEP_DURATION_S,
     sweep_planned_requests,
 )
 from infercost.webhooks.outbox import record_job_finished
@@ -364,7 +365,11 @@ class JobService:
 
     @staticmethod
     def _stored_load(load: Load) -> dict[str, Any]:
-        """The plan as the worker reads it: defaults resolved, whole-number levels as ints."""
+        """The plan as the worker reads it: defaults resolved, whole-number levels as ints.
+        A sweep that gives neither a count nor a duration runs DEFAULT_SWEEP_DURATION_S per
+        level (a count lasts a second at high load)."""
+        if load.mode == "sweep" and load.requests_per_level is None and load.duration_s is None:
+            load = msgspec.structs.replace(load, duration_s=DEFAULT_SWEEP_DURATION_S)
         resolved = msgspec.structs.replace(
             load,
             levels=(

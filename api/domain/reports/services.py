@@ -84,6 +84,9 @@ def level_figures(run: RunSummary) -> LevelFigures:
         server_prompt_tokens_per_s=run.telemetry.prompt_tokens_per_s,
         server_output_tokens_per_s=run.telemetry.generation_tokens_per_s,
         telemetry_notes=tuple(run.telemetry.notes),
+        inadequate=tuple(r.code for r in run.adequacy.reasons)
+        if run.adequacy is not None and not run.adequacy.ok
+        else (),
     )
 
 
@@ -178,8 +181,18 @@ def capacity_text(capacity: CapacityAtSlo | None) -> str | None:
     )
     if capacity.lower_bound:
         text = "at least " + text
+    elif capacity.requests_per_s_low is not None and capacity.requests_per_s_high is not None:
+        text += (
+            f", between {number(capacity.requests_per_s_low)} and "
+            f"{number(capacity.requests_per_s_high)} requests/s (the bracketing levels)"
+        )
     if capacity.per_million_output_tokens_usd is not None:
         text += f", ${number(capacity.per_million_output_tokens_usd)} per million output tokens"
+    if capacity.skipped:
+        text += (
+            f"; from adequate levels only ({len(capacity.skipped)} left out as inadequate "
+            "or client-bound)"
+        )
     return text
 
 
