@@ -23,7 +23,9 @@ child processes on loopback and ends with each target and whether it was met:
 Each infercost row names the HTTP transport it ran on: `slots` (workers/loadgen/transport.py,
 what workers use), `slots-wake` (the same, with events stamped when the reading coroutine
 gets their bytes instead of at the socket read, as before 2026-12-03) and `httpcore` (the
-previous transport, one httpcore pool per slot), so one run shows before and after. `--quick` runs shorter windows, for a smoke test;
+previous transport, one httpcore pool per slot), so one run shows before and after; `--aiohttp` adds a capacity row of the same closed loop and
+parser on aiohttp's client (a bench-only extra, `pip install -e '.[bench]'`), so the choice of
+HTTP stack is measured. `--quick` runs shorter windows, for a smoke test;
 `--skip parse,capacity,accuracy` leaves sections out. The machine should be otherwise idle:
 client and simulator are two processes, and on two cores anything else running takes CPU
 from one of them, which shows up as lateness in both (the simulator's own is printed).
@@ -229,6 +231,11 @@ async def _capacity_infercost(
         window.start()
         await run_closed_loop(client, target, plan, done)
     window.join()
+    return _recorded(window, done)
+
+
+def _recorded(window: _Window, done: list[RawRequest]) -> Capacity:
+    """Tokens whose recorded arrival fell in the window, and the requests' spans."""
     arrivals: list[tuple[int, int]] = []
     for r in done:
         lo = bisect.bisect_left(r.chunk_ns, window.t0)
@@ -238,6 +245,51 @@ async def _capacity_infercost(
     result = window.result(arrivals, spans, sum(r.error_class is not None for r in done))
     result.error = next((f"{r.error_class}: {r.error}" for r in done if r.error), None)
     return result
+
+
+async def _capacity_aiohttp(base_url: str, conc: int, window: _Window) -> Capacity:
+    """The same closed loop and the same SSE parser (stream._feed, each read stamped as it
+    comes out of aiohttp's stream reader) on aiohttp's client instead of httpx and the slot
+    transport: the HTTP stack measured, not assumed. aiohttp is a bench-only extra
+    (`pip install -e '.[bench]'`)."""
+    import aiohttp  # optional: only this row needs it
+
+    target = Target.for_endpoint(base_url, "openai-chat", "sim-model", None, 120.0)
+    body = request_body(target, PROMPT, CAP_TOKENS, stream=True, ignore_eos=True, temperature=None)
+    done: list[RawRequest] = []
+    connector = aiohttp.TCPConnector(limit=conc, limit_per_host=conc)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def warm() -> None:
+            async with session.get(base_url + "/models") as response:
+                await response.read()
+
+        # Open the connections off the clock, as open_connections does for the slots.
+        await asyncio.gather(*(warm() for _ in range(conc)))
+
+        async def user() -> None:
+            while perf_counter_ns() < deadline:
+                rec = RawRequest(0, False, perf_counter_ns(), 128)
+                rec.t_send = perf_counter_ns()
+                async with session.post(target.url, data=body, headers=target.headers) as resp:
+                    rec.status = resp.status
+                    pending = b""
+                    async for chunk in resp.content.iter_any():
+                        now = perf_counter_ns()
+                        if rec.t_end is not None:
+                            continue
+                        lines = (pending + chunk).split(b"\n")
+                        pending = lines.pop()
+                        stream._feed(lines, rec, rec.chunk_ns, now)
+                if rec.t_end is None:
+                    rec.t_end = perf_counter_ns()
+                done.append(rec)
+
+        window.start()
+        deadline = perf_counter_ns() + round((window.warm_s + window.window_s) * 1e9)
+        await asyncio.gather(*(user() for _ in range(conc)))
+    window.join()
+    return _recorded(window, done)
 
 
 async def _capacity_raw(base_url: str, conc: int, window: _Window) -> Capacity:
@@ -417,6 +469,11 @@ def main() -> None:
         default=0.25,
         help="also measure accuracy while telemetry is scraped this often (0: don't)",
     )
+    parser.add_argument(
+        "--aiohttp",
+        action="store_true",
+        help="add an aiohttp row to the capacity section (bench-only extra: .[bench])",
+    )
     args = parser.parse_args()
     clients = {name: CLIENTS[name] for name in args.clients.split(",")}
     skip = set(args.skip.split(","))
@@ -451,12 +508,14 @@ def main() -> None:
         sim = start_sim_process(config)
         try:
             for conc in cap_levels:
-                for name in ("raw", *clients):
+                for name in ("raw", *clients, *(["aiohttp"] if args.aiohttp else [])):
                     window = _Window(warm_s, window_s)
                     url = sim.openai_base_url
                     r = capacity[(name, conc)] = _run(
                         _capacity_raw(url, conc, window)
                         if name == "raw"
+                        else _capacity_aiohttp(url, conc, window)
+                        if name == "aiohttp"
                         else _capacity_infercost(clients[name], url, conc, window)
                     )
                     raw = capacity[("raw", conc)].tokens_per_s
