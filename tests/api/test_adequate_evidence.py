@@ -172,6 +172,10 @@ async def test_sizing_leaves_the_target_headroom(
     )
     assert [s["run_id"] for s in one["skipped"]] == [run_ids[2]]
     assert [e["run_id"] for e in one["evidence"]] == [run_ids[1], run_ids[3]]
+    assert body["explanation"].startswith(
+        f"{one['deployment']['name']} is cheapest: 1 replica(s) (1 to 2 over the capacity's "
+        "interval), 1 GPU(s) at 80% utilisation for USD 2.00/hour"
+    )
     assert body["target_utilization"] == 0.8
     assert any("80%" in a for a in body["assumptions"])
     # A little more traffic than 0.8 x 12: a second replica.
@@ -220,3 +224,4 @@ async def test_evidence_from_another_workload_gives_no_numbers_unless_asked(
     assert guess["workload_similarity"] == pytest.approx(0.1)
     assert any(w.startswith("Extrapolation") for w in guess["warnings"])
     assert guess["capacity_rps"] == pytest.approx(12.0)
+    assert labelled["explanation"].endswith("(an extrapolation from another workload's runs).")

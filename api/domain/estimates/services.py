@@ -670,12 +670,20 @@ def _explain(candidates: Sequence[Candidate]) -> str | None:
             f"traffic, USD {best.per_million_output_tokens_usd:.3f} per million output tokens"
         )
     else:
+        span = best.replicas_range
+        between = (
+            f" ({span[0]} to {span[1]} over the capacity's interval)"
+            if span and span[0] != span[1]
+            else ""
+        )
         text = (
-            f"{best.deployment.name} is cheapest: {best.replicas} replica(s), "
+            f"{best.deployment.name} is cheapest: {best.replicas} replica(s){between}, "
             f"{best.gpus} GPU(s) at {best.utilization or 0:.0%} utilisation for USD "
             f"{best.usd_per_hour:.2f}/hour, USD {best.per_million_output_tokens_usd:.3f} "
             "per million output tokens"
         )
+        if best.basis == "extrapolation":
+            text += " (an extrapolation from another workload's runs)"
     if len(candidates) > 1:
         second = candidates[1]
         more = second.usd_per_hour / best.usd_per_hour - 1 if best.usd_per_hour > 0 else 0.0
