@@ -431,10 +431,25 @@ def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
 
 
 async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
-    """Consume a non-streamed JSON body: the whole text arrives at once."""
-    body = await response.aread()
-    now = perf_counter_ns()
-    rec.t_first_byte = now
+    """Consume a non-streamed JSON body: the whole text arrives at once, at the read that
+    completed it (on a slot's connection; else when httpx has it all), and its first byte
+    at the first read."""
+    reads = response.extensions.get(READS)
+    if isinstance(reads, SlotBody) and "content-encoding" not in response.headers:
+        pieces: list[bytes] = []
+        first = now = 0
+        while (batch := await reads.next_reads()) is not None:
+            stamps, got = batch
+            first = first or stamps[0]
+            now = stamps[-1]
+            pieces.extend(got)
+        body = b"".join(pieces)
+        if not pieces:
+            first = now = perf_counter_ns()
+    else:
+        body = await response.aread()
+        first = now = perf_counter_ns()
+    rec.t_first_byte = first
     rec.t_end = now
     try:
         event = _decode_event(body)
