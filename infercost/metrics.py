@@ -39,6 +39,38 @@ CLIENT_READ_LAG_P99_LIMIT_MS = 10.0
 #: saw less load than asked; reading late moves the arrival stamps of the events.
 SPOILED_BY_SENDING = ("requests_per_s", "output_tokens_per_s")
 SPOILED_BY_READING = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
+#: The client's figures differ materially from the engine's own when the gap is above this
+#: share of the figure and above the absolute floor (server_timings.flagged).
+SERVER_GAP_SHARE = 0.2
+SERVER_GAP_TTFT_MS = 10.0
+SERVER_GAP_TPOT_MS = 1.0
+
+#: Adequacy (a level's evidence supports its figures): at least this many successful measured
+#: requests (a p99 over fewer rests on one or two requests; p95 needs 20, p99 100) ...
+ADEQUATE_MIN_REQUESTS = 100
+#: ... a window at least this long, and at least this many telemetry intervals (a GPU
+#: utilisation over one or two scrapes says little) ...
+ADEQUATE_MIN_DURATION_S = 5.0
+ADEQUATE_MIN_TELEMETRY_INTERVALS = 5
+#: ... at most this error rate, and at most this share of prompt tokens served from the prefix
+#: cache unless the workload shares prefixes on purpose (cached prefill makes TTFT cheap).
+ADEQUATE_MAX_ERROR_RATE = 0.05
+ADEQUATE_MAX_CACHE_SHARE = 0.10
+
+
+@dataclass(frozen=True, slots=True)
+class ServerTimings:
+    """The engine's own timings of one request, where it reports them: llama.cpp's `timings`
+    object (source "llamacpp": prefill_ms = prompt_ms, per_token_ms = predicted_per_token_ms,
+    n_out = predicted_n, n_prefilled = prompt_n, cached tokens excluded), TGI's response
+    headers (source "tgi": x-queue-time, x-time-per-token, x-generated-tokens)."""
+
+    source: str
+    prefill_ms: float | None = None
+    per_token_ms: float | None = None
+    queue_ms: float | None = None
+    n_out: int | None = None
+    n_prefilled: int | None = None
 
 
 @dataclass(slots=True)
@@ -68,6 +100,11 @@ class RequestTiming:
     # tokens ("exact", checked with the endpoint's tokenizer) or estimated ("approximate").
     n_in_target: int | None = None
     prompt_length: str | None = None
+    # Prompt tokens the server served from its prefix cache (usage.prompt_tokens_details.
+    # cached_tokens, or the engine's own count); None when it did not say.
+    cached_tokens: int | None = None
+    # The engine's own timings of this request; None when it reports none.
+    server: ServerTimings | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -207,6 +244,204 @@ def measured_window(timings: Sequence[RequestTiming]) -> tuple[float, float] | N
     return start, start if end is None else end
 
 
+def tokens_in_window(
+    timings: Sequence[RequestTiming], start: float, stop: float
+) -> tuple[float, float]:
+    """Output and input tokens that arrived inside [start, stop], from every request given
+    (warm-up and failed ones too: what the server produced for this client; METRICS.md).
+
+    Output tokens are placed at their events' arrival: an event carries its continuous-usage
+    count when every event said, else the request's n_out spread evenly over its events. A
+    request's prompt tokens are placed at its first event (the end of its prefill); a request
+    that got no event placed none.
+    """
+    out = 0.0
+    inp = 0.0
+    for t in timings:
+        c = t.chunk_times
+        if not c:
+            continue
+        if start <= c[0] <= stop:
+            inp += t.n_in or 0
+        if c[0] >= start and c[-1] <= stop:
+            out += t.n_out  # the whole response arrived inside the window
+            continue
+        if c[-1] < start or c[0] > stop:
+            continue
+        k = t.chunk_tokens
+        if k and len(k) == len(c):
+            out += sum(n for at, n in zip(c, k, strict=True) if start <= at <= stop)
+        else:
+            inside = sum(1 for at in c if start <= at <= stop)
+            out += t.n_out * inside / len(c)
+    return out, inp
+
+
+def server_timings_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """The engine's own timings of the measured, successful requests beside the client's:
+    server prefill and per-token time, and the client-minus-server gaps per request (network,
+    waiting in front of the engine, tokenisation and template, client overhead). A large gap
+    is flagged with what it means. None when no request carried server timings."""
+    reported = [t for t in ok if t.server is not None]
+    if not reported:
+        return None
+    sources = sorted({t.server.source for t in reported if t.server is not None})
+    prefill = [
+        t.server.prefill_ms for t in reported if t.server and t.server.prefill_ms is not None
+    ]
+    per_token = [
+        t.server.per_token_ms for t in reported if t.server and t.server.per_token_ms is not None
+    ]
+    queue = [t.server.queue_ms for t in reported if t.server and t.server.queue_ms is not None]
+    ttft_gap: list[float] = []
+    tpot_gap: list[float] = []
+    agree = compared = 0
+    for t in reported:
+        server = t.server
+        assert server is not None
+        ttft = t.ttft
+        if ttft is not None and server.prefill_ms is not None:
+            ttft_gap.append(ttft * 1000.0 - server.prefill_ms)
+        tpot = t.tpot
+        if tpot is not None and server.per_token_ms is not None and server.per_token_ms > 0:
+            tpot_gap.append(tpot * 1000.0 - server.per_token_ms)
+        if server.n_out is not None:
+            compared += 1
+            agree += server.n_out == t.n_out
+    block: dict[str, Any] = {
+        "source": sources[0] if len(sources) == 1 else "mixed",
+        "requests": len(reported),
+        "prefill_ms": distribution(prefill),
+        "tpot_ms": distribution(per_token),
+        "queue_ms": distribution(queue) if queue else None,
+        "ttft_gap_ms": distribution(ttft_gap),
+        "tpot_gap_ms": distribution(tpot_gap),
+        "output_tokens_agree": agree / compared if compared else None,
+        "flagged": False,
+        "notes": [],
+    }
+    notes: list[str] = block["notes"]
+    ttft_p50 = distribution(_ms(t.ttft for t in reported))["p50"]
+    gap_p50 = block["ttft_gap_ms"]["p50"]
+    if (
+        gap_p50 is not None
+        and ttft_p50
+        and gap_p50 > max(SERVER_GAP_TTFT_MS, SERVER_GAP_SHARE * float(ttft_p50))
+    ):
+        notes.append(
+            f"TTFT p50 exceeds the server's own prefill time by {gap_p50:.1f} ms "
+            f"({gap_p50 / float(ttft_p50):.0%} of TTFT): requests waited in front of the engine "
+            "(no free slot or batch), or the network, tokenisation and chat template, or the "
+            "client took that long"
+        )
+    tpot_gap_p50 = block["tpot_gap_ms"]["p50"]
+    tpot_server_p50 = block["tpot_ms"]["p50"]
+    if (
+        tpot_gap_p50 is not None
+        and tpot_server_p50
+        and abs(tpot_gap_p50) > max(SERVER_GAP_TPOT_MS, SERVER_GAP_SHARE * float(tpot_server_p50))
+    ):
+        notes.append(
+            f"TPOT p50 differs from the server's per-token time by {tpot_gap_p50:+.2f} ms: the "
+            "client read events late (see client health) or the server sent tokens in bursts"
+        )
+    if block["output_tokens_agree"] is not None and block["output_tokens_agree"] < 1.0:
+        notes.append(
+            f"output token counts equal the server's for {block['output_tokens_agree']:.0%} "
+            "of requests"
+        )
+    block["flagged"] = bool(notes)
+    return block
+
+
+def adequacy_block(
+    *,
+    succeeded: int,
+    duration_s: float | None,
+    error_rate: float | None,
+    client_bound: bool,
+    client: Mapping[str, Any],
+    cache: Mapping[str, Any] | None,
+    telemetry_interval_s: float | None = None,
+    cache_expected: bool = False,
+) -> dict[str, Any]:
+    """Whether a level's evidence supports the figures it reports (CONTRACT.md `adequacy`):
+    `ok`, and each reason it does not as {"code", "detail"}. Codes: few_requests, short,
+    client_bound, rate_not_held, concurrency_not_held, errors, prompt_cache."""
+    reasons: list[dict[str, str]] = []
+
+    def reason(code: str, detail: str) -> None:
+        reasons.append({"code": code, "detail": detail})
+
+    if succeeded < ADEQUATE_MIN_REQUESTS:
+        reason(
+            "few_requests",
+            f"{succeeded} successful measured requests: a p99 needs at least "
+            f"{ADEQUATE_MIN_REQUESTS} (p95 20); raise requests_per_level or duration_s",
+        )
+    minimum = ADEQUATE_MIN_DURATION_S
+    if telemetry_interval_s:
+        minimum = max(minimum, ADEQUATE_MIN_TELEMETRY_INTERVALS * telemetry_interval_s)
+    if duration_s is None or duration_s < minimum:
+        lasted = "no time" if duration_s is None else f"{duration_s:.1f} s"
+        reason(
+            "short",
+            f"the measured window lasted {lasted}, under {minimum:g} s (at least "
+            f"{ADEQUATE_MIN_TELEMETRY_INTERVALS} telemetry intervals): give duration_s",
+        )
+    if client.get("rate_held") is False:
+        reason(
+            "rate_not_held",
+            "the worker sent below 95% of the scheduled rate: the client, not the server, set "
+            "the pace; use load.shards or a lower rate",
+        )
+    if client.get("concurrency_held") is False:
+        reason(
+            "concurrency_not_held",
+            "fewer than 95% of the users had a request in flight: the client could not keep "
+            "the level's concurrency",
+        )
+    if client_bound and not any(r["code"].endswith("_held") for r in reasons):
+        reason(
+            "client_bound",
+            "queue delay, read lag or event-loop lag p99 above 10 ms: the load generator was "
+            "late, so the figures in client.spoils include its own delay; use load.shards or "
+            "a lower level",
+        )
+    if error_rate is not None and error_rate > ADEQUATE_MAX_ERROR_RATE:
+        reason(
+            "errors",
+            f"{error_rate:.0%} of requests failed (limit {ADEQUATE_MAX_ERROR_RATE:.0%}): the "
+            "figures describe the requests that got through",
+        )
+    share = None if cache is None else cache.get("share")
+    if not cache_expected and share is not None and share > ADEQUATE_MAX_CACHE_SHARE:
+        reason(
+            "prompt_cache",
+            f"{share:.0%} of prompt tokens came from the server's prefix cache: TTFT reflects "
+            "cached prefill, not this workload's",
+        )
+    return {"ok": not reasons, "reasons": reasons}
+
+
+def cache_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """Prompt tokens served from the prefix cache over the measured, successful requests that
+    reported it (usage.prompt_tokens_details.cached_tokens or the engine's own count); None
+    when none did. A high share makes TTFT incomparable with uncached runs (METRICS.md)."""
+    reported = [t for t in ok if t.cached_tokens is not None]
+    if not reported:
+        return None
+    prompt = sum(t.n_in or 0 for t in reported)
+    cached = sum(t.cached_tokens or 0 for t in reported)
+    return {
+        "requests": len(reported),
+        "requests_with_hits": sum(1 for t in reported if t.cached_tokens),
+        "prompt_tokens": prompt,
+        "cached_prompt_tokens": cached,
+        "share": cached / prompt if prompt else None,
+    }
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -251,6 +486,12 @@ class RunFigures:
     # "exact" when every measured prompt had exactly its drawn token count, "approximate"
     # when none was checked, "mixed" otherwise; None when nothing said.
     prompt_lengths: str | None = None
+    # The engine's own timings beside the client's (server_timings_block), and prompt tokens
+    # served from its prefix cache (cache_block); None where the engine reported none.
+    server_timings: dict[str, Any] | None = None
+    cache: dict[str, Any] | None = None
+    # Whether the level's evidence supports its figures (adequacy_block).
+    adequacy: dict[str, Any] | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -265,6 +506,8 @@ def summarize(
     target_rate: float | None = None,
     slo: Mapping[str, Mapping[str, float]] | None = None,
     client_cpu_util: float | None = None,
+    telemetry_interval_s: float | None = None,
+    cache_expected: bool = False,
     reading: Mapping[str, Any] | None = None,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
@@ -294,8 +537,7 @@ def summarize(
     def per_s(amount: float) -> float | None:
         return None if duration is None else amount / duration
 
-    out_tokens = sum(t.n_out for t in ok)
-    in_tokens = sum(t.n_in or 0 for t in ok)
+    out_tokens, in_tokens = (0.0, 0.0) if window is None else tokens_in_window(timings, *window)
     limits = _slo_limits(slo)
     meeting = [t for t in ok if meets_slo(t, limits)]
 
@@ -358,6 +600,21 @@ def summarize(
     )
     client_bound = sent_late or read_late
 
+    client = {
+        "queue_delay_p99_ms": queue_p99,
+        "cpu_util": client_cpu_util,
+        "inflight_mean": inflight,
+        "concurrency_held": held,
+        "send_rate": sent,
+        "rate_held": rate_held,
+        **reading,
+        "spoils": [
+            *(SPOILED_BY_SENDING if sent_late else ()),
+            *(SPOILED_BY_READING if read_late else ()),
+        ],
+    }
+    error_rate = (len(measured) - len(ok)) / len(measured) if measured else None
+    cache = cache_block(ok)
     return RunFigures(
         requests_total=len(measured),
         requests_succeeded=len(ok),
@@ -370,25 +627,25 @@ def summarize(
         total_tokens_per_s=per_s(out_tokens + in_tokens),
         requests_per_s=per_s(len(ok)),
         mean_concurrency=per_s(sum(t.e2e or 0.0 for t in measured if t.t_end is not None)),
-        error_rate=(len(measured) - len(ok)) / len(measured) if measured else None,
+        error_rate=error_rate,
         goodput_rps=per_s(len(meeting)),
         goodput_output_tokens_per_s=per_s(sum(t.n_out for t in meeting)),
         slo_attainment=len(meeting) / len(measured) if measured else None,
         slo_passed=slo_passed,
         client_bound=client_bound,
-        client={
-            "queue_delay_p99_ms": queue_p99,
-            "cpu_util": client_cpu_util,
-            "inflight_mean": inflight,
-            "concurrency_held": held,
-            "send_rate": sent,
-            "rate_held": rate_held,
-            **reading,
-            "spoils": [
-                *(SPOILED_BY_SENDING if sent_late else ()),
-                *(SPOILED_BY_READING if read_late else ()),
-            ],
-        },
+        client=client,
         stats=stats,
         prompt_lengths=prompt_lengths,
+        server_timings=server_timings_block(ok),
+        cache=cache,
+        adequacy=adequacy_block(
+            succeeded=len(ok),
+            duration_s=duration,
+            error_rate=error_rate,
+            client_bound=client_bound,
+            client=client,
+            cache=cache,
+            telemetry_interval_s=telemetry_interval_s,
+            cache_expected=cache_expected,
+        ),
     )

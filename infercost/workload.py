@@ -222,10 +222,25 @@ class PromptMaker:
     server's prompt_tokens, and the words-per-token ratio follows.
     """
 
-    def __init__(self, rng: np.random.Generator, pool_words: int = 65_536) -> None:
+    def __init__(
+        self,
+        rng: np.random.Generator,
+        pool_words: int = 65_536,
+        *,
+        prefixes: int = 0,
+        prefix_words: int = 0,
+    ) -> None:
         self._pool = [_WORDS[i] for i in rng.integers(0, len(_WORDS), pool_words)]
         self._tokens_seen = 0
         self._words_sent = 0
+        # Shared prefixes (workload.prefix): `prefixes` texts of `prefix_words` words each
+        # (about one token a word), drawn after the pool so prompts without them are
+        # unchanged. Prompt seq starts with prefix seq mod prefixes.
+        self.prefix_words = prefix_words if prefixes else 0
+        self._prefixes = [
+            " ".join(_WORDS[i] for i in rng.integers(0, len(_WORDS), prefix_words))
+            for _ in range(prefixes if prefix_words else 0)
+        ]
 
     @property
     def tokens_per_word(self) -> float:
@@ -244,8 +259,18 @@ class PromptMaker:
 
         Padding fine-tunes a prompt checked with a tokenizer: a pool word can be more than
         one token, so adding a word may skip past the wanted count, while PAD_WORD is one
-        token in the tokenizers of popular open models.
+        token in the tokenizers of popular open models. With shared prefixes the prompt is
+        its prefix, then its own part (at least its number).
         """
+        if self._prefixes:
+            # The prefix's words count towards `words`; the rest is this prompt's own.
+            shared = self._prefixes[seq % len(self._prefixes)]
+            rest = self._own(seq, max(1, words - self.prefix_words), pad)
+            return f"{shared} {rest}"
+        return self._own(seq, words, pad)
+
+    def _own(self, seq: int, words: int, pad: int) -> str:
+        """The part of prompt `seq` that is its own: its number, then pool words, then pad."""
         body = max(0, words - 1)
         pool = self._pool
         size = len(pool)

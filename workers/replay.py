@@ -58,12 +58,19 @@ def _item(
 
 
 class Replay:
-    """A dataset's items in the order a job sends them: a permutation drawn from the
-    job's seed, the same for every level (so levels send the same prompts), cycling."""
+    """A dataset's items in the order one level sends them: a permutation drawn from the
+    job's seed and the level, cycling. Each level has its own order, so a level does not
+    start with the prompts the level before it just put in the engine's prefix cache."""
 
-    def __init__(self, items: list[ReplayItem], seed: int) -> None:
+    def __init__(self, items: list[ReplayItem], seed: int, level_index: int = 0) -> None:
         self.items = items
-        self.order: list[int] = np.random.default_rng([seed, 0, 2]).permutation(len(items)).tolist()
+        self.seed = seed
+        rng = np.random.default_rng([seed, level_index, 2])
+        self.order: list[int] = rng.permutation(len(items)).tolist()
+
+    def for_level(self, level_index: int) -> Replay:
+        """The same items in level `level_index`'s order."""
+        return Replay(self.items, self.seed, level_index)
 
     def __getitem__(self, seq: int) -> ReplayItem:
         return self.items[self.order[seq % len(self.order)]]

@@ -31,7 +31,7 @@ from infercost.jobs.deployments import deployment_of
 from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.shards import ShardRepository
-from infercost.metrics import RequestTiming, RunFigures, summarize
+from infercost.metrics import RequestTiming, RunFigures, ServerTimings, summarize
 from infercost.outbound import Policy
 from infercost.prices.pricing import hourly_price
 from infercost.security import CredentialError
@@ -129,9 +129,25 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
             t.chunk_tokens,
             t.n_in_target,
             t.prompt_length,
+            t.cached_tokens,
+            *_server_columns(t.server),
         )
         for t in timings
     ]
+
+
+def _server_columns(server: ServerTimings | None) -> tuple[Any, ...]:
+    """The sample's server_* columns, in SAMPLE_COLUMNS order."""
+    if server is None:
+        return (None,) * 6
+    return (
+        server.source,
+        server.prefill_ms,
+        server.per_token_ms,
+        server.queue_ms,
+        server.n_out,
+        server.n_prefilled,
+    )
 
 
 def _figures_to_columns(figures: RunFigures) -> dict[str, Any]:
@@ -218,7 +234,7 @@ class JobRunner:
         """
         workload = self.job.workload
         load = self.job.load
-        seed = int(workload.get("seed", 0))
+        seed = int(workload.get("seed") or 0)
         warmup = int(load["warmup_requests"])
         warmup_s: float | None = load.get("warmup_s")
         measured: int | None = load.get("requests_per_level")
@@ -240,9 +256,9 @@ class JobRunner:
         stream = bool(workload.get("stream", True))
         sessions = bool(workload.get("sessions"))
         if sessions:
-            make_request, then = await self._session_requests(known, rng)
+            make_request, then = await self._session_requests(known, rng, level_index)
         elif workload.get("dataset_id") is not None:
-            make_request, then = await self._replay_requests(known, rng)
+            make_request, then = await self._replay_requests(known, rng, level_index)
         else:
             make_request, then = await self._synthetic_requests(known, rng)
         progress = self.progress
@@ -274,7 +290,10 @@ class JobRunner:
         workload = self.job.workload
         inputs = LengthDraws(workload["input_tokens"], known, rng)
         outputs = LengthDraws(workload["output_tokens"], known, rng)
-        prompts = PromptMaker(rng)
+        prefix = workload.get("prefix") or {}
+        prompts = PromptMaker(
+            rng, prefixes=int(prefix.get("count", 0)), prefix_words=int(prefix.get("tokens", 0))
+        )
         sent_words: dict[int, int] = {}
         calibration, checked = await self._prepare_prompts(
             prompts, [inputs[seq] for seq in range(min(known, MAX_CHECKED_PROMPTS))]
@@ -298,11 +317,13 @@ class JobRunner:
 
         return make_request, on_done
 
-    async def _replay_requests(self, known: int, rng: np.random.Generator) -> _Requests:
+    async def _replay_requests(
+        self, known: int, rng: np.random.Generator, level_index: int
+    ) -> _Requests:
         """Request `seq`'s body and what to do when it ends, for a dataset's items (loaded
         once per job): each item's max_tokens, else a length drawn from output_tokens."""
         workload = self.job.workload
-        replay = await self._load_replay()
+        replay = (await self._load_replay()).for_level(level_index)
         # Dataset prompts have no drawn length to check; the tokenizer route, where there is
         # one, still counts output when the server sends no usage.
         self.tokenizer = await self._output_counter()
@@ -329,17 +350,19 @@ class JobRunner:
             self.replay = await load_replay(
                 self.rt.sessionmaker,
                 uuid.UUID(str(workload["dataset_id"])),
-                int(workload.get("seed", 0)),
+                int(workload.get("seed") or 0),
             )
         return self.replay
 
-    async def _session_requests(self, known: int, rng: np.random.Generator) -> _Requests:
+    async def _session_requests(
+        self, known: int, rng: np.random.Generator, level_index: int
+    ) -> _Requests:
         """Request `seq`'s body and what to do when it ends, for multi-turn sessions
         (workload.sessions; workers/sessions.py): a dataset's conversations, or synthetic
         ones whose user messages have drawn input_tokens lengths."""
         workload = self.job.workload
         spec = workload["sessions"]
-        seed = int(workload.get("seed", 0))
+        seed = int(workload.get("seed") or 0)
         turns = int(spec["turns"])
         # Prompts grow with the history: there is no drawn length to check; the tokenizer
         # route, where there is one, still counts output when the server sends no usage.
@@ -356,7 +379,7 @@ class JobRunner:
         )
         new_script: Callable[[int], Script]
         if workload.get("dataset_id") is not None:
-            replay = await self._load_replay()
+            replay = (await self._load_replay()).for_level(level_index)
 
             def new_script(n: int) -> Script:
                 item = replay[n]
@@ -831,6 +854,14 @@ class JobRunner:
             client_cpu_util=cpu_util,
             # A sharded level's reading health stays in its shards' processes (not merged).
             reading=self.reading if sharded is None else None,
+            telemetry_interval_s=float(self.job.load.get("telemetry_interval_s", 1.0))
+            if self.endpoint.metrics_urls
+            else None,
+            # Sessions resend their history and share a system prompt, shared prefixes are
+            # there to be cached: for them cache hits are the point, not a flaw.
+            cache_expected=bool(
+                self.job.workload.get("sessions") or self.job.workload.get("prefix")
+            ),
         )
         status = "cancelled" if self.progress.cancelled else "succeeded"
         failed = failure_message(timings)

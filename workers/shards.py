@@ -31,7 +31,7 @@ from typing import Any
 from infercost.db.base import utcnow
 from infercost.jobs.models import RequestSample
 from infercost.jobs.shards import SHARD_DONE, RunShard, ShardRepository
-from infercost.metrics import RequestTiming, distribution
+from infercost.metrics import RequestTiming, ServerTimings, distribution
 from infercost.queue import RUN_SHARD_TASK, make_celery
 from infercost.sharding import shard_share
 from workers.loadgen.closed_loop import LevelPlan
@@ -244,6 +244,17 @@ def timing_of(sample: RequestSample) -> RequestTiming:
         chunk_tokens=sample.chunk_tokens,
         n_in_target=sample.n_in_target,
         prompt_length=sample.prompt_length,
+        cached_tokens=sample.cached_tokens,
+        server=None
+        if sample.server_source is None
+        else ServerTimings(
+            source=sample.server_source,
+            prefill_ms=sample.server_prefill_ms,
+            per_token_ms=sample.server_tpot_ms,
+            queue_ms=sample.server_queue_ms,
+            n_out=sample.server_n_out,
+            n_prefilled=sample.server_n_prefilled,
+        ),
     )
 
 

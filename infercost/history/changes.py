@@ -34,6 +34,30 @@ CLIENT_BOUND = (
     "so a change may not be the endpoint's (client-bound runs are never used as baselines)"
 )
 
+#: Runs whose shares of prompt tokens served from the prefix cache differ by more than this
+#: are not compared: cached prefill is far cheaper, so TTFT differs for that reason alone.
+CACHE_SHARE_TOLERANCE = 0.10
+
+
+def cache_share(run: Run) -> float:
+    """The share of the run's prompt tokens served from the prefix cache; 0 when the server
+    reported none (an engine that reports no cache hits is taken as not caching)."""
+    share = (run.cache or {}).get("share")
+    return float(share) if share is not None else 0.0
+
+
+def cache_mismatch(run: Run, baseline: Run) -> str | None:
+    """Why `run` and `baseline` are incomparable because of the prefix cache, or None."""
+    now, before = cache_share(run), cache_share(baseline)
+    if abs(now - before) <= CACHE_SHARE_TOLERANCE:
+        return None
+    return (
+        f"not compared: {now:.0%} of this run's prompt tokens were served from the prefix "
+        f"cache against {before:.0%} in its baseline (tolerance {CACHE_SHARE_TOLERANCE:.0%}), "
+        "so TTFT differs for that reason alone; rerun with a fresh seed (the default) or a "
+        "workload that caches the same way"
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class RunChange:
@@ -65,14 +89,28 @@ class RunChange:
 
 
 def change_block(
-    run: Run, baseline: Run | None, comparison: RunComparison | None, thresholds: Thresholds
+    run: Run,
+    baseline: Run | None,
+    comparison: RunComparison | None,
+    thresholds: Thresholds,
+    refused: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON stored in runs.change (the API serves it as the run's `change`)."""
+    """The JSON stored in runs.change (the API serves it as the run's `change`); `refused`
+    says why the run was not compared with its baseline (verdict `incomparable`)."""
     notes = [] if baseline is not None else [FIRST_OF_ITS_KIND]
+    if refused is not None:
+        notes.append(refused)
     if run.client_bound:
         notes.append(CLIENT_BOUND)
+    verdict = (
+        "incomparable"
+        if refused is not None
+        else "baseline"
+        if comparison is None
+        else comparison.verdict
+    )
     return {
-        "verdict": "baseline" if comparison is None else comparison.verdict,
+        "verdict": verdict,
         "baseline_run_id": None if baseline is None else str(baseline.id),
         "baseline_job_id": None if baseline is None else str(baseline.job_id),
         "baseline_finished_at": (
@@ -106,7 +144,8 @@ async def record_changes(
             continue
         baseline = await repo.baseline(run)
         comparison: RunComparison | None = None
-        if baseline is not None:
+        refused = None if baseline is None else cache_mismatch(run, baseline)
+        if baseline is not None and refused is None:
             base_samples = await repo.samples(baseline.id)
             run_samples = await repo.samples(run.id)
             # Rank tests and bootstraps are CPU work: off the event loop, which may be
@@ -119,8 +158,8 @@ async def record_changes(
                 current_output_tokens_per_s=run.output_tokens_per_s,
                 thresholds=thresholds,
             )
-        verdict: RunVerdict = "baseline" if comparison is None else comparison.verdict
-        block = change_block(run, baseline, comparison, thresholds)
+        block = change_block(run, baseline, comparison, thresholds, refused)
+        verdict: RunVerdict = block["verdict"]
         await repo.store_change(
             run.id,
             baseline_run_id=None if baseline is None else baseline.id,

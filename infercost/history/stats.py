@@ -47,7 +47,9 @@ from scipy.stats import fisher_exact, mannwhitneyu  # type: ignore[import-untype
 Verdict = Literal["regression", "improvement", "no_change", "insufficient_data"]
 #: The checks a metric's verdict comes from, as named in `MetricChange.flagged_by`.
 Check = Literal["median", "p95"]
-RunVerdict = Literal["regression", "improvement", "no_change", "insufficient_data", "baseline"]
+RunVerdict = Literal[
+    "regression", "improvement", "no_change", "insufficient_data", "baseline", "incomparable"
+]
 
 #: The per-request metrics tested, in the order reports show them. ITL is left out on
 #: purpose: its gaps are pooled over requests, so they are not independent draws (one slow

@@ -29,7 +29,14 @@ from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 RUN_STATUSES = ("running", "succeeded", "failed", "cancelled")
 #: runs.change_verdict (infercost.history: a run against its baseline; null: not decided).
-CHANGE_VERDICTS = ("regression", "improvement", "no_change", "insufficient_data", "baseline")
+CHANGE_VERDICTS = (
+    "regression",
+    "improvement",
+    "no_change",
+    "insufficient_data",
+    "baseline",
+    "incomparable",
+)
 
 
 #: The columns GET /v1/comparisons reads besides the index's keys (infercost/comparisons).
@@ -190,6 +197,12 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     stats: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # The telemetry summary over the measured window, with scrape errors (CONTRACT.md).
     telemetry: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The engine's own per-request timings summarised beside the client's, and prompt tokens
+    # served from its prefix cache (infercost.metrics); null where the engine reported none.
+    server_timings: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    cache: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Whether the level's evidence supports its figures: {"ok", "reasons"} (metrics.py).
+    adequacy: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # The figures so far of a level being measured (workers/live.py), written by the
     # worker's heartbeat for progress bars; null once the level ends and its summary stands.
     live: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
@@ -254,6 +267,16 @@ class RequestSample(Base):
     # The drawn prompt length, and whether the prompt had exactly that many tokens.
     n_in_target: Mapped[int | None]
     prompt_length: Mapped[str | None] = mapped_column(String(16))
+    # Prompt tokens served from the server's prefix cache, as it reported them.
+    cached_tokens: Mapped[int | None]
+    # The engine's own timings of the request (infercost.metrics.ServerTimings), where it
+    # reports them: "llamacpp" (its `timings` object) or "tgi" (its response headers).
+    server_source: Mapped[str | None] = mapped_column(String(16))
+    server_prefill_ms: Mapped[float | None]
+    server_tpot_ms: Mapped[float | None]
+    server_queue_ms: Mapped[float | None]
+    server_n_out: Mapped[int | None]
+    server_n_prefilled: Mapped[int | None]
 
 
 class TelemetrySample(Base):

@@ -36,6 +36,13 @@ SAMPLE_COLUMNS = (
     "chunk_tokens",
     "n_in_target",
     "prompt_length",
+    "cached_tokens",
+    "server_source",
+    "server_prefill_ms",
+    "server_tpot_ms",
+    "server_queue_ms",
+    "server_n_out",
+    "server_n_prefilled",
 )
 
 

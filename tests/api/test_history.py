@@ -4,6 +4,7 @@ samples written with SQL and judged by the same code the worker runs when a job 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -316,3 +317,57 @@ async def test_runs_without_a_change_show_null(team: TeamClient, db: asyncpg.Con
     assert point["change"] is None
     assert history["series"][0]["latest_verdict"] is None
     assert (await team.http.get(f"/v1/runs/{run_id}")).json()["change"] is None
+
+
+async def test_a_rerun_served_from_the_prefix_cache_is_not_compared(
+    team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """The real-engine finding: a rerun with identical prompts was answered from llama.cpp's
+    prompt cache (TTFT 346 -> 22 ms) and was called a -93.7% "improvement". A run whose cache
+    share differs from its baseline's by more than 10 points is `incomparable`, saying why."""
+    endpoint = await team.create_endpoint()
+    uncached = {"requests": 60, "requests_with_hits": 0, "prompt_tokens": 15360,
+                "cached_prompt_tokens": 0, "share": 0.0}  # fmt: skip
+    cached = {**uncached, "requests_with_hits": 60, "cached_prompt_tokens": 15300,
+              "share": 15300 / 15360}  # fmt: skip
+    first = await store_run(
+        db, team, endpoint, finished=T0, ttft_ms=346.0, seed=11, cache=json.dumps(uncached)
+    )
+    rerun = await store_run(
+        db, team, endpoint, finished=T0 + HOUR, ttft_ms=22.0, seed=12, cache=json.dumps(cached)
+    )
+    await judge(sessions, first[0])
+    [change] = await judge(sessions, rerun[0])
+    assert change["verdict"] == "incomparable"
+    assert change["baseline_run_id"] == first[1]
+    assert change["change"]["metrics"] == {}
+    note = change["change"]["notes"][0]
+    assert "100% of this run's prompt tokens were served from the prefix cache against 0%" in note
+    # Same cache share (both uncached): compared as usual.
+    again = await store_run(
+        db,
+        team,
+        endpoint,
+        finished=T0 + 2 * HOUR,
+        ttft_ms=346.0,
+        seed=13,
+        cache=json.dumps(uncached),
+        fingerprint=FP_B,
+    )
+    base = await store_run(
+        db,
+        team,
+        endpoint,
+        finished=T0 + HOUR,
+        ttft_ms=346.0,
+        seed=14,
+        cache=json.dumps(uncached),
+        fingerprint=FP_B,
+    )
+    await judge(sessions, base[0])
+    [same] = await judge(sessions, again[0])
+    assert same["verdict"] == "no_change"
+    response = await team.http.get(f"/v1/runs/{rerun[1]}")
+    assert response.status_code == 200, response.text
+    assert response.json()["change"]["verdict"] == "incomparable"
+    assert response.json()["cache"]["share"] == pytest.approx(15300 / 15360)

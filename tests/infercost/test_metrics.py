@@ -7,7 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from infercost.metrics import RequestTiming, distribution, inflight_mean, meets_slo, summarize
+from infercost.metrics import (
+    RequestTiming,
+    RunFigures,
+    ServerTimings,
+    distribution,
+    inflight_mean,
+    meets_slo,
+    summarize,
+)
 
 
 def req(
@@ -245,7 +253,7 @@ def _measured_run() -> list[RequestTiming]:
     return [
         req(0, 1.0, [1.2, 1.3, 1.4], 3.0, n_out=100, n_in=50),
         req(1, 1.5, [1.6, 1.8], 4.0, n_out=200, n_in=70),
-        # broke after 30 tokens: its tokens are not useful output
+        # broke after 30 tokens: a failure, but the server did produce those tokens
         req(2, 2.0, [2.1, 2.2], 2.1, n_out=30, n_in=40, error_class="stream_broken"),
     ]
 
@@ -254,10 +262,11 @@ def test_throughput_duration_and_error_rate() -> None:
     fig = summarize(_measured_run())
     # duration = max(t_end) - min(t_send) = 4.0 - 1.0 = 3.0 s
     assert fig.duration_s == pytest.approx(3.0)
-    # successful requests only: out = (100 + 200) / 3 = 100; in = (50 + 70) / 3 = 40
-    assert fig.output_tokens_per_s == pytest.approx(100.0)
-    assert fig.input_tokens_per_s == pytest.approx(40.0)
-    assert fig.total_tokens_per_s == pytest.approx(140.0)
+    # every token that arrived in the window, the broken request's too (METRICS.md: what
+    # the server produced): out = (100 + 200 + 30) / 3 = 110; in = (50 + 70 + 40) / 3
+    assert fig.output_tokens_per_s == pytest.approx(110.0)
+    assert fig.input_tokens_per_s == pytest.approx(160 / 3)
+    assert fig.total_tokens_per_s == pytest.approx(110.0 + 160 / 3)
     # 2 successful requests / 3 s
     assert fig.requests_per_s == pytest.approx(2 / 3)
     assert fig.requests_total == 3
@@ -300,7 +309,41 @@ def test_duration_uses_measured_requests_including_failed_ones() -> None:
     fig = summarize(timings)
     # 4.0 - 0.5 = 3.5 s
     assert fig.duration_s == pytest.approx(3.5)
-    assert fig.output_tokens_per_s == pytest.approx(300 / 3.5)
+    assert fig.output_tokens_per_s == pytest.approx(330 / 3.5)
+
+
+def test_warmup_tokens_that_arrive_inside_the_window_count() -> None:
+    """METRICS.md: output tokens/s counts every token that arrived inside the measured window,
+    from warm-up requests still running in it too (what the server's counters see)."""
+    measured = _measured_run()  # window 1.0 .. 4.0 s; 330 output, 160 input tokens inside
+    warmup = [
+        # 4 events, 40 tokens (10 per event): 2 events arrive before 1.0 s, 2 inside -> 20.
+        # Its prompt was prefilled before the window (first event 0.8 s): no input tokens.
+        req(10, 0.0, [0.8, 0.9, 1.1, 1.2], 1.3, n_out=40, n_in=500, warmup=True),
+        # Continuous usage says its events carried 1, 5 and 6 tokens; only the last event
+        # (6 tokens) arrives inside the window.
+        RequestTiming(
+            seq=11,
+            warmup=True,
+            t_sched=0.0,
+            t_send=0.0,
+            t_end=1.05,
+            chunk_times=[0.7, 0.95, 1.05],
+            chunk_tokens=[1, 5, 6],
+            n_in=300,
+            n_out=12,
+        ),
+        # Entirely before the window: nothing.
+        req(12, 0.1, [0.2, 0.3], 0.4, n_out=50, n_in=60, warmup=True),
+    ]
+    fig = summarize(warmup + measured)
+    assert fig.duration_s == pytest.approx(3.0)
+    # (330 + 20 + 6) / 3.0 s
+    assert fig.output_tokens_per_s == pytest.approx(356 / 3.0)
+    assert fig.input_tokens_per_s == pytest.approx(160 / 3.0)
+    # counts and latencies are still the measured requests' alone
+    assert fig.requests_total == 3
+    assert fig.requests_per_s == pytest.approx(2 / 3)
 
 
 def test_error_counts_per_class() -> None:
@@ -480,3 +523,136 @@ def test_empty_run() -> None:
     assert fig.slo_attainment is None
     assert fig.count_source is None
     assert fig.client_bound is False
+
+
+# --- the server's own timings and the prefix cache -------------------------------------------
+
+
+def _served(
+    seq: int, ttft_ms: float, prefill_ms: float, per_token_ms: float, n_out: int, cached: int
+) -> RequestTiming:
+    """A request with 5 content events 20 ms apart after its TTFT, and the server's account."""
+    chunks = [seq + ttft_ms / 1000 + 0.020 * i for i in range(5)]
+    t = req(seq, float(seq), chunks, chunks[-1] + 0.001, n_out=5, n_in=100)
+    t.cached_tokens = cached
+    t.server = ServerTimings(
+        source="llamacpp",
+        prefill_ms=prefill_ms,
+        per_token_ms=per_token_ms,
+        n_out=n_out,
+        n_prefilled=100 - cached,
+    )
+    return t
+
+
+def test_server_timings_beside_the_clients() -> None:
+    # Client TTFT 100 / 200 / 300 ms against server prefill 90 / 100 / 110 ms: gaps 10, 100,
+    # 190 ms. Client TPOT = (4 x 20 ms) / (5 - 1) = 20 ms; server per-token 19.5 ms: gap 0.5.
+    timings = [
+        _served(0, 100.0, 90.0, 19.5, 5, 0),
+        _served(1, 200.0, 100.0, 19.5, 5, 50),
+        _served(2, 300.0, 110.0, 19.5, 4, 100),
+    ]
+    fig = summarize(timings)
+    block = fig.server_timings
+    assert block is not None
+    assert block["source"] == "llamacpp"
+    assert block["requests"] == 3
+    assert block["prefill_ms"]["p50"] == pytest.approx(100.0)
+    assert block["tpot_ms"]["p50"] == pytest.approx(19.5)
+    assert block["ttft_gap_ms"]["p50"] == pytest.approx(100.0)
+    assert block["ttft_gap_ms"]["max"] == pytest.approx(190.0)
+    assert block["tpot_gap_ms"]["p50"] == pytest.approx(0.5)
+    # the third request's output count (5) disagrees with the server's (4)
+    assert block["output_tokens_agree"] == pytest.approx(2 / 3)
+    # TTFT p50 200 ms; gap p50 100 ms > max(10 ms, 20% x 200 ms): flagged, and why
+    assert block["flagged"] is True
+    assert any("in front of the engine" in note for note in block["notes"])
+    assert any("equal the server's for 67%" in note for note in block["notes"])
+    # TPOT gap 0.5 ms < max(1 ms, 20% x 19.5 ms): not flagged
+    assert not any("TPOT" in note for note in block["notes"])
+    # cache: (0 + 50 + 100) of 300 prompt tokens, two requests with hits
+    assert fig.cache == {
+        "requests": 3,
+        "requests_with_hits": 2,
+        "prompt_tokens": 300,
+        "cached_prompt_tokens": 150,
+        "share": 0.5,
+    }
+
+
+def test_no_server_timings_no_block() -> None:
+    fig = summarize(_measured_run())
+    assert fig.server_timings is None
+    assert fig.cache is None
+
+
+def test_server_timings_that_agree_are_not_flagged() -> None:
+    timings = [_served(i, 100.0, 95.0, 20.0, 5, 0) for i in range(4)]
+    block = summarize(timings).server_timings
+    assert block is not None
+    # gap 5 ms < 10 ms floor; TPOT gap 0
+    assert block["flagged"] is False
+    assert block["notes"] == []
+    assert block["output_tokens_agree"] == 1.0
+
+
+# --- adequacy -----------------------------------------------------------------------------------
+
+
+def _steady(n: int, gap_s: float, *, cached: int | None = None) -> list[RequestTiming]:
+    """n requests sent gap_s apart, each 100 ms to its first token, 4 more tokens 20 ms apart."""
+    out = []
+    for i in range(n):
+        t0 = i * gap_s
+        chunks = [t0 + 0.1 + 0.02 * k for k in range(5)]
+        t = req(i, t0, chunks, chunks[-1] + 0.001, n_in=100)
+        t.cached_tokens = cached
+        out.append(t)
+    return out
+
+
+def codes(fig: RunFigures) -> list[str]:
+    adequacy = fig.adequacy
+    assert adequacy is not None
+    return [r["code"] for r in adequacy["reasons"]]
+
+
+def test_a_long_enough_level_with_enough_requests_is_adequate() -> None:
+    # 120 requests 0.1 s apart: window 0 .. 11.9 + 0.181 s, about 12 s >= 5 s and 5 x 1 s
+    fig = summarize(_steady(120, 0.1), telemetry_interval_s=1.0)
+    assert fig.adequacy == {"ok": True, "reasons": []}
+
+
+def test_too_few_requests_and_too_short() -> None:
+    # The README's old sweep: 64 requests in about one second
+    fig = summarize(_steady(64, 0.015))
+    assert fig.adequacy is not None
+    assert fig.adequacy["ok"] is False
+    assert codes(fig) == ["few_requests", "short"]
+    assert "64 successful measured requests" in fig.adequacy["reasons"][0]["detail"]
+
+
+def test_telemetry_interval_sets_the_shortest_window() -> None:
+    # 12 s is long enough at 1 s scrapes, not at 5 s scrapes (5 x 5 = 25 s)
+    assert "short" not in codes(summarize(_steady(120, 0.1), telemetry_interval_s=1.0))
+    assert "short" in codes(summarize(_steady(120, 0.1), telemetry_interval_s=5.0))
+
+
+def test_errors_and_client_bound_are_reasons() -> None:
+    timings = _steady(120, 0.1)
+    for t in timings[:10]:  # 10 of 120 failed: 8.3% > 5%
+        t.error_class = "http_5xx"
+    late = _steady(120, 0.1)
+    for t in late:
+        t.t_sched = t.t_send - 0.050  # every request sent 50 ms late: queue delay p99 50 ms
+    assert codes(summarize(timings)) == ["errors"]
+    assert codes(summarize(late)) == ["client_bound"]
+
+
+def test_prompt_cache_hits_unless_the_workload_caches_on_purpose() -> None:
+    cached = _steady(120, 0.1, cached=50)  # half of every prompt from the cache
+    assert codes(summarize(cached)) == ["prompt_cache"]
+    assert codes(summarize(cached, cache_expected=True)) == []
+    # 10% or less is tolerated
+    assert codes(summarize(_steady(120, 0.1, cached=10))) == []

@@ -179,3 +179,20 @@ def test_prompt_text_depends_only_on_seq_and_words() -> None:
     # one word more appends a word and changes nothing before it
     longer = maker.make(3, 31)
     assert longer.startswith(first[3] + " ")
+
+
+def test_shared_prefixes_start_prompts_and_the_rest_is_their_own() -> None:
+    maker = PromptMaker(np.random.default_rng(7), prefixes=3, prefix_words=20)
+    prompts = [maker.make(seq, 50) for seq in range(7)]
+    words = [p.split() for p in prompts]
+    # every prompt has 50 words: 20 of its prefix, then its number and 29 pool words
+    assert [len(w) for w in words] == [50] * 7
+    # seq, seq + 3, seq + 6 share their first 20 words, and only those
+    assert words[0][:20] == words[3][:20] == words[6][:20]
+    assert words[1][:20] == words[4][:20]
+    assert words[0][:20] != words[1][:20] != words[2][:20]
+    assert [w[20] for w in words] == [str(seq) for seq in range(7)]
+    # without prefixes, the same generator gives the prompts it always gave
+    plain = PromptMaker(np.random.default_rng(7))
+    assert plain.make(3, 50) == PromptMaker(np.random.default_rng(7)).make(3, 50)
+    assert not plain.make(3, 50).startswith(" ".join(words[3][:20]))

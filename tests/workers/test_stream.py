@@ -71,6 +71,38 @@ async def _stall(receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+#: The captured stream's role event, two content events and its finish event (no usage).
+_CAPTURED = sse_events(fixture_bytes("chat-stream-usage.sse"))
+_ROLE, _TWO, _FINISH = _CAPTURED[0], _CAPTURED[1:3], _CAPTURED[9]
+
+#: A chat completion as TGI answers one that is not streamed (its timings are in headers).
+TGI_CHAT_BODY = (
+    b'{"object":"chat.completion","choices":[{"index":0,"finish_reason":"length",'
+    b'"message":{"role":"assistant","content":"a b c d e"}}],'
+    b'"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}'
+)
+
+#: Streams that end in each way METRICS.md distinguishes.
+ENDINGS: dict[str, list[bytes]] = {
+    # The body just stops: no finish_reason, no [DONE].
+    "just-stops": [_ROLE, *_TWO],
+    # A finish_reason ends it properly even without [DONE].
+    "finish-no-done": [_ROLE, *_TWO, _FINISH],
+    # An SSE error event after two tokens (TGI-style: a named event with an error object).
+    "error-event": [
+        _ROLE,
+        *_TWO,
+        b'event: error\ndata: {"error":"Request failed during generation: CUDA out of memory"}\n\n',
+    ],
+    # An error object in a plain data event (vLLM's and SGLang's form).
+    "error-object": [
+        _ROLE,
+        *_TWO,
+        b'data: {"error":{"message":"engine dead","type":"InternalServerError","code":500}}\n\n',
+    ],
+}
+
+
 class ReplayApp:
     """ASGI app: the first path segment names what to answer; requests are kept for checks."""
 
@@ -99,6 +131,18 @@ class ReplayApp:
             await _replay_sse(send, [b"data: [DONE]\n\n"])
         elif scenario == "stall":
             await _stall(receive, send)
+        elif scenario in ENDINGS:
+            await _replay_sse(send, ENDINGS[scenario])
+        elif scenario == "tgi-nostream":
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"x-queue-time", b"7"),
+                (b"x-inference-time", b"120"),
+                (b"x-time-per-token", b"24"),
+                (b"x-generated-tokens", b"5"),
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": TGI_CHAT_BODY})
         else:
             await send_json(send, 404, b'{"detail":"no such scenario"}')
 
@@ -174,6 +218,14 @@ async def test_chat_stream_with_usage(replay: tuple[str, ReplayApp]) -> None:
     sent = msgspec.json.decode(body)
     assert sent["stream"] is True
     assert sent["messages"] == [{"role": "user", "content": "hello there"}]
+    # llama.cpp's own timings and cache count, as the captured usage event states them
+    assert rec.cached_tokens == 0
+    assert rec.server is not None
+    assert rec.server.source == "llamacpp"
+    assert rec.server.prefill_ms == 18.145
+    assert rec.server.per_token_ms == pytest.approx(42.313 / 7)
+    assert rec.server.n_out == 8
+    assert rec.server.n_prefilled == 18
 
 
 async def test_chat_stream_without_usage_counts_events(replay: tuple[str, ReplayApp]) -> None:
@@ -186,6 +238,10 @@ async def test_chat_stream_without_usage_counts_events(replay: tuple[str, Replay
     assert rec.count_source == "events"
     # no usage: the prompt count is the local one
     assert rec.n_in == 10
+    # ... but the finish event's timings say 4 prompt tokens came from the cache, 5 prefilled
+    assert rec.cached_tokens == 4
+    assert rec.server is not None
+    assert (rec.server.n_prefilled, rec.server.n_out, rec.server.prefill_ms) == (5, 5, 14.656)
 
 
 async def test_completions_stream_with_usage(replay: tuple[str, ReplayApp]) -> None:
@@ -198,6 +254,7 @@ async def test_completions_stream_with_usage(replay: tuple[str, ReplayApp]) -> N
     assert rec.n_out == 5
     assert rec.n_in == 5
     assert rec.count_source == "usage"
+    assert rec.cached_tokens == 1  # usage.prompt_tokens_details.cached_tokens
     path, _, body = app.requests[-1]
     assert path == "/completions-stream-usage-sse/v1/completions"
     assert msgspec.json.decode(body)["prompt"] == "hello there"
@@ -217,9 +274,54 @@ async def test_chat_not_streamed(replay: tuple[str, ReplayApp]) -> None:
     assert t.ttft > 0
     # the whole text came at once: no time per output token to speak of
     assert t.tpot is None
+    assert rec.cached_tokens == 8  # the captured body's usage.prompt_tokens_details
+
+
+async def test_tgi_timing_headers_are_the_servers_timings(replay: tuple[str, ReplayApp]) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/tgi-nostream/v1", stream=False)
+    assert rec.error_class is None, rec.error
+    assert rec.server is not None
+    assert rec.server.source == "tgi"
+    assert (rec.server.queue_ms, rec.server.per_token_ms, rec.server.n_out) == (7.0, 24.0, 5)
+    assert rec.cached_tokens is None  # the server did not say
+
+
+async def test_finish_reason_without_done_is_a_proper_end(replay: tuple[str, ReplayApp]) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/finish-no-done/v1")
+    assert rec.error_class is None, rec.error
+    assert len(rec.chunk_ns) == 2
 
 
 # --- failures ---------------------------------------------------------------------------------
+
+
+async def test_a_body_that_just_stops_is_stream_broken(replay: tuple[str, ReplayApp]) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/just-stops/v1")
+    assert rec.status == 200
+    assert rec.error_class == "stream_broken"
+    assert rec.error is not None
+    assert "without [DONE] or a finish_reason" in rec.error
+    assert len(rec.chunk_ns) == 2  # what did arrive was timed and counted
+    assert rec.n_out == 2
+
+
+@pytest.mark.parametrize(
+    ("scenario", "said"),
+    [("error-event", "CUDA out of memory"), ("error-object", "engine dead")],
+)
+async def test_an_error_in_the_stream_is_a_protocol_error(
+    replay: tuple[str, ReplayApp], scenario: str, said: str
+) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/{scenario}/v1")
+    assert rec.status == 200
+    assert rec.error_class == "protocol"
+    assert rec.error is not None
+    assert said in rec.error
+    assert len(rec.chunk_ns) == 2
 
 
 async def test_http_400_keeps_the_servers_message(replay: tuple[str, ReplayApp]) -> None:

@@ -21,7 +21,7 @@ from typing import Any, cast
 import httpx
 import msgspec
 
-from infercost.metrics import RequestTiming
+from infercost.metrics import RequestTiming, ServerTimings
 from workers.loadgen.transport import READS, SLOT, SlotBody
 
 _NS = 1e-9
@@ -37,16 +37,37 @@ class _Choice(msgspec.Struct):
     delta: _Delta | None = None
     message: _Delta | None = None
     text: str | None = None
+    finish_reason: str | None = None
+
+
+class _PromptDetails(msgspec.Struct):
+    cached_tokens: int | None = None
 
 
 class _Usage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+
+
+class _Timings(msgspec.Struct):
+    """llama.cpp's own per-request timings, sent with the final events (its server's
+    `timings` object): prompt_n tokens prefilled (cached ones excluded) in prompt_ms,
+    predicted_n tokens generated, predicted_per_token_ms = predicted_ms / (predicted_n - 1),
+    cache_n prompt tokens served from its cache."""
+
+    prompt_n: int | None = None
+    prompt_ms: float | None = None
+    predicted_n: int | None = None
+    predicted_ms: float | None = None
+    predicted_per_token_ms: float | None = None
+    cache_n: int | None = None
 
 
 class _Event(msgspec.Struct):
     choices: list[_Choice] = []
     usage: _Usage | None = None
+    timings: _Timings | None = None
     error: Any = None
 
 
@@ -59,16 +80,19 @@ class RawRequest:
     """One request's observations in perf_counter_ns, filled in place on the hot path."""
 
     __slots__ = (
+        "cached_tokens",
         "chunk_ns",
         "chunk_tokens",
         "count_source",
         "error",
         "error_class",
+        "finished",
         "keep_answer",
         "n_in",
         "n_in_target",
         "n_out",
         "seq",
+        "server",
         "status",
         "t_content",
         "t_end",
@@ -108,6 +132,12 @@ class RawRequest:
         self.status: int | None = None
         self.error_class: str | None = None
         self.error: str | None = None
+        # A choice's finish_reason arrived: the stream ended properly even without [DONE].
+        self.finished = False
+        # Prompt tokens the server says came from its prefix cache (usage or its timings).
+        self.cached_tokens: int | None = None
+        # The server's own timings of this request, where it reports them (ServerTimings).
+        self.server: ServerTimings | None = None
         # The received text, kept only to count it with the endpoint's tokenizer when the
         # server sent no usage (dropped by the first event that carries usage); None: not
         # collected.
@@ -137,6 +167,8 @@ class RawRequest:
             t_first_content=None if self.t_content is None else (self.t_content - origin_ns) * _NS,
             chunk_tokens=list(self.chunk_tokens) if self.chunk_tokens else None,
             n_in_target=self.n_in_target,
+            cached_tokens=self.cached_tokens,
+            server=self.server,
         )
 
 
@@ -303,21 +335,30 @@ async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int])
 
     After [DONE] the rest of the body is drained unparsed: a body left unread makes httpx
     close the connection, and a new connection per request would cost the client dearly.
+    A body that ends without [DONE] or a choice's finish_reason broke off (METRICS.md).
     """
     reads = response.extensions.get(READS)
     if isinstance(reads, SlotBody) and "content-encoding" not in response.headers:
-        await _read_stamped(reads, rec, ns)
+        error_event = await _read_stamped(reads, rec, ns)
     else:
         # The shared pool, a proxy, or a compressed body: stamped as httpx hands it on.
-        await _read_chunks(response, rec, ns)
+        error_event = await _read_chunks(response, rec, ns)
     if rec.t_end is None:
         rec.t_end = perf_counter_ns()
+        if error_event:
+            raise _Failure("protocol", "the server sent an error event and closed the stream")
+        if not rec.finished:
+            raise _Failure(
+                "stream_broken",
+                "the stream ended without [DONE] or a finish_reason (the body just stopped)",
+            )
 
 
-async def _read_stamped(reads: SlotBody, rec: RawRequest, ns: list[int]) -> None:
+async def _read_stamped(reads: SlotBody, rec: RawRequest, ns: list[int]) -> bool:
     """The body as the slot's stamped reads: each event gets the stamp of the read that
-    completed it."""
+    completed it. Returns whether an `event: error` still waited for its data line."""
     pending = b""
+    error_event = False
     while (batch := await reads.next_reads()) is not None:
         if rec.t_end is not None:
             continue
@@ -335,12 +376,19 @@ async def _read_stamped(reads: SlotBody, rec: RawRequest, ns: list[int]) -> None
             i = j
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
-            _feed(lines, rec, ns, now)
+            if error_event or b"event:" in chunk:
+                # Named events are rare (an engine's `event: error`): a slower path reads them.
+                error_event = _feed_named(lines, rec, ns, now, error_event)
+            else:
+                _feed(lines, rec, ns, now)
+    return error_event
 
 
-async def _read_chunks(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
-    """The body as httpx hands it on, each piece stamped as it comes out."""
+async def _read_chunks(response: httpx.Response, rec: RawRequest, ns: list[int]) -> bool:
+    """The body as httpx hands it on, each piece stamped as it comes out. Returns whether
+    an `event: error` still waited for its data line."""
     pending = b""
+    error_event = False
     body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
     async with contextlib.aclosing(body) as chunks:
         async for chunk in chunks:
@@ -351,7 +399,11 @@ async def _read_chunks(response: httpx.Response, rec: RawRequest, ns: list[int])
                 rec.t_first_byte = now
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()
-            _feed(lines, rec, ns, now)
+            if error_event or b"event:" in chunk:
+                error_event = _feed_named(lines, rec, ns, now, error_event)
+            else:
+                _feed(lines, rec, ns, now)
+    return error_event
 
 
 def _feed(lines: list[bytes], rec: RawRequest, ns: list[int], now: int) -> None:
@@ -373,6 +425,32 @@ def _feed(lines: list[bytes], rec: RawRequest, ns: list[int], now: int) -> None:
         _on_event(event, rec, ns, now)
     if done:
         rec.t_end = now
+
+
+def _feed_named(
+    lines: list[bytes], rec: RawRequest, ns: list[int], now: int, error_event: bool
+) -> bool:
+    """`_feed` for reads with SSE `event:` fields: the data of an `event: error` is the
+    server's error, a `protocol` failure (METRICS.md); other event names are read as data.
+    Returns whether an error event still waits for its data line."""
+    for line in lines:
+        if line.startswith(b"event:"):
+            error_event = line[6:].strip() == b"error"
+        elif line.startswith(b"data:"):
+            payload = line[5:].strip()
+            if error_event:
+                raise _Failure("protocol", f"the server sent an error event: {_excerpt(payload)}")
+            if payload == _DONE:
+                rec.t_end = now
+                return False
+            _on_event(_parse(payload), rec, ns, now)
+    return error_event
+
+
+def _excerpt(payload: bytes) -> str:
+    """A short, printable excerpt of what a server sent, for an error message."""
+    text = payload[:300].decode("utf-8", "replace")
+    return "".join(ch if ch.isprintable() else " " for ch in text).strip()
 
 
 def _parse_all(payloads: list[bytes]) -> Iterable[_Event]:
@@ -401,7 +479,9 @@ def _parse(payload: bytes) -> _Event:
     except msgspec.DecodeError as exc:
         raise _Failure("protocol", f"malformed event: {str(exc)[:200]}") from None
     if event.error is not None:
-        raise _Failure("stream_broken", f"server sent an error event: {str(event.error)[:300]}")
+        raise _Failure(
+            "protocol", f"the server sent an error: {_excerpt(str(event.error).encode())}"
+        )
     return event
 
 
@@ -411,6 +491,12 @@ def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
         ns.append(now)
         if kind == _CONTENT and rec.t_content is None:
             rec.t_content = now
+    if not rec.finished:
+        for choice in event.choices:
+            if choice.finish_reason:
+                rec.finished = True
+    if event.timings is not None:
+        _on_timings(event.timings, rec)
     usage = event.usage
     if usage is not None:
         completion = usage.completion_tokens
@@ -428,6 +514,22 @@ def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
                 rec.text = None
         if usage.prompt_tokens is not None:
             rec.n_in = usage.prompt_tokens
+        details = usage.prompt_tokens_details
+        if details is not None and details.cached_tokens is not None:
+            rec.cached_tokens = details.cached_tokens
+
+
+def _on_timings(timings: _Timings, rec: RawRequest) -> None:
+    """llama.cpp's own timings of the request (the last event that carries them wins)."""
+    rec.server = ServerTimings(
+        source="llamacpp",
+        prefill_ms=timings.prompt_ms,
+        per_token_ms=timings.predicted_per_token_ms,
+        n_out=timings.predicted_n,
+        n_prefilled=timings.prompt_n,
+    )
+    if rec.cached_tokens is None and timings.cache_n is not None:
+        rec.cached_tokens = timings.cache_n
 
 
 async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
@@ -456,6 +558,30 @@ async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) 
     except msgspec.DecodeError as exc:
         raise _Failure("protocol", f"malformed response body: {str(exc)[:200]}") from None
     _on_event(event, rec, ns, now)
+
+
+#: TGI's timing headers (ms, whole numbers), sent with responses that are not streamed.
+_TGI_TIMING_HEADER = "x-time-per-token"
+
+
+def _tgi_timings(headers: httpx.Headers) -> ServerTimings | None:
+    """The server's own timings from TGI's response headers: time in its queue, time per
+    generated token, tokens generated; None when a header is not a number."""
+
+    def number(name: str) -> float | None:
+        value = headers.get(name)
+        try:
+            return None if value is None else float(value)
+        except ValueError:
+            return None
+
+    generated = number("x-generated-tokens")
+    return ServerTimings(
+        source="tgi",
+        per_token_ms=number(_TGI_TIMING_HEADER),
+        queue_ms=number("x-queue-time"),
+        n_out=None if generated is None else int(generated),
+    )
 
 
 async def _status_failure(response: httpx.Response, rec: RawRequest) -> _Failure:
@@ -497,6 +623,8 @@ async def _exchange(
         rec.status = response.status_code
         if response.status_code >= 300:
             raise await _status_failure(response, rec)
+        if _TGI_TIMING_HEADER in response.headers:
+            rec.server = _tgi_timings(response.headers)
         if stream:
             await _read_stream(response, rec, rec.chunk_ns)
         else:

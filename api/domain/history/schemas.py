@@ -8,7 +8,9 @@ from typing import Literal
 
 import msgspec
 
-RunVerdict = Literal["regression", "improvement", "no_change", "insufficient_data", "baseline"]
+RunVerdict = Literal[
+    "regression", "improvement", "no_change", "insufficient_data", "baseline", "incomparable"
+]
 MetricVerdict = Literal["regression", "improvement", "no_change", "insufficient_data"]
 
 
@@ -91,7 +93,10 @@ class Change(msgspec.Struct):
     `verdict`: `regression` when any metric (ttft_ms, tpot_ms, e2e_ms) regressed, else
     `improvement` when any improved, else `no_change` (`insufficient_data` when no metric
     had enough requests); `baseline` when there was no earlier comparable run (then
-    `metrics` is empty). `output_tokens_per_s` is reported, never tested.
+    `metrics` is empty); `incomparable` when the two runs' shares of prompt tokens served
+    from the prefix cache differ by more than 10 points (cached prefill is far cheaper, so
+    TTFT would differ for that reason alone; `notes` says by how much, `metrics` is empty).
+    `output_tokens_per_s` is reported, never tested.
     """
 
     verdict: RunVerdict

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from api.domain.estimates.evidence import (
 from api.domain.history.services import change_read
 from api.domain.jobs.schemas import (
     CSV_COLUMNS,
+    Adequacy,
+    CacheBlock,
     ClientHealth,
     Cost,
     Distribution,
@@ -40,6 +43,7 @@ from api.domain.jobs.schemas import (
     RunSummary,
     Sample,
     SamplePage,
+    ServerTimingsBlock,
     Slo,
     Sweep,
     Telemetry,
@@ -176,6 +180,11 @@ def run_summary(
         prompt_tokenizer=msgspec.convert(stats["prompt_tokenizer"], PromptTokenizer)
         if stats.get("prompt_tokenizer")
         else None,
+        server_timings=msgspec.convert(run.server_timings, ServerTimingsBlock)
+        if run.server_timings
+        else None,
+        cache=msgspec.convert(run.cache, CacheBlock) if run.cache else None,
+        adequacy=msgspec.convert(run.adequacy, Adequacy) if run.adequacy else None,
         workload_fingerprint=run.workload_fingerprint,
         live=msgspec.convert(run.live, LiveFigures) if run.live else None,
         change=change_read(run.change),
@@ -203,26 +212,16 @@ def job_list_item(job: Job) -> JobListItem:
 
 def sample_read(sample: RequestSample) -> Sample:
     """The response shape of one stored request."""
-    return Sample(
-        seq=sample.seq,
-        warmup=sample.warmup,
-        t_sched=sample.t_sched,
-        t_send=sample.t_send,
-        ttfb_ms=sample.ttfb_ms,
-        ttft_ms=sample.ttft_ms,
-        e2e_ms=sample.e2e_ms,
-        n_in=sample.n_in,
-        n_out=sample.n_out,
-        count_source=sample.count_source,
-        status=sample.status,
-        error_class=sample.error_class,
-        error=sample.error,
-        chunk_times_ms=list(sample.chunk_times_ms),
-        ttfo_ms=sample.ttfo_ms,
-        chunk_tokens=None if sample.chunk_tokens is None else list(sample.chunk_tokens),
-        n_in_target=sample.n_in_target,
-        prompt_length=sample.prompt_length,
-    )
+    return msgspec.convert(sample, Sample, from_attributes=True)
+
+
+def _replayed(stored: Any, sent: Any, seed_given: bool) -> bool:
+    """Whether a field of a job replayed under its Idempotency-Key differs from what was
+    stored; the seed drawn for a job that named none is not part of what was sent."""
+    if not seed_given and isinstance(stored, dict) and "seed" in stored:
+        stored = {k: v for k, v in stored.items() if k != "seed"}
+        sent = {k: v for k, v in sent.items() if k != "seed"}
+    return bool(stored != sent)
 
 
 def _arrival(load: Load) -> Arrival:
@@ -254,6 +253,28 @@ class JobService:
             raise InvalidInput(
                 "workload.sessions",
                 "multi-turn sessions need load.mode 'concurrency' and one shard",
+            )
+        self._check_prefix(data)
+
+    @staticmethod
+    def _check_prefix(data: JobCreate) -> None:
+        """A shared prefix belongs to synthetic prompts and must leave room for their own part."""
+        prefix, workload = data.workload.prefix, data.workload
+        if prefix is None:
+            return
+        if workload.dataset_id is not None or workload.sessions is not None:
+            raise InvalidInput(
+                "workload.prefix",
+                "shared prefixes apply to synthetic prompts: leave out dataset_id and sessions",
+            )
+        lengths = workload.input_tokens
+        shortest = None if lengths is None else (lengths.min or lengths.mean)
+        if shortest is not None and shortest <= prefix.tokens:
+            raise InvalidInput(
+                "workload.prefix.tokens",
+                f"{prefix.tokens} tokens of prefix leave no room in prompts of {shortest:g} "
+                "tokens: input_tokens is the whole prompt (prefix included), so make it longer "
+                "than the prefix (its min, or its mean when no min is given)",
             )
 
     def _check_load(self, load: Load) -> None:
@@ -418,9 +439,15 @@ class JobService:
             refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
         dataset = await workload_dataset(self.session, self.team_id, data.workload, endpoint.api)
         load = self._stored_load(self._resolved(data.load))
+        workload = msgspec.to_builtins(data.workload)
+        seed_given = data.workload.seed is not None
+        if not seed_given:
+            # A fresh seed per job: identical prompts would let the engine's prefix cache
+            # answer a rerun (README, "Prompt caches"); stored, so the job can be repeated.
+            workload["seed"] = secrets.randbits(32)
         plan = {
             "endpoint_id": data.endpoint_id,
-            "workload": msgspec.to_builtins(data.workload),
+            "workload": workload,
             "load": load,
             "slo": msgspec.to_builtins(data.slo) if data.slo else None,
         }
@@ -446,7 +473,7 @@ class JobService:
             # down, or loses the message, delays the job but never strands it.
             self.queue.stage_job(self.session, job.id)
             after_commit(self.session, partial(self.queue.enqueue_job, job.id))
-        elif any(getattr(job, name) != value for name, value in plan.items()):
+        elif any(_replayed(getattr(job, name), value, seed_given) for name, value in plan.items()):
             raise Conflict(
                 f"Idempotency-Key '{idempotency_key}' was already used for job {job.id} with a "
                 "different body: send a new key to submit a different job"
