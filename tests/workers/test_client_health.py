@@ -23,6 +23,7 @@ from infercost.metrics import (
 )
 from infercost.sim.config import SimConfig
 from infercost.sim.process import sim_process
+from tests.workers.test_stream import fixture_bytes
 from tests.workers.test_transport_servers import (
     EVENTS,
     SSE_HEAD,
@@ -97,6 +98,43 @@ async def test_each_event_keeps_the_stamp_of_the_read_that_completed_it() -> Non
     # The parser took the first read's bytes at least (parsing - its stamp) after they came.
     assert health.read_lag.count >= 1
     assert health.read_lag.max_ns >= parsing - rec.chunk_ns[0]
+
+
+async def test_a_whole_body_is_stamped_at_the_reads_that_brought_it() -> None:
+    """A non-streamed answer written in two pieces and parsed only later: its first byte is
+    the first read's stamp and its end the last read's, not the parse time."""
+    body = fixture_bytes("chat-nostream.json")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    pieces = [head % len(body) + body[:40], body[40:]]
+    written: list[int] = []
+    go_on = asyncio.Event()
+
+    async def answer(writer: asyncio.StreamWriter, nth: int) -> bool:
+        for piece in pieces:
+            written.append(perf_counter_ns())
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.005)  # a read of its own (same loop as the client)
+        go_on.set()
+        return True
+
+    async with raw_server(answer) as (url, _seen), load_client(4) as client:
+        target = Target.for_endpoint(url, "openai-chat", "m", None, 5.0)
+        payload = request_body(target, "hi", 8, stream=False, ignore_eos=True, temperature=None)
+        request = client.build_request(
+            "POST", target.url, content=payload, headers=target.headers, extensions={SLOT: 0}
+        )
+        response = await client.send(request, stream=True)
+        await go_on.wait()
+        await asyncio.sleep(0.02)
+        parsing = perf_counter_ns()
+        rec = RawRequest(0, False, parsing, 8)
+        await stream._read_whole(response, rec, rec.chunk_ns)
+        await response.aclose()
+
+    assert rec.t_first_byte is not None and rec.t_end is not None
+    assert written[0] <= rec.t_first_byte < written[1] <= rec.t_end < parsing
+    assert rec.chunk_ns == [rec.t_end] and rec.n_out > 0
 
 
 async def test_a_blocked_loop_shows_as_loop_lag() -> None:
