@@ -353,14 +353,15 @@ async def test_csv(fleet: Fleet) -> None:
     table = list(csv.DictReader(io.StringIO(response.text)))
     assert list(table[0]) == [
         "model", "engine", "hardware", "gpu_count", "mode", "level", "workload_fingerprint",
-        "runs", "client_bound", "slo_passed", "first_measured_at", "last_measured_at",
-        "output_tokens_per_s", "ttft_p50_ms", "run_ids",
+        "runs", "client_bound", "slo_passed", "adequate", "inadequate", "first_measured_at",
+        "last_measured_at", "output_tokens_per_s", "ttft_p50_ms", "run_ids",
     ]  # fmt: skip
     first = table[0]
     assert first["level"] == "1.0" and first["workload_fingerprint"] == FP_A
     assert float(first["output_tokens_per_s"]) == 110 and float(first["ttft_p50_ms"]) == 45
     assert first["run_ids"].split() == [fleet.runs["h200_l1_a"], fleet.runs["h200_l1_b"]]
     assert first["client_bound"] == "false" and first["last_measured_at"] == "2026-11-01T01:00:00Z"
+    assert first["adequate"] == "true" and first["inadequate"] == ""
     assert [(r["level"], r["workload_fingerprint"]) for r in table] == [
         ("1.0", FP_A), ("8.0", FP_A), ("16.0", FP_A), ("1.0", FP_B),
     ]  # fmt: skip
@@ -509,6 +510,17 @@ async def test_inadequate_runs_are_marked_in_rows_and_left_out_of_the_frontier(
     assert rows[8]["adequate"] is True
     assert page["inadequate_rows"] == 2
     assert any(w.startswith("2 row(s) on this page rest on inadequate") for w in page["warnings"])
+    as_csv = await fleet.team.http.get(
+        "/v1/comparisons",
+        params={"model": "llama-8b", "workload_fingerprint": FP_A, "hardware": "H200-SXM"},
+        headers={"Accept": "text/csv"},
+    )
+    by_level = {r["level"]: r for r in csv.DictReader(io.StringIO(as_csv.text))}
+    assert (by_level["4.0"]["adequate"], by_level["4.0"]["inadequate"]) == (
+        "false",
+        "few_requests short",
+    )
+    assert (by_level["8.0"]["adequate"], by_level["8.0"]["inadequate"]) == ("true", "")
 
     body = (
         await fleet.team.http.get(

@@ -56,6 +56,8 @@ _CSV_KEYS = (
     "runs",
     "client_bound",
     "slo_passed",
+    "adequate",
+    "inadequate",
     "first_measured_at",
     "last_measured_at",
 )
@@ -372,6 +374,9 @@ def comparison_csv(page: ComparisonPage) -> str:
             "runs": row.runs,
             "client_bound": row.client_bound,
             "slo_passed": row.slo_passed,
+            "adequate": row.adequate,
+            # The reason codes, space-separated like run_ids.
+            "inadequate": " ".join(r.code for r in row.inadequate),
             "first_measured_at": row.first_measured_at,
             "last_measured_at": row.last_measured_at,
         }
