@@ -219,10 +219,10 @@ async def count_client_bound_left_out(
     session: AsyncSession, team_id: uuid.UUID, f: ComparisonFilter
 ) -> int:
     """Runs that match `f` but were left out for being client-bound (0 when `f` includes
-    them)."""
+    them), whatever their adequacy verdict says (it says client_bound too)."""
     if f.include_client_bound:
         return 0
-    wider = replace(f, include_client_bound=True)
+    wider = replace(f, include_client_bound=True, adequate_only=False)
     query = (
         select(func.count())
         .select_from(Run)

@@ -500,7 +500,14 @@ async def test_inadequate_runs_are_marked_in_rows_and_left_out_of_the_frontier(
                          finished=T0 + HOUR, adequacy=None, requests_succeeded=12,
                          usd_per_hour=3.5)  # fmt: skip
 
+    # Client-bound as a worker stores it today: the flag, and a verdict that says so.
+    bound = json.dumps({"ok": False, "reasons": [{"code": "client_bound", "detail": "."}]})
+    await store(db, fleet.team, endpoint, level=64, out=6000, per_user=100, ttft=30,
+                finished=T0 + HOUR, adequacy=bound, client_bound=True,
+                usd_per_hour=3.5)  # fmt: skip
+
     page = await compare(fleet, model="llama-8b", workload_fingerprint=FP_A, hardware="H200-SXM")
+    assert page["excluded"] == {"client_bound": 2}
     rows = {r["level"]: r for r in page["items"]}
     assert rows[4]["adequate"] is False
     assert [r["code"] for r in rows[4]["inadequate"]] == ["few_requests", "short"]
@@ -536,7 +543,8 @@ async def test_inadequate_runs_are_marked_in_rows_and_left_out_of_the_frontier(
         ("H100-SXM", 8),
         ("H200-SXM", 1),
     ]
-    assert body["excluded"] == {"client_bound": 1, "inadequate": 2}
+    # Each left-out run is counted once: client-bound ones as such, the rest as inadequate.
+    assert body["excluded"] == {"client_bound": 2, "inadequate": 2}
     assert {s["run_id"]: [r["code"] for r in s["reasons"]] for s in body["skipped"]} == {
         thin_id: ["few_requests", "short"],
         old_id: ["few_requests"],
