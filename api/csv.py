@@ -14,7 +14,8 @@ from litestar.datastructures import State
 from litestar.response.base import ASGIResponse
 from litestar.response.streaming import ASGIStreamingResponse
 
-CSV_MEDIA_TYPE = "text/csv; charset=utf-8"
+# Litestar adds "; charset=utf-8" to every text/ type itself.
+CSV_MEDIA_TYPE = "text/csv"
 #: What a spreadsheet reads as the start of a formula (or, tab and CR, of a cell it shifts).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, SerializationException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
 from sqlalchemy.exc import (
@@ -58,10 +58,13 @@ def problem(
 
 
 def _unwrap(info: Any) -> Any:
-    """The one meaningful type inside Optional[...] / Unset unions."""
+    """The one meaningful type inside Optional[...] / Unset unions and the documentation
+    (msgspec.Meta descriptions) around a field's type."""
+    if isinstance(info, msgspec.inspect.Metadata):
+        return _unwrap(info.type)
     if isinstance(info, msgspec.inspect.UnionType):
         real = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
-        return real[0] if len(real) == 1 else info
+        return _unwrap(real[0]) if len(real) == 1 else info
     return info
 
 
@@ -97,9 +100,31 @@ def _explain(annotation: Any, field: str, message: str) -> str:
     return message
 
 
+#: msgspec's words for a malformed value, and an example of the form it expects.
+_FORMS = {
+    "Invalid RFC3339 encoded datetime": "an RFC 3339 time with its time zone, e.g. "
+    "2026-12-01T00:00:00Z or 2026-12-01T01:00:00+01:00",
+    "Invalid RFC3339 encoded date": "an RFC 3339 date, e.g. 2026-12-01",
+    "Invalid UUID": "an id (a UUID such as 8b58da70-87c4-4a5e-9d3a-1f0e2b3c4d5e), as the "
+    "list routes return it",
+}
+
+
+def _reworded(field: str, message: str) -> str:
+    """msgspec's and Litestar's wording made actionable: the form a value takes, or what
+    an absent body means."""
+    if message in _FORMS:
+        return f"{message}: give {_FORMS[message]}"
+    if field == "body" and message in ("'data'", "Expected `object`, got `null`"):
+        return "nothing was sent: send a JSON object (the schema is at /schema)"
+    return message
+
+
 def _validation_problem(
     request: Request[Any, Any, Any], exc: ValidationException
 ) -> Response[dict[str, Any]]:
+    """A body, query or path value refused by its schema: 422, the same status as the
+    checks that need several values together (InvalidInput), with every field named."""
     errors: list[dict[str, Any]] = []
     for item in exc.extra if isinstance(exc.extra, list) else []:
         message = str(item.get("message", "")) if isinstance(item, dict) else str(item)
@@ -108,13 +133,14 @@ def _validation_problem(
         if match:
             field = match.group("path") or "body"
             message = message[: match.start()]
-        field = field or "body"
+        # Litestar names the body after the handler's parameter (`data`); users send a body.
+        field = "body" if field in (None, "", "data") else field
         data_field = getattr(request.route_handler, "parsed_data_field", None)
         if data_field is not None:
             message = _explain(data_field.annotation, field, message)
-        errors.append({"field": field, "message": message})
+        errors.append({"field": field, "message": _reworded(field, message)})
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) if errors else exc.detail
-    return problem(request, 400, "Invalid request", detail, errors=errors)
+    return problem(request, 422, "Invalid input", detail, errors=errors)
 
 
 #: SQLSTATE classes that mean the database cannot serve now (connection lost, out of
@@ -198,6 +224,12 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
     if isinstance(exc, HTTPException):
         title = _TITLES.get(exc.status_code, "Request failed")
         detail = exc.detail
+        if isinstance(exc.__cause__, SerializationException):
+            # msgspec's decoder speaks of "input data"; say which input and what is wrong.
+            reason = str(exc.__cause__).removeprefix("JSON is malformed: ")
+            if reason == "Input data was truncated":
+                reason = "it ends before the JSON does (input data was truncated)"
+            detail = f"the body is not valid JSON: {reason}"
         if exc.status_code == 404 and detail in ("Not Found", ""):
             detail = f"no route {request.method} {request.url.path}: see /schema for the API"
         return problem(request, exc.status_code, title, detail, headers=exc.headers)

@@ -132,5 +132,5 @@ async def test_model_facts_and_a_precision_outside_the_list(team: TeamClient) ->
         "/v1/endpoints",
         json={"name": "p", "base_url": "http://h/v1", "model": "m", "precision": "fp9"},
     )
-    assert wrong.status_code == 400, wrong.text
+    assert wrong.status_code == 422, wrong.text
     assert "bf16" in wrong.json()["detail"]

@@ -101,12 +101,12 @@ async def test_filters_and_price_in_effect_at(team: TeamClient) -> None:
     ("change", "status", "field", "hint"),
     [
         ({"hardware": "TPU-v9"}, 422, "hardware", "GET /v1/hardware"),
-        ({"pricing_model": "lease"}, 400, "pricing_model", "on-demand, reserved, spot"),
-        ({"usd_per_gpu_hour": -1.0}, 400, "usd_per_gpu_hour", "> 0"),
-        ({"usd_per_gpu_hour": 0}, 400, "usd_per_gpu_hour", "> 0"),
-        ({"effective_from": "yesterday"}, 400, "effective_from", "datetime"),
-        ({"effective_from": "2026-12-01T00:00:00"}, 400, "effective_from", "timezone"),
-        ({"provider": ""}, 400, "provider", "length"),
+        ({"pricing_model": "lease"}, 422, "pricing_model", "on-demand, reserved, spot"),
+        ({"usd_per_gpu_hour": -1.0}, 422, "usd_per_gpu_hour", "> 0"),
+        ({"usd_per_gpu_hour": 0}, 422, "usd_per_gpu_hour", "> 0"),
+        ({"effective_from": "yesterday"}, 422, "effective_from", "datetime"),
+        ({"effective_from": "2026-12-01T00:00:00"}, 422, "effective_from", "timezone"),
+        ({"provider": ""}, 422, "provider", "length"),
     ],
 )
 async def test_bad_prices_are_refused(
@@ -138,7 +138,7 @@ async def test_endpoint_pricing_model(team: TeamClient) -> None:
         "/v1/endpoints",
         json={"name": "x", "base_url": "http://h/v1", "model": "m", "pricing_model": "cheap"},
     )
-    assert bad.status_code == 400
+    assert bad.status_code == 422
     assert "on-demand, reserved, spot" in bad.json()["detail"]
 
 
@@ -222,7 +222,7 @@ async def test_repricing_parameters_are_checked(team: TeamClient, db: asyncpg.Co
     assert naive.status_code == 422
     assert "time zone" in naive.json()["detail"]
     negative = await team.http.get(f"/v1/runs/{run_id}", params={"usd_per_hour": -1})
-    assert negative.status_code == 400
+    assert negative.status_code == 422
     assert "usd_per_hour" in negative.json()["detail"]
     explicit = (await team.http.get(f"/v1/runs/{run_id}", params={"usd_per_hour": 7.2})).json()
     assert explicit["cost"]["usd_per_hour"] == 7.2

@@ -208,7 +208,7 @@ LISTS = [
 async def test_list_paging_is_bounded(team: TeamClient, path: str, params: dict[str, int]) -> None:
     response = await team.http.get(path, params=params)
     (name,) = params
-    assert_problem(response, 400, name)
+    assert_problem(response, 422, name)
 
 
 @pytest.mark.parametrize("path", LISTS)
@@ -219,7 +219,7 @@ async def test_the_largest_page_is_accepted(team: TeamClient, path: str) -> None
 
 async def test_sample_cursor_is_bounded(team: TeamClient) -> None:
     path = f"/v1/runs/{uuid.uuid4()}/requests"
-    assert_problem(await team.http.get(path, params={"after": 99_999_999_999}), 400, "after")
+    assert_problem(await team.http.get(path, params={"after": 99_999_999_999}), 422, "after")
     # In range, the cursor reaches the lookup (404 for a run that does not exist).
     assert (await team.http.get(path, params={"after": 5})).status_code == 404
 
@@ -258,17 +258,17 @@ async def test_rate_levels_are_bounded(
 ) -> None:
     endpoint = await team.create_endpoint()
     response = await team.submit(job_body(endpoint["id"], mode="rate", **changes))
-    assert_problem(response, 400, field, hint)
+    assert_problem(response, 422, field, hint)
 
 
 async def test_workload_numbers_are_bounded(team: TeamClient) -> None:
     endpoint = await team.create_endpoint()
     body = job_body(endpoint["id"])
     body["workload"]["seed"] = -1
-    assert_problem(await team.submit(body), 400, "workload.seed", ">= 0")
+    assert_problem(await team.submit(body), 422, "workload.seed", ">= 0")
     body = job_body(endpoint["id"])
     body["workload"]["input_tokens"] = {"mean": 8, "max": 2**40}
-    assert_problem(await team.submit(body), 400, "workload.input_tokens.max", "<= 1000000")
+    assert_problem(await team.submit(body), 422, "workload.input_tokens.max", "<= 1000000")
 
 
 # -- caps on what one plan asks for

@@ -68,7 +68,7 @@ async def test_unknown_fields_are_rejected(team: TeamClient) -> None:
     job = body(endpoint["id"])
     job["load"]["concurency"] = 4
     response = await team.submit(job)
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "concurency" in response.json()["detail"]
 
 
@@ -95,5 +95,5 @@ async def test_endpoint_validation(team: TeamClient) -> None:
     bad_api = await team.http.post(
         "/v1/endpoints", json={"name": "z", "base_url": "http://h/v1", "model": "m", "api": "grpc"}
     )
-    assert bad_api.status_code == 400
+    assert bad_api.status_code == 422
     assert "openai-chat" in bad_api.json()["detail"]

@@ -69,10 +69,10 @@ async def test_create_list_read_delete(
         ({"url": "http://portal:abc/hook"}, 422, "url", "http(s) URL"),
         ({"url": "http://[::1/hook"}, 422, "url", "http(s) URL"),
         ({"url": "http://portal..example/hook"}, 422, "url", "http(s) URL"),
-        ({"url": RECEIVER, "events": ["job.started"]}, 400, "events[0]", "job.finished"),
-        ({"url": RECEIVER, "events": []}, 400, "events", "length >= 1"),
-        ({"url": RECEIVER, "secret": "mine"}, 400, "data", "unknown field `secret`"),
-        ({"events": ["job.finished"]}, 400, "data", "url"),
+        ({"url": RECEIVER, "events": ["job.started"]}, 422, "events[0]", "job.finished"),
+        ({"url": RECEIVER, "events": []}, 422, "events", "length >= 1"),
+        ({"url": RECEIVER, "secret": "mine"}, 422, "body", "unknown field 'secret'"),
+        ({"events": ["job.finished"]}, 422, "body", "url"),
     ],
 )
 async def test_invalid_bodies(

@@ -54,7 +54,7 @@ async def test_bad_length_distributions_are_400(
 ) -> None:
     endpoint = await team.create_endpoint()
     response = await team.submit(job(endpoint["id"], lengths))
-    assert response.status_code == 400, response.text
+    assert response.status_code == 422, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
     problem = response.json()
     assert problem["detail"].startswith(f"{field}: "), problem
