@@ -35,49 +35,304 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     they give the roofline bounds and each run's efficiency (METRICS.md, Physical limits).
     """
 
-    name: EndpointName
-    base_url: Url
-    model: Text
-    api: Api = "openai-chat"
-    engine: Text | None = None
-    engine_version: Text | None = None
-    hardware: Text | None = None
-    gpu_count: GpuCount = 1
-    usd_per_hour: NonNegative | None = None
-    provider: Text | None = None
-    pricing_model: PricingModel | None = None
-    usd_per_million_input_tokens: NonNegative | None = None
-    usd_per_million_output_tokens: NonNegative | None = None
-    params_b: Positive | None = None
-    precision: Precision | None = None
-    kv_bytes_per_token: Positive | None = None
-    api_key: Url | None = None
-    metrics_urls: list[Url] = []
-    tags: Tags = {}
+    name: Annotated[
+        EndpointName,
+        msgspec.Meta(
+            description="Your name for the deployment: letters, digits, '.', '_' or '-', unique in"
+            " your team; commands accept it in place of the id",
+            examples=["vllm-llama8b-h200"],
+        ),
+    ]
+    base_url: Annotated[
+        Url,
+        msgspec.Meta(
+            description="The OpenAI-compatible base URL, ending before /chat/completions (usually "
+            "with /v1)",
+            examples=["http://10.0.0.5:8000/v1"],
+        ),
+    ]
+    model: Annotated[
+        Text,
+        msgspec.Meta(
+            description="The model name sent in each request, as the server serves it",
+            examples=["meta-llama/Llama-3.1-8B-Instruct"],
+        ),
+    ]
+    api: Annotated[
+        Api,
+        msgspec.Meta(
+            description="Which OpenAI route the benchmark calls: openai-chat (/chat/completions) "
+            "or openai-completions (/completions)",
+            examples=["openai-chat"],
+        ),
+    ] = "openai-chat"
+    engine: Annotated[
+        Text | None,
+        msgspec.Meta(
+            description="The serving engine (vllm, sglang, tgi, llama.cpp, ...): picks its "
+            "tokenizer route and telemetry mapping",
+            examples=["vllm"],
+        ),
+    ] = None
+    engine_version: Annotated[
+        Text | None,
+        msgspec.Meta(
+            description="The engine's version, kept with every run for comparisons",
+            examples=["0.6.3"],
+        ),
+    ] = None
+    hardware: Annotated[
+        Text | None,
+        msgspec.Meta(
+            description="The GPU SKU, as named in GET /v1/hardware (exact name, any case)",
+            examples=["H200-SXM"],
+        ),
+    ] = None
+    gpu_count: Annotated[
+        GpuCount,
+        msgspec.Meta(
+            description="GPUs serving this endpoint (1 to 4096); multiplies the price book's per-"
+            "GPU price",
+            examples=[1],
+        ),
+    ] = 1
+    usd_per_hour: Annotated[
+        NonNegative | None,
+        msgspec.Meta(
+            description="The whole deployment's price, in USD per hour; absent: from the price "
+            "book",
+            examples=[3.5],
+        ),
+    ] = None
+    provider: Annotated[
+        Text | None,
+        msgspec.Meta(
+            description="The price book's provider whose entry prices this endpoint",
+            examples=["acme-cloud"],
+        ),
+    ] = None
+    pricing_model: Annotated[
+        PricingModel | None,
+        msgspec.Meta(
+            description="The price book's pricing model: on-demand (default), reserved or spot",
+            examples=["on-demand"],
+        ),
+    ] = None
+    usd_per_million_input_tokens: Annotated[
+        NonNegative | None,
+        msgspec.Meta(
+            description="A hosted API's price of prompt tokens, in USD per million tokens (with "
+            "usd_per_million_output_tokens, instead of an hourly price)",
+            examples=[0.15],
+        ),
+    ] = None
+    usd_per_million_output_tokens: Annotated[
+        NonNegative | None,
+        msgspec.Meta(
+            description="A hosted API's price of output tokens, in USD per million tokens",
+            examples=[0.6],
+        ),
+    ] = None
+    params_b: Annotated[
+        Positive | None,
+        msgspec.Meta(
+            description="The model's parameters, in billions (for the roofline bounds and "
+            "efficiency)",
+            examples=[8.0],
+        ),
+    ] = None
+    precision: Annotated[
+        Precision | None,
+        msgspec.Meta(
+            description="The weights' precision (for the roofline bounds)", examples=["bf16"]
+        ),
+    ] = None
+    kv_bytes_per_token: Annotated[
+        Positive | None,
+        msgspec.Meta(
+            description="KV-cache bytes each token of context takes (for the roofline bounds), in "
+            "bytes",
+            examples=[131072.0],
+        ),
+    ] = None
+    api_key: Annotated[
+        Url | None,
+        msgspec.Meta(
+            description="The key sent to the endpoint as `Authorization: Bearer`; write-only, "
+            "never returned",
+            examples=["sk-..."],
+        ),
+    ] = None
+    metrics_urls: Annotated[
+        list[Url],
+        msgspec.Meta(
+            description="Prometheus URLs scraped during each run (engine and GPU exporters)",
+            examples=[["http://10.0.0.5:8000/metrics"]],
+        ),
+    ] = []
+    tags: Annotated[
+        Tags,
+        msgspec.Meta(
+            description="Free-form labels, kept with the endpoint",
+            examples=[{"team": "search", "region": "eu-west"}],
+        ),
+    ] = {}
 
 
 class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """PATCH /v1/endpoints/{id}: fields left out stay as they are; null clears a field."""
 
-    name: EndpointName | msgspec.UnsetType = msgspec.UNSET
-    base_url: Url | msgspec.UnsetType = msgspec.UNSET
-    model: Text | msgspec.UnsetType = msgspec.UNSET
-    api: Api | msgspec.UnsetType = msgspec.UNSET
-    engine: Text | msgspec.UnsetType | None = msgspec.UNSET
-    engine_version: Text | msgspec.UnsetType | None = msgspec.UNSET
-    hardware: Text | msgspec.UnsetType | None = msgspec.UNSET
-    gpu_count: GpuCount | msgspec.UnsetType = msgspec.UNSET
-    usd_per_hour: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
-    provider: Text | msgspec.UnsetType | None = msgspec.UNSET
-    pricing_model: PricingModel | msgspec.UnsetType | None = msgspec.UNSET
-    usd_per_million_input_tokens: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
-    usd_per_million_output_tokens: NonNegative | msgspec.UnsetType | None = msgspec.UNSET
-    params_b: Positive | msgspec.UnsetType | None = msgspec.UNSET
-    precision: Precision | msgspec.UnsetType | None = msgspec.UNSET
-    kv_bytes_per_token: Positive | msgspec.UnsetType | None = msgspec.UNSET
-    api_key: Url | msgspec.UnsetType | None = msgspec.UNSET
-    metrics_urls: list[Url] | msgspec.UnsetType = msgspec.UNSET
-    tags: Tags | msgspec.UnsetType = msgspec.UNSET
+    name: Annotated[
+        EndpointName | msgspec.UnsetType,
+        msgspec.Meta(
+            description="Your name for the deployment: letters, digits, '.', '_' or '-', unique in"
+            " your team; commands accept it in place of the id; left out: unchanged",
+            examples=["vllm-llama8b-h200"],
+        ),
+    ] = msgspec.UNSET
+    base_url: Annotated[
+        Url | msgspec.UnsetType,
+        msgspec.Meta(
+            description="The OpenAI-compatible base URL, ending before /chat/completions (usually "
+            "with /v1); left out: unchanged",
+            examples=["http://10.0.0.5:8000/v1"],
+        ),
+    ] = msgspec.UNSET
+    model: Annotated[
+        Text | msgspec.UnsetType,
+        msgspec.Meta(
+            description="The model name sent in each request, as the server serves it; left out: "
+            "unchanged",
+            examples=["meta-llama/Llama-3.1-8B-Instruct"],
+        ),
+    ] = msgspec.UNSET
+    api: Annotated[
+        Api | msgspec.UnsetType,
+        msgspec.Meta(
+            description="Which OpenAI route the benchmark calls: openai-chat (/chat/completions) "
+            "or openai-completions (/completions); left out: unchanged",
+            examples=["openai-chat"],
+        ),
+    ] = msgspec.UNSET
+    engine: Annotated[
+        Text | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The serving engine (vllm, sglang, tgi, llama.cpp, ...): picks its "
+            "tokenizer route and telemetry mapping; left out: unchanged",
+            examples=["vllm"],
+        ),
+    ] = msgspec.UNSET
+    engine_version: Annotated[
+        Text | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The engine's version, kept with every run for comparisons; left out: "
+            "unchanged",
+            examples=["0.6.3"],
+        ),
+    ] = msgspec.UNSET
+    hardware: Annotated[
+        Text | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The GPU SKU, as named in GET /v1/hardware (exact name, any case); left "
+            "out: unchanged",
+            examples=["H200-SXM"],
+        ),
+    ] = msgspec.UNSET
+    gpu_count: Annotated[
+        GpuCount | msgspec.UnsetType,
+        msgspec.Meta(
+            description="GPUs serving this endpoint (1 to 4096); multiplies the price book's per-"
+            "GPU price; left out: unchanged",
+            examples=[1],
+        ),
+    ] = msgspec.UNSET
+    usd_per_hour: Annotated[
+        NonNegative | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The whole deployment's price, in USD per hour; absent: from the price "
+            "book; left out: unchanged",
+            examples=[3.5],
+        ),
+    ] = msgspec.UNSET
+    provider: Annotated[
+        Text | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The price book's provider whose entry prices this endpoint; left out: "
+            "unchanged",
+            examples=["acme-cloud"],
+        ),
+    ] = msgspec.UNSET
+    pricing_model: Annotated[
+        PricingModel | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The price book's pricing model: on-demand (default), reserved or spot; "
+            "left out: unchanged",
+            examples=["on-demand"],
+        ),
+    ] = msgspec.UNSET
+    usd_per_million_input_tokens: Annotated[
+        NonNegative | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="A hosted API's price of prompt tokens, in USD per million tokens (with "
+            "usd_per_million_output_tokens, instead of an hourly price); left out: "
+            "unchanged",
+            examples=[0.15],
+        ),
+    ] = msgspec.UNSET
+    usd_per_million_output_tokens: Annotated[
+        NonNegative | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="A hosted API's price of output tokens, in USD per million tokens; left "
+            "out: unchanged",
+            examples=[0.6],
+        ),
+    ] = msgspec.UNSET
+    params_b: Annotated[
+        Positive | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The model's parameters, in billions (for the roofline bounds and "
+            "efficiency); left out: unchanged",
+            examples=[8.0],
+        ),
+    ] = msgspec.UNSET
+    precision: Annotated[
+        Precision | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The weights' precision (for the roofline bounds); left out: unchanged",
+            examples=["bf16"],
+        ),
+    ] = msgspec.UNSET
+    kv_bytes_per_token: Annotated[
+        Positive | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="KV-cache bytes each token of context takes (for the roofline bounds), in "
+            "bytes; left out: unchanged",
+            examples=[131072.0],
+        ),
+    ] = msgspec.UNSET
+    api_key: Annotated[
+        Url | msgspec.UnsetType | None,
+        msgspec.Meta(
+            description="The key sent to the endpoint as `Authorization: Bearer`; write-only, "
+            "never returned; left out: unchanged",
+            examples=["sk-..."],
+        ),
+    ] = msgspec.UNSET
+    metrics_urls: Annotated[
+        list[Url] | msgspec.UnsetType,
+        msgspec.Meta(
+            description="Prometheus URLs scraped during each run (engine and GPU exporters); left "
+            "out: unchanged",
+            examples=[["http://10.0.0.5:8000/metrics"]],
+        ),
+    ] = msgspec.UNSET
+    tags: Annotated[
+        Tags | msgspec.UnsetType,
+        msgspec.Meta(
+            description="Free-form labels, kept with the endpoint; left out: unchanged",
+            examples=[{"team": "search", "region": "eu-west"}],
+        ),
+    ] = msgspec.UNSET
 
 
 ProbeStatus = Literal["pass", "warn", "fail", "skip"]

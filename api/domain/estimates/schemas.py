@@ -21,11 +21,42 @@ class TrafficIn(msgspec.Struct, forbid_unknown_fields=True):
     estimate assumes 2 and says so in `assumptions`); mean prompt and output tokens per
     request, or leave them to the preset."""
 
-    requests_per_s: Rate | None = None
-    requests_per_day: Rate | None = None
-    peak_to_mean: Annotated[float, msgspec.Meta(ge=1, le=1000)] | None = None
-    input_tokens: Tokens | None = None
-    output_tokens: Tokens | None = None
+    requests_per_s: Annotated[
+        Rate | None,
+        msgspec.Meta(
+            description="The peak request rate to size for, in requests/s", examples=[40.0]
+        ),
+    ] = None
+    requests_per_day: Annotated[
+        Rate | None,
+        msgspec.Meta(
+            description="Requests per day (instead of requests_per_s; the peak is this average "
+            "times peak_to_mean)",
+            examples=[2000000.0],
+        ),
+    ] = None
+    peak_to_mean: Annotated[
+        Annotated[float, msgspec.Meta(ge=1, le=1000)] | None,
+        msgspec.Meta(
+            description="Peak request rate over the day's average (1 to 1000; default 2, said in "
+            "assumptions)",
+            examples=[2.0],
+        ),
+    ] = None
+    input_tokens: Annotated[
+        Tokens | None,
+        msgspec.Meta(
+            description="Mean prompt length per request, in tokens; absent: the preset's",
+            examples=[512.0],
+        ),
+    ] = None
+    output_tokens: Annotated[
+        Tokens | None,
+        msgspec.Meta(
+            description="Mean output length per request, in tokens; absent: the preset's",
+            examples=[256.0],
+        ),
+    ] = None
 
 
 class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -37,15 +68,72 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
     measured on other token lengths (workload similarity below 0.8) gives no figures unless
     `allow_mismatched_workload` is true; then the candidate's basis is "extrapolation"."""
 
-    model: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-    traffic: TrafficIn
-    slo: Slo | None = None
-    preset: str | None = None
-    hardware: list[str] | None = None
-    include_projections: bool = True
-    max_age_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] = 90
-    target_utilization: Annotated[float, msgspec.Meta(gt=0, le=1)] = DEFAULT_TARGET_UTILIZATION
-    allow_mismatched_workload: bool = False
+    model: Annotated[
+        Annotated[str, msgspec.Meta(min_length=1, max_length=256)],
+        msgspec.Meta(
+            description="The model to price, as your endpoints name it",
+            examples=["meta-llama/Llama-3.1-8B-Instruct"],
+        ),
+    ]
+    traffic: Annotated[
+        TrafficIn,
+        msgspec.Meta(
+            description="The traffic to plan for",
+            examples=[{"requests_per_s": 40, "input_tokens": 512, "output_tokens": 256}],
+        ),
+    ]
+    slo: Annotated[
+        Slo | None,
+        msgspec.Meta(
+            description="The SLO each replica must hold, limits in ms; absent: the preset's",
+            examples=[{"ttft_ms": {"p95": 500}, "tpot_ms": {"p95": 50}}],
+        ),
+    ] = None
+    preset: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="A workload preset (GET /v1/presets) for lengths and SLO left out",
+            examples=["interactive-chatbot"],
+        ),
+    ] = None
+    hardware: Annotated[
+        list[str] | None,
+        msgspec.Meta(
+            description="Keep only these hardware SKUs (GET /v1/hardware names)",
+            examples=[["H200-SXM", "H100-SXM"]],
+        ),
+    ] = None
+    include_projections: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Add hardware you have a price for but no measurement of this model on, "
+            "projected from its measured efficiency elsewhere",
+            examples=[True],
+        ),
+    ] = True
+    max_age_days: Annotated[
+        Annotated[int, msgspec.Meta(ge=1, le=3650)],
+        msgspec.Meta(
+            description="Measurements older than this many days are used but flagged stale",
+            examples=[90],
+        ),
+    ] = 90
+    target_utilization: Annotated[
+        Annotated[float, msgspec.Meta(gt=0, le=1)],
+        msgspec.Meta(
+            description="Share of a replica's capacity at the SLO it may carry (0 to 1; the rest "
+            "is headroom)",
+            examples=[0.8],
+        ),
+    ] = DEFAULT_TARGET_UTILIZATION
+    allow_mismatched_workload: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Use evidence measured on other token lengths (similarity below 0.8) as an"
+            " extrapolation",
+            examples=[False],
+        ),
+    ] = False
 
 
 class TrafficRead(msgspec.Struct):

@@ -14,14 +14,35 @@ class HardwareCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/hardware: a SKU the public catalog lacks, visible to your team."""
 
     name: Annotated[
-        str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][\w.\-]*$")
+        Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][\w.\-]*$")],
+        msgspec.Meta(
+            description="The SKU's name: letters, digits, '.', '_' or '-'", examples=["MI325X"]
+        ),
     ]
-    vendor: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-    memory_gb: Positive
-    memory_bandwidth_gbps: Positive
-    bf16_tflops: Positive
-    power_w: Positive
-    fp8_tflops: Positive | None = None
+    vendor: Annotated[
+        Annotated[str, msgspec.Meta(min_length=1, max_length=32)],
+        msgspec.Meta(description="Who makes it", examples=["AMD"]),
+    ]
+    memory_gb: Annotated[
+        Positive, msgspec.Meta(description="Memory per GPU, in GB", examples=[256.0])
+    ]
+    memory_bandwidth_gbps: Annotated[
+        Positive, msgspec.Meta(description="Memory bandwidth per GPU, in GB/s", examples=[6000.0])
+    ]
+    bf16_tflops: Annotated[
+        Positive,
+        msgspec.Meta(description="Dense BF16 compute per GPU, in TFLOPS", examples=[1307.0]),
+    ]
+    power_w: Annotated[
+        Positive, msgspec.Meta(description="Board power per GPU, in watts", examples=[1000.0])
+    ]
+    fp8_tflops: Annotated[
+        Positive | None,
+        msgspec.Meta(
+            description="Dense FP8 compute per GPU, in TFLOPS; absent: not supported",
+            examples=[2615.0],
+        ),
+    ] = None
 
 
 class HardwareRead(msgspec.Struct):

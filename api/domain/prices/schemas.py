@@ -21,11 +21,30 @@ class PriceCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/prices: USD per GPU-hour of `hardware` at `provider` from `effective_from`
     (default: now) until a later entry for the same provider, hardware and pricing model."""
 
-    provider: Provider
-    hardware: HardwareName
-    usd_per_gpu_hour: UsdPerGpuHour
-    pricing_model: PricingModel = "on-demand"
-    effective_from: Moment | None = None
+    provider: Annotated[
+        Provider, msgspec.Meta(description="Who sells the GPU-hours", examples=["acme-cloud"])
+    ]
+    hardware: Annotated[
+        HardwareName,
+        msgspec.Meta(
+            description="The GPU SKU, as named in GET /v1/hardware", examples=["H200-SXM"]
+        ),
+    ]
+    usd_per_gpu_hour: Annotated[
+        UsdPerGpuHour,
+        msgspec.Meta(description="The price of one GPU for one hour, in USD", examples=[3.5]),
+    ]
+    pricing_model: Annotated[
+        PricingModel,
+        msgspec.Meta(description="on-demand, reserved or spot", examples=["on-demand"]),
+    ] = "on-demand"
+    effective_from: Annotated[
+        Moment | None,
+        msgspec.Meta(
+            description="When the price starts, RFC 3339 with its time zone; absent: now",
+            examples=["2026-12-01T00:00:00Z"],
+        ),
+    ] = None
 
 
 class PriceRead(msgspec.Struct):

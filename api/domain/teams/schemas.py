@@ -14,7 +14,9 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[A-Z
 class TeamCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/teams."""
 
-    name: Name
+    name: Annotated[
+        Name, msgspec.Meta(description="The team's name, unique", examples=["search-infra"])
+    ]
 
 
 class TeamRead(msgspec.Struct):
@@ -28,7 +30,12 @@ class TeamRead(msgspec.Struct):
 class KeyCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/teams/{id}/keys."""
 
-    name: Name = "default"
+    name: Annotated[
+        Name,
+        msgspec.Meta(
+            description="A label for the key, to tell keys apart when revoking", examples=["ci"]
+        ),
+    ] = "default"
 
 
 class KeyRead(msgspec.Struct):

@@ -19,9 +19,23 @@ DeliveryStatus = Literal["pending", "delivered", "failed"]
 class WebhookCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/webhooks: where to POST, and which events (default: all of them)."""
 
-    url: Url
-    events: Events = msgspec.field(default_factory=lambda: cast(list[Event], list(EVENTS)))
-    description: Description | None = None
+    url: Annotated[
+        Url,
+        msgspec.Meta(
+            description="Where each event is POSTed (JSON, signed with the secret returned once)",
+            examples=["https://hooks.example.com/infercost"],
+        ),
+    ]
+    events: Annotated[
+        Events,
+        msgspec.Meta(
+            description="Which events to send; default: all of them", examples=[["job.finished"]]
+        ),
+    ] = msgspec.field(default_factory=lambda: cast(list[Event], list(EVENTS)))
+    description: Annotated[
+        Description | None,
+        msgspec.Meta(description="A note to tell webhooks apart", examples=["alerts channel"]),
+    ] = None
 
 
 class WebhookRead(msgspec.Struct):
