@@ -8,9 +8,6 @@ import logging
 from litestar import Litestar, get
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
 from redis.asyncio import Redis
 from sqlalchemy import text
 
@@ -31,6 +28,7 @@ from api.domain.telemetry.controllers import TelemetryController
 from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
 from api.guards import GuardedRequest, rate_limit, refuse_nul
+from api.openapi import docs_handlers, document, openapi_config, problem_responses
 from api.queue import TaskQueue
 from infercost import __version__
 from infercost.db.engine import engine_for, make_sessionmaker
@@ -42,7 +40,13 @@ from infercost.settings import Settings
 log = logging.getLogger("infercost.api")
 
 
-@get("/health", tags=["health"], summary="Liveness and database check", security=[{}])
+@get(
+    "/health",
+    tags=["health"],
+    summary="Liveness and database check",
+    security=[{}],
+    responses=problem_responses(503),
+)
 async def health(state: State) -> dict[str, str]:
     """200 when the API can reach Postgres."""
     async with state.engine.connect() as connection:
@@ -87,9 +91,10 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 log.warning("rate limit's Redis connections not closed cleanly: %r", exc)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             health,
+            *docs_handlers(),
             TeamController,
             HardwareController,
             PriceController,
@@ -115,21 +120,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
         middleware=[refuse_nul, rate_limit],
         on_startup=[startup],
         on_shutdown=[shutdown],
-        openapi_config=OpenAPIConfig(
-            title="infercost",
-            version=__version__,
-            description="Benchmark LLM inference endpoints; time to first token, throughput, "
-            "and cost per million tokens.",
-            path="/schema",
-            render_plugins=[ScalarRenderPlugin()],
-            components=Components(
-                security_schemes={
-                    "BearerAuth": SecurityScheme(
-                        type="http", scheme="bearer", description="team API key"
-                    )
-                }
-            ),
-            security=[{"BearerAuth": []}],
-        ),
+        openapi_config=openapi_config(),
         debug=False,
     )
+    document(app)
+    return app

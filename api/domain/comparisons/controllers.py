@@ -64,6 +64,8 @@ class ComparisonController(Controller):
         responses={
             200: ResponseSpec(
                 data_container=ComparisonPage,
+                # Examples come from the fields' own; generated ones are random text.
+                generate_examples=False,
                 description="A page of rows (JSON), or the same rows as CSV (Accept: text/csv)",
             )
         },

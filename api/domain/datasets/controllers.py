@@ -21,6 +21,7 @@ from litestar.params import QueryParameter
 from api.auth import AppSettings, team_service
 from api.domain.datasets.schemas import DatasetRead
 from api.domain.datasets.services import DatasetService, TooLarge
+from api.openapi import problem_responses
 from api.schemas import Limit, Offset, Page, PathId
 from infercost.datasets.models import DatasetFormat
 from infercost.errors import InfercostError
@@ -94,6 +95,7 @@ class DatasetController(Controller):
         summary="Upload a dataset",
         request_max_body_size=None,
         operation_class=UploadOperation,
+        responses=problem_responses(413, 415),
     )
     async def upload_dataset(
         self,

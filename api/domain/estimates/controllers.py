@@ -9,6 +9,7 @@ from litestar.params import FromPath, JSONBody
 from api.auth import CurrentCaller, team_service
 from api.domain.estimates.schemas import EstimateCreate, EstimateRead, PresetRead
 from api.domain.estimates.services import EstimateService
+from api.openapi import problem_responses
 from infercost.planning.presets import PRESETS, WorkloadPreset, get_preset
 
 
@@ -32,7 +33,13 @@ class EstimateController(Controller):
     tags = ["estimates"]
     dependencies = {"estimates": team_service(EstimateService)}
 
-    @post("/", status_code=200, summary="Cost and capacity for a traffic profile and SLO")
+    @post(
+        "/",
+        status_code=200,
+        summary="Cost and capacity for a traffic profile and SLO",
+        # 404: no endpoint of the team serves the model, so nothing was measured.
+        responses=problem_responses(404),
+    )
     async def create_estimate(
         self, estimates: NamedDependency[EstimateService], data: JSONBody[EstimateCreate]
     ) -> EstimateRead:
@@ -52,7 +59,8 @@ class PresetController(Controller):
         """Application types with their token lengths, default SLO and the figure to watch."""
         return [preset_read(p) for p in PRESETS.values()]
 
-    @get("/{name:str}", summary="Read a workload preset")
+    # An unknown name is a 422 that lists the known ones.
+    @get("/{name:str}", summary="Read a workload preset", responses=problem_responses(422))
     async def get_preset(self, caller: CurrentCaller, name: FromPath[str]) -> PresetRead:
         """One preset; an unknown name lists the known ones."""
         return preset_read(get_preset(name))

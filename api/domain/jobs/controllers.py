@@ -171,6 +171,8 @@ class RunController(Controller):
         responses={
             200: ResponseSpec(
                 data_container=SamplePage,
+                # Examples come from the fields' own; generated ones are random text.
+                generate_examples=False,
                 description="A page of samples (JSON), or all of them as CSV (Accept: text/csv)",
             )
         },

@@ -18,6 +18,7 @@ from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
 from api.domain.jobs.controllers import provide_job_service
 from api.domain.reports.services import MAX_COMPARED, ReportService, chart_name
+from api.openapi import problem_responses
 from api.schemas import PathId
 from infercost.reports.charts import CHART_NAMES, job_chart
 from infercost.reports.render import (
@@ -103,6 +104,8 @@ class ReportController(Controller):
         description=f"2 to {MAX_COMPARED} of your jobs (repeat `job_id`): overlaid throughput, "
         "latency, latency-against-throughput and cost charts and one table; a warning when "
         "the jobs' workload fingerprints differ.",
+        # 404: a job_id that names none of your jobs.
+        responses=problem_responses(404),
     )
     async def compare(
         self,

@@ -43,6 +43,8 @@ class TelemetryController(Controller):
         responses={
             200: ResponseSpec(
                 data_container=TelemetrySeries,
+                # Examples come from the fields' own; generated ones are random text.
+                generate_examples=False,
                 description="Series (JSON), or every sample as CSV (Accept: text/csv)",
             )
         },
