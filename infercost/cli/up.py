@@ -792,7 +792,8 @@ class Launcher:
     help="Worker processes (a job with load.shards K needs K).",
 )
 def up(port: int | None, sim_port: int, sim_gpu_port: int, workers: int) -> None:
-    """Run everything here: Postgres, Redis, migrations, API, a worker and two simulators.
+    """Run everything here: Postgres, Redis, migrations, API, a worker, the maintenance
+    process and two simulators.
 
     Without DATABASE_URL / REDIS_URL, Postgres and Redis are embedded under
     INFERCOST_DATA_DIR (default ./.infercost). On first start a `default` team, its key
