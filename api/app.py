@@ -68,8 +68,10 @@ def create_app(settings: Settings | None = None) -> Litestar:
         app.state.outbound = Policy.from_settings(settings)
         # The per-key rate limit counts in the broker's Redis, shared by every replica.
         app.state.rate_limit_redis = (
-            Redis.from_url(settings.redis_url, socket_timeout=1.0, socket_connect_timeout=1.0)
-            if settings.redis_url and settings.rate_limit_per_minute > 0
+            Redis.from_url(
+                settings.redis_client_url, socket_timeout=1.0, socket_connect_timeout=1.0
+            )
+            if settings.redis_client_url and settings.rate_limit_per_minute > 0
             else None
         )
         celery = make_celery(settings)
@@ -82,8 +84,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
 
     async def shutdown(app: Litestar) -> None:
         await app.state.engine.dispose()
-        app.state.celery.close()
-        if app.state.rate_limit_redis is not None:
+        if "celery" in app.state:
+            app.state.celery.close()
+        if app.state.get("rate_limit_redis") is not None:
             try:
                 await app.state.rate_limit_redis.aclose()
             except Exception as exc:  # noqa: BLE001 - closing is best effort, as the engine's is

@@ -132,6 +132,15 @@ class Settings:
             )
         return self.database_url
 
+    @property
+    def redis_client_url(self) -> str | None:
+        """REDIS_URL spelled for redis-py: Celery's `redis+socket:///path` (what `infercost up`
+        sets for its embedded Redis) is redis-py's `unix:///path`; other URLs are the same."""
+        url = self.redis_url
+        if url and url.startswith("redis+socket://"):
+            return "unix://" + url.removeprefix("redis+socket://")
+        return url
+
     def require_redis_url(self) -> str:
         """The broker URL, or a message saying how to provide one."""
         if not self.redis_url:

@@ -102,3 +102,13 @@ def test_vault_with_the_wrong_key_raises_a_clear_error() -> None:
 def test_vault_without_keys_says_what_to_set() -> None:
     with pytest.raises(RuntimeError, match="INFERCOST_SECRET_KEYS"):
         Vault([])
+
+
+def test_redis_client_url_speaks_redis_py() -> None:
+    """`infercost up` sets Celery's socket URL; the API's own Redis client needs unix://."""
+    from infercost.settings import Settings
+
+    embedded = Settings(redis_url="redis+socket:///tmp/x/redis.sock")
+    assert embedded.redis_client_url == "unix:///tmp/x/redis.sock"
+    assert Settings(redis_url="redis://h:6379/0").redis_client_url == "redis://h:6379/0"
+    assert Settings().redis_client_url is None
