@@ -20,6 +20,7 @@ from rich.text import Text
 
 from infercost.cli.client import ApiClient
 from infercost.reports.data import level_label
+from infercost.reports.numbers import fixed
 
 FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 #: How often the job is read while it runs (the worker writes progress about twice a second).
@@ -35,10 +36,11 @@ def cells(*values: object) -> list[Text]:
 
 
 def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
-    """A figure for display, or '-' when it is not known."""
+    """A figure for display with `digits` decimals but at least three significant figures,
+    or '-' when it is not known."""
     if value is None:
         return "-"
-    return f"{value:,.{digits}f}{unit}"
+    return f"{fixed(value, digits)}{unit}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,12 @@ reference inside an SVG is a fragment (`#id`), so nothing is ever loaded from el
 Each data series is drawn as one Line2D whose gid is `series-<chart>-<key>`, so the SVG
 has one `<g id="series-...">` per series and one `<use>` mark per point: tests and portals
 can find and count what was drawn. A chart without data draws a "No data: why" panel.
+
+Readable at a glance: load ticks sit at the measured levels, rounded as a person says them
+(12.9, not 12.9427); before saving, tick labels that would touch are thinned (their extents
+measured with the renderer, so the font size and the axis length decide), point labels that
+would collide are left out, and a series hidden under another is drawn as hollow rings and
+named in the legend.
 """
 
 from __future__ import annotations
@@ -19,15 +25,20 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.path import Path
+from matplotlib.text import Annotation
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+from matplotlib.transforms import Bbox
 
-from infercost.reports.data import Deployment, Histogram, LevelFigures, SloLimit
+from infercost.reports.data import Deployment, Histogram, LevelFigures, SloLimit, level_label
+from infercost.reports.numbers import distinct, rounded
 
 # Text as <text> elements, not glyph paths: a third of the size and no font data to embed.
 # Read at save time; set once here because this module is the only matplotlib user.
@@ -50,7 +61,14 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 _METRIC_COLOURS = {"ttft_ms": "#0072B2", "tpot_ms": "#D55E00", "itl_ms": "#CC79A7"}
 _METRIC_COLOURS["e2e_ms"] = "#009E73"
 _METRIC_NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
+#: Marks per deployment on comparison charts, so lines stay apart without colour too.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _SIZE = (7.2, 4.2)
+#: Space kept between two tick labels, as a share of their font size (a browser's font
+#: may be a little wider than the one matplotlib measured with).
+_TICK_GAP_EM = 0.8
+#: Two marks closer than this (points on the figure) are drawn one over the other.
+_COINCIDE_PT = 3.0
 _INK = "#222222"
 _GRID = "#dddddd"
 
@@ -85,7 +103,9 @@ def _figure() -> tuple[Figure, Axes]:
 
 
 def _svg(fig: Figure, title: str) -> str:
-    """The figure as an SVG document (UTF-8 text) with a <title> and no other metadata."""
+    """The figure as an SVG document (UTF-8 text) with a <title> and no other metadata,
+    decluttered first: no two tick labels or point labels overlap."""
+    _declutter(fig)
     buffer = io.BytesIO()
     fig.savefig(
         buffer,
@@ -117,12 +137,9 @@ def no_data(chart: str, title: str, why: str) -> str:
 
 
 def _number(value: float, _pos: object = None) -> str:
-    """Tick text: plain digits (1, 8, 32, 0.5, 1,200), never 10^x."""
-    if value == 0:
-        return "0"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:g}"
+    """Tick text: plain digits rounded to three significant figures (1, 8, 32, 0.5, 1,200,
+    12.9), never 10^x."""
+    return rounded(value)
 
 
 def _wide(values: Sequence[float], ratio: float = 10.0) -> bool:
@@ -140,14 +157,19 @@ def _log_ticks(axis: Any, values: Sequence[float]) -> None:
 
 
 def _scale_x(ax: Axes, xs: Sequence[float], ticks_at_values: bool) -> None:
-    """Log x when loads span 8x or more; ticks at the levels themselves when few."""
-    distinct = sorted(set(xs))
-    if _wide(distinct, 8.0):
+    """Log x when loads span 8x or more; ticks at the levels themselves when few, each
+    rounded with the fewest figures that keep neighbouring levels apart (_declutter later
+    thins the labels that would still touch)."""
+    levels = sorted(set(xs))
+    if _wide(levels, 8.0):
         ax.set_xscale("log")
-        _log_ticks(ax.xaxis, distinct)
-    if ticks_at_values and 0 < len(distinct) <= 12:
-        ax.xaxis.set_major_locator(FixedLocator(distinct))
+        _log_ticks(ax.xaxis, levels)
+    if ticks_at_values and 0 < len(levels) <= 24:
+        texts = distinct(levels)
+        ax.xaxis.set_major_locator(FixedLocator(levels))
         ax.xaxis.set_minor_locator(FixedLocator([]))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: texts.get(v) or rounded(v)))
+        return
     ax.xaxis.set_major_formatter(FuncFormatter(_number))
 
 
@@ -177,7 +199,7 @@ def _draw(ax: Axes, chart: str, series: _Series) -> Line2D:
         gid=f"series-{chart}-{series.key}",
     )
     if series.notes:
-        for (x, y), note in zip(series.points, series.notes, strict=True):
+        for i, ((x, y), note) in enumerate(zip(series.points, series.notes, strict=True)):
             ax.annotate(
                 plain(note),
                 (x, y),
@@ -185,8 +207,148 @@ def _draw(ax: Axes, chart: str, series: _Series) -> Line2D:
                 xytext=(4, 5),
                 fontsize=7,
                 color=series.colour,
+                gid=f"note-{chart}-{series.key}-{i}",
             )
     return line
+
+
+def _separate(lines: Sequence[tuple[Axes, Line2D]]) -> None:
+    """Make a series that lies on an earlier one visible: its marks become hollow rings
+    around the earlier marks, its line dashed, and when every mark coincides the legend
+    says so ("same as ...") instead of showing one line where two are.
+
+    Compared on the figure (points), so series on twin axes count too."""
+    drawn: list[tuple[Axes, Line2D, Any]] = []
+    for ax, line in lines:
+        ax.get_xlim(), ax.get_ylim()  # settles autoscaled limits before transforming
+        # Points from the figure's corner, so the distance does not depend on the dpi.
+        xy = ax.transData.transform(line.get_xydata()) * 72.0 / ax.figure.dpi
+        for other_ax, other, other_xy in drawn:
+            hits = sum(
+                1
+                for px, py in xy
+                if any(math.hypot(px - ox, py - oy) < _COINCIDE_PT for ox, oy in other_xy)
+            )
+            if hits == 0:
+                continue
+            line.set_markerfacecolor("none")
+            line.set_markersize(10)
+            line.set_markeredgewidth(1.6)
+            line.set_zorder(other.get_zorder() + 0.1)
+            if line.get_linestyle() == other.get_linestyle():
+                line.set_linestyle((0, (5, 3)))
+            label = str(line.get_label())
+            if hits == len(xy) and not label.startswith("_"):
+                same = "same as" if other_ax is ax else "on the line of"
+                line.set_label(f"{label} ({same} {other.get_label()})")
+            break
+        drawn.append((ax, line, xy))
+
+
+def _declutter(fig: Figure) -> None:
+    """Thin tick labels that would overlap and drop point labels that would collide, with
+    extents measured by the renderer after layout. Repeated, since thinning can change
+    the layout (constrained layout may then resize the axes)."""
+    # Agg measures text with the same font files the SVG writer lays it out with.
+    canvas = FigureCanvasAgg(fig)
+    for _ in range(3):
+        fig.draw_without_rendering()
+        renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+        changed = False
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                changed |= _thin_ticks(axis, renderer)
+        if not changed:
+            break
+    _drop_colliding_notes(fig, canvas.get_renderer())  # type: ignore[no-untyped-call]
+
+
+def _padded(box: Bbox, em: float) -> Bbox:
+    return Bbox.from_extents(box.x0 - em / 2, box.y0 - em / 2, box.x1 + em / 2, box.y1 + em / 2)
+
+
+def _thin_ticks(axis: Any, renderer: Any) -> bool:
+    """Keep the tick labels of `axis` that fit: the first, then each one clear of the last
+    kept, and the last (dropping what it would touch). Thinned level ticks stay as short
+    unlabelled marks. Returns whether anything was thinned."""
+    labels: list[tuple[float, Bbox]] = []
+    horizontal = axis.axis_name == "x"
+    for text in axis.get_majorticklabels():
+        if not text.get_visible() or not text.get_text():
+            continue
+        value = text.get_position()[0 if horizontal else 1]
+        em = text.get_fontsize() * axis.figure.dpi / 72.0
+        labels.append((value, _padded(text.get_window_extent(renderer), _TICK_GAP_EM * em)))
+    if len(labels) < 2:
+        return False
+    labels.sort(key=lambda pair: pair[1].x0 if horizontal else pair[1].y0)
+    kept = [labels[0]]
+    for pair in labels[1:]:
+        if not pair[1].overlaps(kept[-1][1]):
+            kept.append(pair)
+    if kept[-1] is not labels[-1]:
+        while len(kept) > 1 and kept[-1][1].overlaps(labels[-1][1]):
+            kept.pop()
+        kept.append(labels[-1])
+    if len(kept) == len(labels):
+        return False
+    values = sorted(value for value, _ in kept)
+    dropped = sorted(value for value, _ in labels if value not in values)
+    formatter = axis.get_major_formatter()
+    axis.set_major_locator(FixedLocator(values))
+    axis.set_major_formatter(formatter)
+    if isinstance(axis.get_minor_locator(), FixedLocator):
+        axis.set_minor_locator(FixedLocator(dropped))
+    return True
+
+
+#: Where a point label may sit, tried in turn (offset in points, alignment): above right,
+#: below right, above left, below left of its mark.
+_NOTE_PLACES: tuple[tuple[tuple[float, float], Literal["left", "right"]], ...] = (
+    ((4, 5), "left"),
+    ((4, -12), "left"),
+    ((-4, 5), "right"),
+    ((-4, -12), "right"),
+)
+
+
+def _drop_colliding_notes(fig: Figure, renderer: Any) -> None:
+    """Point labels only where they fit: each tries the places beside its mark and keeps the
+    first that is inside the axes and clear of the legend, every line and mark, and every
+    label kept before it (in drawing order); a label with no such place is left out."""
+    for ax in fig.axes:
+        frame = ax.get_window_extent(renderer)
+        legend = ax.get_legend()
+        taken: list[Bbox] = []
+        if legend is not None:
+            taken.append(legend.get_window_extent(renderer))
+        paths = []
+        for line in ax.get_lines():
+            xy = line.get_transform().transform(line.get_xydata())
+            paths.append(Path(xy))
+            radius = line.get_markersize() * fig.dpi / 72.0 / 2
+            taken += [
+                Bbox.from_extents(x - radius, y - radius, x + radius, y + radius) for x, y in xy
+            ]
+        for child in list(ax.get_children()):
+            if not isinstance(child, Annotation) or not child.get_visible():
+                continue
+            for offset, align in _NOTE_PLACES:
+                child.set_position(offset)
+                child.set_horizontalalignment(align)
+                box = child.get_window_extent(renderer)
+                inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
+                inside = inside and frame.y0 <= box.y0 and box.y1 <= frame.y1
+                clear = not any(box.overlaps(other) for other in taken)
+                if (
+                    inside
+                    and clear
+                    and not any(p.intersects_bbox(box, filled=False) for p in paths)
+                ):
+                    taken.append(box)
+                    break
+            else:
+                child.remove()
 
 
 def _finish(fig: Figure, ax: Axes, title: str, xlabel: str, ylabel: str) -> str:
@@ -257,12 +419,12 @@ def _render(
     if not series:
         return no_data(chart, title, why_empty)
     fig, ax = _figure()
-    for s in series:
-        _draw(ax, chart, s)
+    lines = [_draw(ax, chart, s) for s in series]
     _scale_x(ax, [x for s in series for x, _ in s.points], ticks_at_values)
     _scale_y(ax, [y for s in series for _, y in s.points], y_log_ratio)
     if decorate is not None:
         decorate(ax)
+    _separate([(ax, line) for line in lines])
     return _finish(fig, ax, title, xlabel, ylabel)
 
 
@@ -279,6 +441,7 @@ def throughput_chart(deployments: Sequence[Deployment]) -> str:
                 d.label,
                 _points(d.runs, x, lambda r: r.output_tokens_per_s),
                 _colour(i),
+                marker=_MARKERS[i % len(_MARKERS)],
             )
             for i, d in enumerate(deployments)
         ]
@@ -298,27 +461,24 @@ def throughput_chart(deployments: Sequence[Deployment]) -> str:
     if not tokens and not requests:
         return no_data("throughput", title, why)
     fig, ax = _figure()
-    handles = []
+    drawn: list[tuple[Axes, Line2D]] = []
     if tokens:
-        handles.append(
-            _draw(ax, "throughput", _Series("output", "output tokens/s", tokens, PALETTE[0]))
+        drawn.append(
+            (ax, _draw(ax, "throughput", _Series("output", "output tokens/s", tokens, PALETTE[0])))
         )
         _scale_y(ax, [y for _, y in tokens], math.inf)
     if requests:
         right = ax.twinx()
         right.spines["top"].set_visible(False)
         right.tick_params(labelsize=9, colors=_INK)
-        handles.append(
-            _draw(
-                right,
-                "throughput",
-                _Series("requests", "requests/s (right axis)", requests, PALETTE[1], "--", "s"),
-            )
-        )
+        rps = _Series("requests", "requests/s (right axis)", requests, PALETTE[1], "--", "s")
+        drawn.append((right, _draw(right, "throughput", rps)))
         _scale_y(right, [y for _, y in requests], math.inf)
         right.set_ylabel("requests/s", fontsize=10, color=_INK)
     _scale_x(ax, [p[0] for p in tokens + requests], True)
-    _legend(ax, handles)
+    # Requests/s is tokens/s over a fixed output length, so the two lines often coincide.
+    _separate(drawn)
+    _legend(ax, [line for _, line in drawn])
     ax.set_title(title, fontsize=12, color=_INK, loc="left")
     ax.set_xlabel(xlabel, fontsize=10, color=_INK)
     ax.set_ylabel("output tokens/s", fontsize=10, color=_INK)
@@ -396,6 +556,12 @@ def latency_throughput_chart(deployments: Sequence[Deployment]) -> str:
     title = "Latency against throughput"
     series: list[_Series] = []
     single = len(deployments) == 1
+    # A sweep mixes users and request rates: then each label says which it is.
+    mixed = len({r.mode for d in deployments for r in d.runs}) > 1
+
+    def note(run: LevelFigures) -> str:
+        return level_label(run.level, run.mode) if mixed else rounded(run.level)
+
     for i, d in enumerate(deployments):
         for metric, style, marker in (("ttft_ms", "-", "o"), ("tpot_ms", "--", "s")):
             get = _latency_getter(metric, "p95")
@@ -409,7 +575,7 @@ def latency_throughput_chart(deployments: Sequence[Deployment]) -> str:
                     _METRIC_COLOURS[metric] if single else _colour(i),
                     style,
                     marker,
-                    notes=[_number(r.level) for r in runs] if single else None,
+                    notes=[note(r) for r in runs] if single else None,
                 )
             )
     return _render(
@@ -484,6 +650,7 @@ def cost_chart(deployments: Sequence[Deployment]) -> str:
                 "all output" if single else d.label,
                 _points(d.runs, x, lambda r: r.cost_per_million_output_usd),
                 PALETTE[0] if single else _colour(i),
+                marker=_MARKERS[i % len(_MARKERS)],
             )
         )
         if single:
@@ -608,7 +775,7 @@ def comparison_chart(name: str, deployments: Sequence[Deployment]) -> str:
 
 _ID = re.compile(r'\bid="([^"]+)"')
 _REF = re.compile(r'(url\(#|href="#)([^)"]+)')
-_KEPT_IDS = ("series-", "slo-", "no-data-")
+_KEPT_IDS = ("series-", "slo-", "no-data-", "note-")
 
 
 def inline(svg: str, prefix: str) -> str:

@@ -9,13 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from infercost.reports.numbers import rounded
+
 
 def level_label(level: float, mode: str) -> str:
     """A load level as reports, the API and the CLI name it: '1 user', '8 users' (closed
-    loop) or '2.5 req/s' (open loop)."""
+    loop) or '12.9 req/s' (open loop), rounded to three significant figures."""
     if mode != "concurrency":
-        return f"{level:g} req/s"
-    return f"{level:g} user" if level == 1 else f"{level:g} users"
+        return f"{rounded(level)} req/s"
+    return "1 user" if level == 1 else f"{rounded(level)} users"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from infercost.reports.charts import (
     job_chart,
 )
 from infercost.reports.data import ComparisonReport, JobReport, SloLimit, level_label
+from infercost.reports.numbers import number
 
 #: What a report page may load: nothing but its own inline styles (and data: images).
 CONTENT_SECURITY_POLICY = (
@@ -34,21 +35,6 @@ CONTENT_SECURITY_POLICY = (
 class _Chart:
     name: str
     svg: Markup
-
-
-def number(value: float | None) -> str:
-    """Whole numbers from 100 up (thousands separated), three significant figures below;
-    an en dash when unknown."""
-    if value is None or not math.isfinite(value):
-        return "\u2013"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    # Round first, so 9.9996 reads 10.0 and not 10.00.
-    rounded = float(f"{value:.3g}")
-    if rounded == 0:
-        return "0"
-    magnitude = math.floor(math.log10(abs(rounded)))
-    return f"{rounded:,.{max(0, 2 - magnitude)}f}"
 
 
 def _pct(value: float | None) -> str:

@@ -26,7 +26,7 @@ from infercost.reports.data import (
     SloLimit,
     level_label,
 )
-from infercost.reports.render import number
+from infercost.reports.numbers import number
 from infercost.reports.repository import MeasuredOn, ReportRepository
 
 #: How many jobs one comparison page may show side by side (and at least how many).
