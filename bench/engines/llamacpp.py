@@ -55,6 +55,8 @@ SLOT_MARGIN = 128
 TPOT_SHARE = 0.01
 THROUGHPUT_SHARE = 0.02
 POLL_S = 0.1
+#: /slots answers are larger (prompt text included); read them less often.
+SLOTS_POLL_S = 0.2
 COUNTERS = (
     "llamacpp:tokens_predicted_total",
     "llamacpp:prompt_tokens_total",
@@ -240,6 +242,89 @@ class Poller:
         return float(np.interp(at, times, values))
 
 
+class SlotPoller:
+    """Reads /slots every SLOTS_POLL_S seconds: each slot's task id and the tokens it has
+    generated so far (`n_decoded`, live) and has left (`n_remain`). The /metrics token
+    counters only move when a request ends, so they cannot say how many tokens a window
+    holds; these live counts can."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        # (arrival time, [(task id, processing, n_decoded, n_remain), ...])
+        self.polls: list[tuple[float, list[tuple[int, bool, int, int]]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        with httpx.Client(timeout=5.0) as client:
+            while not self._stop.is_set():
+                try:
+                    slots = client.get(self.url).json()
+                    seen = [
+                        (
+                            int(s["id_task"]),
+                            bool(s["is_processing"]),
+                            int(s["next_token"][0]["n_decoded"]),
+                            int(s["next_token"][0]["n_remain"]),
+                        )
+                        for s in slots
+                        if "id_task" in s
+                    ]
+                    self.polls.append((time.monotonic(), seen))
+                except (httpx.HTTPError, ValueError, KeyError, IndexError):
+                    pass
+                self._stop.wait(SLOTS_POLL_S)
+
+    def __enter__(self) -> SlotPoller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def generated_before(
+    polls: list[tuple[float, list[tuple[int, bool, int, int]]]],
+    span: tuple[float, float],
+    at: float,
+) -> tuple[int, float]:
+    """Over the tasks first seen inside `span`: (all tokens they generated, tokens generated
+    before `at`). A task's count is interpolated linearly between the polls that saw it, from
+    0 at the poll before it appeared to its final count (n_decoded + n_remain, the max_tokens
+    it was given) at the first poll that no longer saw it running. A task never seen running
+    (started and ended between two polls) counts 0: keep the polls short of a request."""
+    lo, hi = span
+    tasks: dict[int, list[tuple[float, int, int, bool]]] = {}
+    times = [t for t, _ in polls]
+    for t, seen in polls:
+        for task, processing, n_decoded, n_remain in seen:
+            tasks.setdefault(task, []).append((t, n_decoded, n_remain, processing))
+    total, before = 0, 0.0
+    for obs in tasks.values():
+        if not lo <= obs[0][0] <= hi:
+            continue
+        i = times.index(obs[0][0])
+        pts_t, pts_n = [times[i - 1] if i else obs[0][0]], [0.0]
+        running = [o for o in obs if o[3]]
+        stopped = [o for o in obs if not o[3]]
+        for t, n, _remain, _processing in running:
+            pts_t.append(t)
+            pts_n.append(float(n))
+        # A released slot shows its last task with zeroed counts, so the final count is the
+        # last live one plus what it had left (ignore_eos: it generates max_tokens).
+        final = running[-1][1] + max(running[-1][2], 0) if running else 0
+        if stopped:  # it ended before the first poll that saw it released
+            done_at = stopped[0][0]
+        else:  # else before the poll after the last one that saw it
+            done_at = times[min(times.index(running[-1][0]) + 1, len(times) - 1)]
+        pts_t.append(max(done_at, pts_t[-1]))
+        pts_n.append(float(final))
+        total += final
+        before += float(np.interp(at, pts_t, pts_n))
+    return total, before
+
+
 # --- infercost's side ----------------------------------------------------------------------
 
 
@@ -365,6 +450,7 @@ def report_level(
     rows: list[dict[str, Any]],
     burst: tuple[float, float] | None,
     poller: Poller,
+    slots: list[tuple[float, list[tuple[int, bool, int, int]]]],
 ) -> None:
     """One level: infercost's figures, the server's, the verdicts."""
     measured = [r for r in rows if not r["warmup"]]
@@ -404,32 +490,41 @@ def report_level(
     if block:
         print(f"  run summary server_timings: {block}")
 
-    # The server's /metrics counters over the level, and over infercost's measured window.
-    rate = None
+    # The server's counters. /metrics moves its token counters only when a request ends, so
+    # it gives the level's totals and its rate over the whole level (warm-up included); the
+    # tokens generated inside infercost's measured window come from /slots' live counts.
+    level_rate = live_rate = None
     if burst is not None and ok:
         t_end_all = max(r["t_send"] + (r["e2e_ms"] or 0) / 1000 for r in rows)
         t_send_all = min(r["t_send"] for r in rows)
         t_send_meas = min(r["t_send"] for r in measured)
         t_end_meas = max(r["t_send"] + (r["e2e_ms"] or 0) / 1000 for r in measured)
-        # Anchor each end of the window on the server's own activity edge: the level's first
-        # request arrived at the burst's start, its last response ended at the burst's end.
-        w0 = burst[0] + (t_send_meas - t_send_all)
-        w1 = burst[1] - (t_end_all - t_end_meas)
+        # The level's last response ended when the server went idle (the burst's end): that
+        # places infercost's clock on this one. The burst's start is less sure (a preflight
+        # request just before the level joins the burst), so it only serves as a check.
+        offset = burst[1] - t_end_all
+        w0, w1 = offset + t_send_meas, offset + t_end_meas
         deltas = {
             n: poller.value_at(n, burst[1] + 0.5) - poller.value_at(n, burst[0] - 0.5)
             for n in COUNTERS
         }
+        level_rate = deltas[COUNTERS[0]] / (burst[1] - burst[0])
         print(
-            "  /metrics over the level: "
+            f"  /metrics over the level ({burst[1] - burst[0]:.2f} s busy, first request"
+            f" {burst[0] - (offset + t_send_all):+.3f} s from where infercost places it): "
             + " | ".join(f"{n.split(':')[1]} +{v:.6g}" for n, v in deltas.items())
+            + f" | {level_rate:.2f} tokens/s"
         )
-        in_window = poller.value_at(COUNTERS[0], w1) - poller.value_at(COUNTERS[0], w0)
-        rate = in_window / (w1 - w0) if w1 > w0 else None
-        print(
-            f"  /metrics over the measured window ({w1 - w0:.2f} s here, alignment"
-            f" {(burst[1] - burst[0]) - (t_end_all - t_send_all):+.3f} s): tokens_predicted"
-            f" +{in_window:.0f}, {fmt(rate)} tokens/s"
-        )
+        if slots:
+            span = (burst[0] - 0.5, burst[1] + 0.5)
+            total, at_w0 = generated_before(slots, span, w0)
+            _total, at_w1 = generated_before(slots, span, w1)
+            live_rate = (at_w1 - at_w0) / (w1 - w0) if w1 > w0 else None
+            print(
+                f"  /slots live counts: {total} tokens generated in the level,"
+                f" {at_w1 - at_w0:.0f} inside the measured window ({w1 - w0:.2f} s):"
+                f" {fmt(live_rate)} tokens/s"
+            )
     else:
         print("  /metrics: no activity span found for this level")
 
@@ -453,8 +548,12 @@ def report_level(
         )
     else:
         verdict("output tokens equal predicted_n", None, "no server predicted_n for every request")
-    good, detail = within(run.get("output_tokens_per_s"), rate, THROUGHPUT_SHARE)
-    verdict("output tokens/s within 2% of the counters' rate", good, detail)
+    good, detail = within(run.get("output_tokens_per_s"), live_rate, THROUGHPUT_SHARE)
+    verdict("output tokens/s within 2% of /slots' live count over the window", good, detail)
+    good, detail = within(run.get("output_tokens_per_s"), level_rate, THROUGHPUT_SHARE)
+    verdict(
+        "output tokens/s within 2% of /metrics tokens_predicted over the whole level", good, detail
+    )
 
 
 def match_bursts(
@@ -504,6 +603,7 @@ def bench(args: argparse.Namespace, stack: ExitStack, server_url: str, logdir: P
     }
     print(f"# job: {body['workload']} {body['load']}", flush=True)
     poller = stack.enter_context(Poller(f"{server_url}/metrics"))
+    slot_poller = stack.enter_context(SlotPoller(f"{server_url}/slots"))
     job_id = checked(api.post("/v1/jobs", json=body))["id"]
     started = time.monotonic()
     job = wait_job(api, job_id, args.timeout)
@@ -515,6 +615,7 @@ def bench(args: argparse.Namespace, stack: ExitStack, server_url: str, logdir: P
         "runs": runs,
         "samples": [samples(api, r["id"]) for r in runs],
         "scrapes": [[s.at, s.values] for s in poller.scrapes],
+        "slots": slot_poller.polls,
     }
     # Everything the comparison reads, so it can be printed again (--analyse) without a rerun.
     path = logdir / "measured.json"
@@ -528,6 +629,7 @@ def analyse(data: dict[str, Any]) -> None:
     runs, rows = data["runs"], data["samples"]
     poller = Poller("")
     poller.scrapes = [Scrape(at, values) for at, values in data["scrapes"]]
+    slots = [(at, [tuple(x) for x in seen]) for at, seen in data.get("slots", [])]
     spans = [
         max(r["t_send"] + (r["e2e_ms"] or 0) / 1000 for r in rs) - min(r["t_send"] for r in rs)
         if rs
@@ -536,7 +638,7 @@ def analyse(data: dict[str, Any]) -> None:
     ]
     bursts = poller.bursts()
     for run, rs, burst in zip(runs, rows, match_bursts(bursts, runs, spans), strict=True):
-        report_level(run, rs, burst, poller)
+        report_level(run, rs, burst, poller, slots)
     if rows and rows[0]:
         extra = sorted({k for k in rows[0][0] if k.startswith("server_")})
         print(f"\n# sample fields from the server: {extra or 'none'}")
