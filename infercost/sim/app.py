@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from infercost.sim import wire
 from infercost.sim.config import MAX_MODEL_LEN, SimConfig
+from infercost.sim.embeddings import decode_embeddings, input_tokens, latency_s, response_body
 from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, wake
 from infercost.sim.lateness import Lateness
 from infercost.sim.metrics import SimMetrics, render
@@ -220,6 +221,7 @@ class SimApp:
             "/v1/chat/completions": {"POST": self._chat},
             "/v1/completions": {"POST": self._completions},
             "/v1/models": {"GET": self._models},
+            "/v1/embeddings": {"POST": self._embeddings},
             "/tokenize": {"POST": self._tokenize},
             "/metrics": {"GET": self._metrics},
             "/health": {"GET": self._health},
@@ -365,6 +367,36 @@ class SimApp:
             await _send_error(send, status, str(exc), "invalid_request_error")
             return
         await _send_bytes(send, 200, wire.encode(payload), _JSON_HEADERS)
+
+    # -- /v1/embeddings
+
+    async def _embeddings(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
+        """Vectors after a fixed latency (ttft_ms + embed_token_ms per input token, counted
+        from arrival, in either mode), with the same faults and model check as generation."""
+        try:
+            req = decode_embeddings(await _read_body(receive))
+        except wire.RequestError as exc:
+            await _send_error(send, 400, str(exc), "invalid_request_error")
+            return
+        if (problem := self._unknown_model(req.model)) is not None:
+            await _send_error(send, 404, problem, "not_found_error")
+            return
+        rate = self.config.error_rate
+        if rate > 0.0 and self._rng.random() < rate:
+            await _send_error(send, 500, "simulated server failure (--error-rate)", "server_error")
+            return
+        try:
+            counts = input_tokens(req)
+        except wire.RequestError as exc:
+            await _send_error(send, 400, str(exc), "invalid_request_error")
+            return
+        self.metrics.requests_total += 1
+        self.metrics.prompt_tokens += sum(counts)
+        loop = asyncio.get_running_loop()
+        due = arrival + latency_s(self.config.ttft_ms, self.config.embed_token_ms, sum(counts))
+        await asyncio.sleep(max(0.0, due - loop.time()))
+        body = response_body(self.config.model, counts, req.dimensions)
+        await _send_bytes(send, 200, body, _JSON_HEADERS)
 
     # -- generation
 

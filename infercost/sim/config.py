@@ -83,6 +83,8 @@ class SimConfig:
     # Fixed mode: stream this many events per write (each write when its last token is
     # due), so that at itl 0 the simulator is not the bottleneck of a capacity benchmark.
     burst: int = 1
+    # POST /v1/embeddings answers ttft_ms plus this much per input token after it arrives.
+    embed_token_ms: float = 0.02
     # gpu mode: the hardware (a catalog name), the model and the engine.
     gpu: str = "H200-SXM"
     gpu_count: int = 1
@@ -151,7 +153,11 @@ class SimConfig:
             raise ValueError(f"mode must be 'fixed' or 'gpu', got {self.mode!r}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in 0..65535, got {self.port}")
-        for name, value in (("ttft_ms", self.ttft_ms), ("itl_ms", self.itl_ms)):
+        for name, value in (
+            ("ttft_ms", self.ttft_ms),
+            ("itl_ms", self.itl_ms),
+            ("embed_token_ms", self.embed_token_ms),
+        ):
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
         if not 1 <= self.max_tokens_default <= MAX_MODEL_LEN:
