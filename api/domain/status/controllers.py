@@ -1,0 +1,115 @@
+"""GET /v1/status (JSON, CSV with Accept: text/csv, HTML with Accept: text/html) and
+GET /v1/status/page (always HTML, for a browser's address bar or a portal's iframe)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from litestar import Controller, MediaType, Request, get
+from litestar.datastructures import State
+from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import QueryParameter
+from litestar.response.base import ASGIResponse
+
+from api.auth import team_service
+from api.csv import csv_attachment, wants_csv
+from api.domain.status.page import render_board
+from api.domain.status.schemas import StatusBoard
+from api.domain.status.services import SORT_KEYS, StatusService, status_csv
+from infercost.reports.render import CONTENT_SECURITY_POLICY
+from infercost.status.figures import DEFAULT_WINDOW, FIGURES, WINDOWS
+
+Window = Annotated[
+    str,
+    QueryParameter(description=f"how far back the rolling figures reach: {', '.join(WINDOWS)}"),
+]
+All = Annotated[
+    bool,
+    QueryParameter(
+        description="every endpoint with runs in the window, not only those with a schedule"
+    ),
+]
+Sort = Annotated[
+    str | None,
+    QueryParameter(
+        description="comma-separated keys, '-' for descending, nulls last: a figure (its "
+        f"rolling median; add _p95 or _latest), or {', '.join(SORT_KEYS)}"
+    ),
+]
+
+
+def _html(board: StatusBoard, all_endpoints: bool, path: str) -> ASGIResponse:
+    """The page, with the reports' headers that forbid every external load."""
+    return ASGIResponse(
+        body=render_board(board, all_endpoints=all_endpoints, path=path).encode(),
+        media_type=MediaType.HTML,
+        headers={
+            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "private, no-cache",
+        },
+    )
+
+
+class StatusController(Controller):
+    """The status board of watched deployments."""
+
+    path = "/v1/status"
+    tags = ["status"]
+    dependencies = {"status": team_service(StatusService)}
+
+    @get(
+        "/",
+        summary="Rolling figures per watched deployment (JSON, CSV or HTML)",
+        description=(
+            "One row per endpoint, workload fingerprint and load level with succeeded runs in "
+            "the window: the latest run, rolling median and p95 of "
+            f"{', '.join(FIGURES)} over adequate, not client-bound runs, a trend per figure, "
+            "availability and the last regression verdict. `Accept: text/csv` for CSV, "
+            "`Accept: text/html` for the board (also at /v1/status/page)."
+        ),
+        responses={
+            200: ResponseSpec(
+                data_container=StatusBoard,
+                generate_examples=False,
+                description="The board (JSON), or its rows as CSV, or the HTML page",
+            )
+        },
+    )
+    async def status_board(
+        self,
+        *,
+        request: Request[object, object, State],
+        status: NamedDependency[StatusService],
+        window: Window = DEFAULT_WINDOW,
+        all: All = False,
+        sort: Sort = None,
+    ) -> ASGIResponse:
+        """JSON, CSV or HTML by the Accept header."""
+        board = await status.board(window, all_endpoints=all, sort=sort)
+        if wants_csv(request):
+            return csv_attachment(
+                status_csv(board), "status.csv", {"X-Total-Count": str(board.total)}
+            )
+        if "text/html" in request.headers.get("accept", ""):
+            return _html(board, all, "/v1/status/page")
+        return ASGIResponse(body=msgspec.json.encode(board), media_type=MediaType.JSON)
+
+    @get(
+        "/page",
+        summary="The status board as a self-contained HTML page",
+        media_type=MediaType.HTML,
+        description="No script, nothing external; sortable through plain links (?sort=).",
+    )
+    async def status_page(
+        self,
+        status: NamedDependency[StatusService],
+        window: Window = DEFAULT_WINDOW,
+        all: All = False,
+        sort: Sort = None,
+    ) -> ASGIResponse:
+        """The board, HTML."""
+        board = await status.board(window, all_endpoints=all, sort=sort)
+        return _html(board, all, "/v1/status/page")

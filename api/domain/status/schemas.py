@@ -1,0 +1,90 @@
+"""Response shape of GET /v1/status (JSON)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import msgspec
+
+
+class StatusEndpoint(msgspec.Struct):
+    """The endpoint measured, and the deployment it describes now."""
+
+    id: uuid.UUID
+    name: str
+    model: str
+    engine: str | None
+    hardware: str | None
+    gpu_count: int
+
+
+class RollingFigure(msgspec.Struct):
+    """One figure over the window: the latest counted run's value, the median and p95 over
+    the window's counted runs, and `trend`: the median of each equal slice of the window
+    (oldest first; null where a slice had no run)."""
+
+    latest: float | None
+    median: float | None
+    p95: float | None
+    trend: list[float | None]
+
+
+class LatestRun(msgspec.Struct):
+    """The newest counted run in the window (the newest run when none counted)."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    finished_at: datetime
+    report_url: str
+
+
+class Verdict(msgspec.Struct):
+    """The newest regression verdict in the window (runs.change_verdict) and its run."""
+
+    verdict: str
+    run_id: uuid.UUID
+
+
+class StatusAvailability(msgspec.Struct):
+    """Scheduled jobs created in the window that succeeded / those that finished
+    (succeeded or failed; every job when jobs do not record a schedule), and measured
+    requests that did not fail / all, over every succeeded run of the row."""
+
+    jobs_succeeded: int
+    jobs_finished: int
+    jobs_share: float | None
+    requests_total: int
+    requests_failed: int
+    requests_share: float | None
+
+
+class StatusRow(msgspec.Struct):
+    """One watched deployment: endpoint, workload fingerprint, mode and load level.
+
+    `runs` counts its succeeded runs in the window; `runs_counted` those the figures use
+    (adequate evidence, not client-bound)."""
+
+    endpoint: StatusEndpoint
+    workload_fingerprint: str | None
+    mode: str
+    level: float
+    scheduled: bool
+    runs: int
+    runs_counted: int
+    latest: LatestRun | None
+    last_verdict: Verdict | None
+    availability: StatusAvailability
+    figures: dict[str, RollingFigure]
+
+
+class StatusBoard(msgspec.Struct):
+    """The board: rows over [since, until], each trend point `bucket_seconds` wide."""
+
+    window: str
+    since: datetime
+    until: datetime
+    bucket_seconds: float
+    sort: list[str]
+    total: int
+    rows: list[StatusRow]
