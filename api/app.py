@@ -23,6 +23,7 @@ from api.domain.history.controllers import HistoryController
 from api.domain.jobs.controllers import JobController, RunController
 from api.domain.prices.controllers import PriceController
 from api.domain.reports.controllers import ReportController
+from api.domain.status.controllers import StatusController
 from api.domain.teams.controllers import TeamController
 from api.domain.telemetry.controllers import TelemetryController
 from api.domain.webhooks.controllers import WebhookController
@@ -111,6 +112,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             DatasetController,
             ComparisonController,
             ReportController,
+            StatusController,
             WebhookController,
         ],
         dependencies={
