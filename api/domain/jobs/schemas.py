@@ -793,42 +793,200 @@ class Telemetry(msgspec.Struct):
     when requests queued in front of the engine.
     """
 
-    gpu_util_mean: float | None = None
-    gpu_util_p95: float | None = None
-    sm_active_mean: float | None = None
-    power_w_mean: float | None = None
-    energy_j_per_output_token: float | None = None
-    kv_cache_usage_mean: float | None = None
-    kv_cache_usage_max: float | None = None
-    requests_running_mean: float | None = None
-    requests_waiting_max: float | None = None
-    prefix_cache_hit_rate: float | None = None
-    errors: list[str] = []
-    requests_running_max: float | None = None
-    requests_waiting_mean: float | None = None
-    memory_used_bytes_mean: float | None = None
-    dram_active_mean: float | None = None
-    tensor_active_mean: float | None = None
-    energy_j: float | None = None
-    energy_source: str | None = None
-    prompt_tokens: float | None = None
-    generation_tokens: float | None = None
-    preemptions: float | None = None
-    prompt_tokens_per_s: float | None = None
-    generation_tokens_per_s: float | None = None
-    prompt_tokens_cached: float | None = None
-    prompt_tokens_computed: float | None = None
-    prompt_tokens_cached_share: float | None = None
-    prompt_seconds: float | None = None
-    generation_seconds: float | None = None
-    busy_slots_per_decode: float | None = None
-    kv_cache_tokens_mean: float | None = None
-    notes: list[str] = []
-    gpu_count: int | None = None
-    per_gpu: dict[str, float] = {}
-    sources: list[str] = []
-    unmapped: list[str] = []
-    samples: int = 0
+    gpu_util_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean GPU utilisation over the window (0 to 1)", examples=[0.93]),
+    ] = None
+    gpu_util_p95: Annotated[
+        float | None,
+        msgspec.Meta(description="95th percentile of GPU utilisation (0 to 1)", examples=[0.99]),
+    ] = None
+    sm_active_mean: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Mean share of time streaming multiprocessors were active (0 to 1, DCGM)",
+            examples=[0.71],
+        ),
+    ] = None
+    power_w_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean board power, in watts (all GPUs)", examples=[612.0]),
+    ] = None
+    energy_j_per_output_token: Annotated[
+        float | None,
+        msgspec.Meta(description="Energy per output token, in joules", examples=[0.33]),
+    ] = None
+    kv_cache_usage_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean share of the KV cache in use (0 to 1)", examples=[0.42]),
+    ] = None
+    kv_cache_usage_max: Annotated[
+        float | None,
+        msgspec.Meta(description="Largest share of the KV cache in use (0 to 1)", examples=[0.67]),
+    ] = None
+    requests_running_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean requests the engine was running", examples=[7.8]),
+    ] = None
+    requests_waiting_max: Annotated[
+        float | None,
+        msgspec.Meta(description="Most requests waiting in the engine's queue", examples=[0.0]),
+    ] = None
+    prefix_cache_hit_rate: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prefix-cache hits over lookups in the window (0 to 1)", examples=[0.05]
+        ),
+    ] = None
+    errors: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Every scrape that failed, and why (the run goes on regardless)",
+            examples=[[]],
+        ),
+    ] = []
+    requests_running_max: Annotated[
+        float | None,
+        msgspec.Meta(description="Most requests the engine was running", examples=[8.0]),
+    ] = None
+    requests_waiting_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean requests waiting in the engine's queue", examples=[0.0]),
+    ] = None
+    memory_used_bytes_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean GPU memory in use, in bytes", examples=[132000000000.0]),
+    ] = None
+    dram_active_mean: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Mean share of time GPU memory was busy (0 to 1, DCGM)", examples=[0.55]
+        ),
+    ] = None
+    tensor_active_mean: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Mean share of time tensor cores were active (0 to 1, DCGM)",
+            examples=[0.31],
+        ),
+    ] = None
+    energy_j: Annotated[
+        float | None,
+        msgspec.Meta(description="Energy used over the window, in joules", examples=[37800.0]),
+    ] = None
+    energy_source: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Where energy came from: energy_counter (the GPU's counter) or power (mean "
+            "power times the window)",
+            examples=["energy_counter"],
+        ),
+    ] = None
+    prompt_tokens: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens the engine processed in the window (its counter), in tokens",
+            examples=[102400.0],
+        ),
+    ] = None
+    generation_tokens: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Output tokens the engine generated in the window (its counter), in tokens",
+            examples=[25600.0],
+        ),
+    ] = None
+    preemptions: Annotated[
+        float | None,
+        msgspec.Meta(description="Requests the engine preempted in the window", examples=[0.0]),
+    ] = None
+    prompt_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens per second by the engine's counter, in tokens/s",
+            examples=[1650.0],
+        ),
+    ] = None
+    generation_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Output tokens per second by the engine's counter, in tokens/s",
+            examples=[1830.0],
+        ),
+    ] = None
+    prompt_tokens_cached: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens served from the prefix cache (engine counter), in tokens",
+            examples=[3072.0],
+        ),
+    ] = None
+    prompt_tokens_computed: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens the engine computed, in tokens", examples=[99328.0]
+        ),
+    ] = None
+    prompt_tokens_cached_share: Annotated[
+        float | None,
+        msgspec.Meta(description="prompt_tokens_cached / prompt_tokens (0 to 1)", examples=[0.03]),
+    ] = None
+    prompt_seconds: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Seconds the engine spent on prompt processing in the window",
+            examples=[12.4],
+        ),
+    ] = None
+    generation_seconds: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Seconds the engine spent generating in the window", examples=[58.1]
+        ),
+    ] = None
+    busy_slots_per_decode: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean slots busy per decode step (llama.cpp)", examples=[7.6]),
+    ] = None
+    kv_cache_tokens_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean tokens held in the KV cache, in tokens", examples=[5400.0]),
+    ] = None
+    notes: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Remarks on the figures, e.g. when requests queued in front of the engine",
+            examples=[[]],
+        ),
+    ] = []
+    gpu_count: Annotated[
+        int | None, msgspec.Meta(description="GPUs the GPU figures cover", examples=[1])
+    ] = None
+    per_gpu: Annotated[
+        dict[str, float],
+        msgspec.Meta(
+            description="Mean GPU utilisation (0 to 1) per GPU, by GPU name",
+            examples=[{"0": 0.93, "1": 0.91}],
+        ),
+    ] = {}
+    sources: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Metric families seen: vllm, sglang, tgi, llamacpp, dcgm",
+            examples=[["vllm", "dcgm"]],
+        ),
+    ] = []
+    unmapped: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Names of a known family's metrics that were published but not mapped (not"
+            " stored)",
+            examples=[[]],
+        ),
+    ] = []
+    samples: Annotated[
+        int, msgspec.Meta(description="Scrapes taken during the window", examples=[60])
+    ] = 0
 
 
 class Cost(msgspec.Struct):
@@ -913,23 +1071,65 @@ class Cost(msgspec.Struct):
             examples=[None],
         ),
     ] = None
+    per_million_input_tokens_usd: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="USD per million prompt tokens: usd_per_hour / (input tokens/s x 3600) x "
+            "1e6; the cost per token of an embeddings endpoint",
+            examples=[0.02],
+        ),
+    ] = None
 
 
 class ShardHealth(msgspec.Struct):
     """One shard of a sharded level: its worker process, requests sent, CPU use, and how
     far its first send was from the earliest shard's (`start_offset_ms`, one clock)."""
 
-    shard: int
-    worker: str | None
-    requests: int
-    cpu_util: float | None
-    start_offset_ms: float | None
+    shard: Annotated[int, msgspec.Meta(description="The shard's index, from 0", examples=[0])]
+    worker: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="The worker process that ran it (host:pid)",
+            examples=["gpu-node-1:4242"],
+        ),
+    ]
+    requests: Annotated[int, msgspec.Meta(description="Requests it sent", examples=[100])]
+    cpu_util: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its CPU use over the level (1.0 = one core busy)", examples=[0.35]
+        ),
+    ]
+    start_offset_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its first send after the earliest shard's, in ms (one clock)",
+            examples=[0.4],
+        ),
+    ]
     # How late the shard woke for the agreed instant, and sent against the level's schedule
     # (t_send - t_sched over its requests).
-    start_lag_ms: float | None = None
-    send_late_p50_ms: float | None = None
-    send_late_p99_ms: float | None = None
-    send_late_max_ms: float | None = None
+    start_lag_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="How late it woke for the agreed start instant, in ms", examples=[0.2]
+        ),
+    ] = None
+    send_late_p50_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Median lateness of its sends against the level's schedule (t_send - "
+            "t_sched), in ms",
+            examples=[0.1],
+        ),
+    ] = None
+    send_late_p99_ms: Annotated[
+        float | None,
+        msgspec.Meta(description="99th percentile of that lateness, in ms", examples=[0.9]),
+    ] = None
+    send_late_max_ms: Annotated[
+        float | None, msgspec.Meta(description="Largest lateness, in ms", examples=[2.1])
+    ] = None
 
 
 class ClientHealth(msgspec.Struct):
@@ -939,29 +1139,111 @@ class ClientHealth(msgspec.Struct):
     and `rate_held` to rate levels (METRICS.md, client health). Null where they do not apply.
     """
 
-    queue_delay_p99_ms: float | None
-    cpu_util: float | None
-    inflight_mean: float | None
-    concurrency_held: bool | None
-    send_rate: float | None = None
-    rate_held: bool | None = None
+    queue_delay_p99_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="99th percentile of the delay between a request's scheduled and actual "
+            "send, in ms (over 10 ms: client-bound)",
+            examples=[0.8],
+        ),
+    ]
+    cpu_util: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="The load generator's CPU use over the level (1.0 = one core busy; "
+            "sharded: the busiest shard's)",
+            examples=[0.35],
+        ),
+    ]
+    inflight_mean: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Mean requests in flight as the client counted them", examples=[7.9]
+        ),
+    ]
+    concurrency_held: Annotated[
+        bool | None,
+        msgspec.Meta(
+            description="Concurrency levels: whether the requested users were kept busy",
+            examples=[True],
+        ),
+    ]
+    send_rate: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Rate levels: measured sends per second, in requests/s", examples=[None]
+        ),
+    ] = None
+    rate_held: Annotated[
+        bool | None,
+        msgspec.Meta(
+            description="Rate levels: whether the requested rate was sent", examples=[None]
+        ),
+    ] = None
     # With load.shards > 1: cpu_util is the busiest shard's, and each shard is listed.
-    shards: list[ShardHealth] | None = None
+    shards: Annotated[
+        list[ShardHealth] | None,
+        msgspec.Meta(description="With load.shards > 1: each shard's health", examples=[None]),
+    ] = None
     # The reading side (workers/loadgen/health.py): age of response bytes when parsed, how
     # long a ready callback waited for the event loop, the busiest second's CPU share, and
     # requests re-sent after a kept-alive connection turned out closed. Null for sharded
     # levels and runs stored before these were measured.
-    read_lag_p50_ms: float | None = None
-    read_lag_p99_ms: float | None = None
-    read_lag_max_ms: float | None = None
-    loop_lag_p50_ms: float | None = None
-    loop_lag_p99_ms: float | None = None
-    loop_lag_max_ms: float | None = None
-    cpu_util_peak: float | None = None
-    resent: int | None = None
+    read_lag_p50_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Median age of response bytes when the client parsed them, in ms",
+            examples=[0.2],
+        ),
+    ] = None
+    read_lag_p99_ms: Annotated[
+        float | None, msgspec.Meta(description="99th percentile of that age, in ms", examples=[1.1])
+    ] = None
+    read_lag_max_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Largest age of response bytes when parsed, in ms", examples=[3.0]
+        ),
+    ] = None
+    loop_lag_p50_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Median wait of a ready callback for the client's event loop, in ms",
+            examples=[0.05],
+        ),
+    ] = None
+    loop_lag_p99_ms: Annotated[
+        float | None,
+        msgspec.Meta(description="99th percentile of that wait, in ms", examples=[0.6]),
+    ] = None
+    loop_lag_max_ms: Annotated[
+        float | None,
+        msgspec.Meta(description="Largest wait for the event loop, in ms", examples=[2.0]),
+    ] = None
+    cpu_util_peak: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="The busiest second's CPU share of the load generator (1.0 = one core)",
+            examples=[0.6],
+        ),
+    ] = None
+    resent: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="Requests sent again after a kept-alive connection turned out closed",
+            examples=[0],
+        ),
+    ] = None
     # Figures the client's own lateness spoils: requests_per_s and output_tokens_per_s when
     # it sent late, ttft_ms, itl_ms, tpot_ms and e2e_ms when it read late.
-    spoils: list[str] | None = None
+    spoils: Annotated[
+        list[str] | None,
+        msgspec.Meta(
+            description="Figures the client's own lateness spoils (rates when it sent late, "
+            "latencies when it read late)",
+            examples=[[]],
+        ),
+    ] = None
 
 
 class Efficiency(msgspec.Struct):
@@ -974,12 +1256,42 @@ class Efficiency(msgspec.Struct):
     run's concurrency, `peak` = output tokens/s / peak bound.
     """
 
-    decode_bound_tokens_per_s: float
-    throughput_bound_tokens_per_s: float | None
-    peak_throughput_bound_tokens_per_s: float
-    decode: float | None
-    throughput: float | None
-    peak: float | None
+    decode_bound_tokens_per_s: Annotated[
+        float,
+        msgspec.Meta(
+            description="Roofline bound on one stream's decode speed, in tokens/s", examples=[610.0]
+        ),
+    ]
+    throughput_bound_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Roofline bound on output throughput at the run's mean concurrency and "
+            "context, in tokens/s",
+            examples=[4200.0],
+        ),
+    ]
+    peak_throughput_bound_tokens_per_s: Annotated[
+        float,
+        msgspec.Meta(
+            description="Output throughput no batch can beat on this hardware, in tokens/s",
+            examples=[21000.0],
+        ),
+    ]
+    decode: Annotated[
+        float | None,
+        msgspec.Meta(description="Median per-user speed / decode bound (0 to 1)", examples=[0.16]),
+    ]
+    throughput: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Output tokens/s / the bound at the run's concurrency (0 to 1)",
+            examples=[0.44],
+        ),
+    ]
+    peak: Annotated[
+        float | None,
+        msgspec.Meta(description="Output tokens/s / the peak bound (0 to 1)", examples=[0.09]),
+    ]
 
 
 class LiveFigures(msgspec.Struct):
@@ -1289,6 +1601,17 @@ class RunSummary(msgspec.Struct):
             description="Whether the evidence supports the figures; null for runs measured before "
             "adequacy",
             examples=[{"ok": True, "reasons": []}],
+        ),
+    ] = None
+    # Figures that do not exist for this kind of run, with why (embeddings: the streaming
+    # figures and output throughput); null when every figure applies.
+    not_measured: Annotated[
+        dict[str, str] | None,
+        msgspec.Meta(
+            description="Figures that are null because this kind of run has none, each with "
+            "the reason (an openai-embeddings endpoint: ttft_ms, ttfo_ms, tpot_ms, itl_ms, "
+            "per_user_tokens_per_s, output_tokens_per_s); null when every figure applies",
+            examples=[None],
         ),
     ] = None
     # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
