@@ -9,6 +9,7 @@ from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.outbox import TaskOutbox
 from infercost.jobs.shards import RunShard
 from infercost.prices.models import Price
+from infercost.schedules.models import Schedule, ScheduleRun
 from infercost.teams.models import ApiKey, Team
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 
@@ -25,6 +26,8 @@ __all__ = [
     "RequestSample",
     "Run",
     "RunShard",
+    "Schedule",
+    "ScheduleRun",
     "TaskOutbox",
     "Team",
     "Webhook",

@@ -104,6 +104,10 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     dataset_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("datasets.id"), index=True)
     # infercost.fingerprint.workload_fingerprint of the workload; each run copies it.
     workload_fingerprint: Mapped[str | None] = mapped_column(String(16))
+    # The schedule that submitted the job (infercost.schedules), null for a job a user sent.
+    schedule_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("schedules.id", ondelete="SET NULL"), index=True
+    )
 
 
 class Run(UUIDPrimaryKey, CreatedAt, Base):
