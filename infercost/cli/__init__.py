@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from infercost.cli.commands import cancel, compare, jobs, report, submit
+from infercost.cli.export import export
 from infercost.cli.serve import api, maintenance, migrate, worker
 from infercost.cli.sim import sim
 from infercost.cli.up import up
@@ -28,3 +29,4 @@ main.add_command(jobs)
 main.add_command(compare)
 main.add_command(report)
 main.add_command(cancel)
+main.add_command(export)

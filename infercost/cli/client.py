@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import click
 import httpx
@@ -165,6 +165,37 @@ class ApiClient:
             )
             message += f"; {hint}"
         return message
+
+    def download(
+        self,
+        path: str,
+        sink: BinaryIO,
+        *,
+        raw: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, str | None]:
+        """GET `path` streamed into `sink` chunk by chunk, never whole in memory: the body
+        as sent (`raw`, still compressed) or decoded. Returns the bytes written and the
+        response's Content-Encoding; an error status raises ApiError."""
+        written = 0
+        try:
+            with self._http.stream("GET", path, headers=headers) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ApiError(self._explain("GET", path, response), response.status_code)
+                chunks = response.iter_raw() if raw else response.iter_bytes()
+                for chunk in chunks:
+                    sink.write(chunk)
+                    written += len(chunk)
+                return written, response.headers.get("content-encoding")
+        except httpx.ConnectError:
+            raise ApiError(f"no API at {self.url}: start it with `make run`") from None
+        except httpx.TimeoutException:
+            raise ApiError(
+                f"the API at {self.url} did not answer within {self._http.timeout.read} s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ApiError(f"cannot talk to the API at {self.url}: {exc}") from None
 
     def get(self, path: str, **params: Any) -> Any:
         """GET a JSON document; None-valued parameters are left out."""
