@@ -16,6 +16,7 @@ from litestar.response.base import ASGIResponse
 from api.auth import AppSettings, CurrentCaller
 from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
+from api.domain.exports.services import NDJSON_MEDIA_TYPE, accepts_gzip, export_response
 from api.domain.jobs.definitions import (
     DefinitionsParam,
     DefinitionsService,
@@ -129,6 +130,29 @@ class JobController(Controller):
     ) -> list[RunSummary]:
         """One summary per load level, in level order; `price_at` or `usd_per_hour` re-price."""
         return await jobs.runs(job_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour))
+
+    @get(
+        "/{job_id:uuid}/export",
+        summary="The whole job as one file",
+        description="JSON Lines (`application/x-ndjson`): a `job` line, then per level a `run` "
+        "line (its summary) followed by its `sample` lines; the README lists every field. "
+        "Streamed; gzipped when Accept-Encoding allows gzip.",
+        media_type=NDJSON_MEDIA_TYPE,
+    )
+    async def export_job(
+        self,
+        request: Request[object, object, State],
+        jobs: NamedDependency[JobService],
+        job_id: PathId,
+    ) -> ASGIResponse:
+        """One file to archive or load with pandas: the job, its runs' summaries and every
+        raw sample, read page by page so a large job never sits in memory."""
+        job = await jobs.read(await jobs.get(job_id))
+        return export_response(
+            request.app.state.sessionmaker,
+            job,
+            gzip=accepts_gzip(request.headers.get("accept-encoding", "")),
+        )
 
 
 class RunController(Controller):

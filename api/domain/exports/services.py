@@ -1,0 +1,121 @@
+"""One file per job: the job, its runs' summaries and every raw sample, as JSON Lines.
+
+Each line is one object with a `kind` ("job", "run" or "sample"); the README's "Exporting
+a job" section lists every field and its unit. Samples are read in keyset pages of a
+bounded size and written out page by page, so a job of a million requests is never held in
+memory, and the body can be gzipped on the fly when the client accepts it.
+"""
+
+from __future__ import annotations
+
+import uuid
+import zlib
+from collections.abc import AsyncIterator, Sequence
+
+import msgspec
+from litestar.response.streaming import ASGIStreamingResponse
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from api.domain.jobs.schemas import JobRead, RunSummary, Sample
+from infercost.jobs.repository import JobRepository
+
+NDJSON_MEDIA_TYPE = "application/x-ndjson"
+#: The `format` of the job line: a reader can tell which layout of lines follows.
+EXPORT_FORMAT = "infercost-export/1"
+#: Samples read (and written out) per keyset page: bounds the memory one export holds.
+SAMPLE_PAGE = 2000
+
+
+class SampleLine(Sample, kw_only=True, tag_field="kind", tag="sample"):
+    """One request's raw timings (GET /v1/runs/{id}/requests) with the run it belongs to."""
+
+    run_id: uuid.UUID
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def _line(kind: str, value: msgspec.Struct, **extra: object) -> bytes:
+    """`value` as one JSON line with `kind` (and `extra`) first."""
+    fields = msgspec.to_builtins(value)
+    assert isinstance(fields, dict)
+    return _encoder.encode({"kind": kind, **extra, **fields}) + b"\n"
+
+
+def head_lines(job: JobRead) -> bytes:
+    """The job line (the job as GET /v1/jobs/{id} reads it, without its runs); run lines
+    follow it, each with its samples."""
+    without_runs = msgspec.structs.replace(job, runs=[])
+    fields = msgspec.to_builtins(without_runs)
+    assert isinstance(fields, dict)
+    del fields["runs"]
+    return _encoder.encode({"kind": "job", "format": EXPORT_FORMAT, **fields}) + b"\n"
+
+
+async def export_lines(
+    sessionmaker: async_sessionmaker[AsyncSession], job: JobRead
+) -> AsyncIterator[bytes]:
+    """The export's body, a chunk per keyset page of samples: the job line, then each run's
+    summary line followed by its samples in seq order.
+
+    The response outlives the request's session, so samples are read over a session of
+    their own; the caller has checked the team's access and read the job and its runs.
+    """
+    yield head_lines(job)
+    runs: Sequence[RunSummary] = job.runs
+    async with sessionmaker() as session:
+        repo = JobRepository(session)
+        for index, run in enumerate(runs):
+            yield _line("run", run, level_index=index)
+            after = -1
+            while True:
+                page = await repo.samples_page(
+                    run.id, after_seq=after, limit=SAMPLE_PAGE, warmup=None
+                )
+                if page:
+                    yield _encoder.encode_lines(
+                        [msgspec.convert(s, SampleLine, from_attributes=True) for s in page]
+                    )
+                if len(page) < SAMPLE_PAGE:
+                    break
+                after = page[-1].seq
+                # Pages are separate queries: release what this one read before the next.
+                session.expunge_all()
+
+
+async def gzipped(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """`chunks` compressed as one gzip stream, chunk by chunk."""
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip header and trailer
+    async for chunk in chunks:
+        out = compressor.compress(chunk)
+        if out:
+            yield out
+    yield compressor.flush()
+
+
+def accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding header allows gzip (a q of 0 refuses it)."""
+    for part in accept_encoding.split(","):
+        name, _, params = part.strip().partition(";")
+        if name.strip().lower() in ("gzip", "*"):
+            q = params.strip().removeprefix("q=").strip()
+            try:
+                return not q or float(q) > 0
+            except ValueError:
+                return False
+    return False
+
+
+def export_response(
+    sessionmaker: async_sessionmaker[AsyncSession], job: JobRead, *, gzip: bool
+) -> ASGIStreamingResponse:
+    """The export as a streamed download named job-{id}.jsonl, gzipped when `gzip`."""
+    headers = {
+        "Content-Disposition": f'attachment; filename="job-{job.id}.jsonl"',
+        "Vary": "Accept-Encoding",
+    }
+    body = export_lines(sessionmaker, job)
+    if gzip:
+        headers["Content-Encoding"] = "gzip"
+        body = gzipped(body)
+    return ASGIStreamingResponse(iterator=body, media_type=NDJSON_MEDIA_TYPE, headers=headers)

@@ -1,0 +1,118 @@
+"""GET /v1/jobs/{id}/export and `infercost export`: one JSON Lines file per job that pandas
+reads back, whose samples reproduce the worker's own summary."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from infercost.cli import main
+from infercost.sim.process import SimProcess
+from tests.conftest import Api, TeamClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
+
+
+async def test_export_reads_back_with_pandas_and_reproduces_ttft_p50(
+    api_server: Api, team: TeamClient, sim: SimProcess, tmp_path: Path
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    job = await team.run_job(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 6}},
+            "load": {
+                "mode": "concurrency",
+                "levels": [1, 4],
+                "requests_per_level": 25,
+                "warmup_requests": 3,
+            },
+        }
+    )
+
+    response = await team.http.get(
+        f"/v1/jobs/{job['id']}/export", headers={"Accept-Encoding": "identity"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    assert "content-encoding" not in response.headers
+    path = tmp_path / "job.jsonl"
+    path.write_bytes(response.content)
+
+    frame = pd.read_json(path, lines=True)
+    # One job line first, then each run followed by its samples.
+    kinds = frame["kind"].tolist()
+    assert kinds[0] == "job"
+    assert kinds.count("job") == 1
+    assert kinds.count("run") == 2
+    assert kinds.count("sample") == 2 * (25 + 3)
+    head = json.loads(path.read_text().splitlines()[0])
+    assert head["id"] == job["id"]
+    assert head["format"] == "infercost-export/1"
+    assert head["status"] == "succeeded"
+    assert head["workload"]["output_tokens"]["mean"] == 6
+    assert "runs" not in head
+
+    runs = frame[frame["kind"] == "run"]
+    samples = frame[frame["kind"] == "sample"]
+    assert runs["id"].tolist() == [r["id"] for r in job["runs"]]
+    assert runs["level_index"].tolist() == [0, 1]
+    for _, run in runs.iterrows():
+        mine = samples[samples["run_id"] == run["id"]]
+        assert mine["seq"].tolist() == list(range(28))
+        assert int(mine["warmup"].sum()) == 3
+        measured = mine[~mine["warmup"].astype(bool) & mine["error_class"].isna()]
+        assert len(measured) == 25
+        # An independent reference: the worker summarised the run when it ended; the file's
+        # raw samples, with NumPy's linear interpolation (METRICS.md), must agree.
+        p50 = float(np.percentile(measured["ttft_ms"].to_numpy(dtype=float), 50))
+        assert p50 == pytest.approx(run["ttft_ms"]["p50"], rel=1e-9, abs=1e-9)
+        assert run["ttft_ms"]["count"] == 25
+        # Every sample's first event is its TTFT, never sooner than the sim's 50 ms.
+        assert (measured["ttft_ms"] >= sim.config.ttft_ms).all()
+        assert all(len(c) == 6 for c in measured["chunk_times_ms"])
+
+    # Gzipped on request: the same lines.
+    zipped = await team.http.get(
+        f"/v1/jobs/{job['id']}/export", headers={"Accept-Encoding": "gzip"}
+    )
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert zipped.content == response.content  # httpx decoded it
+
+    # The CLI saves it; a .gz name keeps it compressed on disk.
+    saved = tmp_path / "saved.jsonl.gz"
+    env = {"INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": team.key}
+    result = await asyncio.to_thread(
+        CliRunner().invoke, main, ["export", job["id"][:8], "-o", str(saved)], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"saved {saved} (")
+    assert gzip.decompress(saved.read_bytes()) == response.content
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".infercost-export-")]
+
+
+async def test_export_of_another_teams_job_is_404(
+    team: TeamClient, new_team: object, sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    job = (
+        await team.submit(
+            {
+                "endpoint_id": endpoint["id"],
+                "workload": {"input_tokens": {"mean": 16}, "output_tokens": {"mean": 2}},
+                "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 2},
+            }
+        )
+    ).json()
+    other: TeamClient = await new_team()  # type: ignore[operator]
+    response = await other.http.get(f"/v1/jobs/{job['id']}/export")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("application/problem+json")
