@@ -7,6 +7,7 @@ import click
 
 from infercost.cli.commands import cancel, compare, jobs, report, submit
 from infercost.cli.export import export
+from infercost.cli.export import export
 from infercost.cli.serve import api, maintenance, migrate, worker
 from infercost.cli.sim import sim
 from infercost.cli.up import up
@@ -29,4 +30,5 @@ main.add_command(jobs)
 main.add_command(compare)
 main.add_command(report)
 main.add_command(cancel)
+main.add_command(export)
 main.add_command(export)
