@@ -51,6 +51,7 @@ class CostFigures:
     input_usd_per_million_tokens: float | None = None
     output_usd_per_million_tokens: float | None = None
     blended_usd_per_million_tokens: float | None = None
+    per_million_input_tokens_usd: float | None = None
 
 
 def run_cost(
@@ -61,14 +62,19 @@ def run_cost(
     requests_per_s: float | None,
     goodput_output_tokens_per_s: float | None,
     reason: str | None = None,
+    input_tokens_per_s: float | None = None,
 ) -> CostFigures:
-    """Cost per million output and total tokens, per thousand requests, and at the SLO."""
+    """Cost per million output, input and total tokens, per thousand requests, and at the
+    SLO."""
     per_request = per_million(usd_per_hour, requests_per_s)
     if usd_per_hour is None and reason is None:
         reason = (
             "no price: set usd_per_hour on the endpoint, or provider and hardware with a "
             "price in /v1/prices"
         )
+    elif usd_per_hour is not None and not output_tokens_per_s and input_tokens_per_s:
+        # An embeddings run: its tokens are all prompt tokens.
+        reason = "no output tokens (an embeddings run): per_million_input_tokens_usd applies"
     elif usd_per_hour is not None and not output_tokens_per_s:
         reason = "no output tokens were measured, so there is nothing to divide the price by"
     return CostFigures(
@@ -78,6 +84,7 @@ def run_cost(
         per_thousand_requests_usd=None if per_request is None else per_request / 1000.0,
         at_slo_per_million_output_tokens_usd=per_million(usd_per_hour, goodput_output_tokens_per_s),
         reason=reason,
+        per_million_input_tokens_usd=per_million(usd_per_hour, input_tokens_per_s),
     )
 
 
@@ -93,12 +100,13 @@ def hosted_run_cost(
 ) -> CostFigures:
     """The cost block of a run against a hosted API priced per token."""
     usd_per_hour = None
-    if input_tokens_per_s is not None and output_tokens_per_s is not None:
+    if input_tokens_per_s is not None:
+        # An embeddings run has no output tokens (null): it pays for its prompt tokens only.
         usd_per_hour = hosted_usd_per_hour(
             input_usd_per_million,
             output_usd_per_million,
             input_tokens_per_s=input_tokens_per_s,
-            output_tokens_per_s=output_tokens_per_s,
+            output_tokens_per_s=output_tokens_per_s or 0.0,
         )
     figures = run_cost(
         usd_per_hour,
@@ -107,6 +115,7 @@ def hosted_run_cost(
         requests_per_s=requests_per_s,
         goodput_output_tokens_per_s=goodput_output_tokens_per_s,
         reason=None if usd_per_hour is not None else "no tokens were measured",
+        input_tokens_per_s=input_tokens_per_s,
     )
     return replace(
         figures,

@@ -162,6 +162,18 @@ class RequestTiming:
         return self.t_send - self.t_sched
 
 
+_NO_STREAM = "an embeddings request returns one JSON body and no generated tokens"
+#: What an embeddings run leaves null, and why (RunFigures.not_measured).
+EMBEDDINGS_NOT_MEASURED: Mapping[str, str] = {
+    "ttft_ms": f"{_NO_STREAM}: no first token to time (e2e_ms is its latency)",
+    "ttfo_ms": f"{_NO_STREAM}: no first token to time (e2e_ms is its latency)",
+    "tpot_ms": f"{_NO_STREAM}: no output tokens",
+    "itl_ms": f"{_NO_STREAM}: no token events",
+    "per_user_tokens_per_s": f"{_NO_STREAM}: no output tokens",
+    "output_tokens_per_s": f"{_NO_STREAM}: throughput is input_tokens_per_s and requests_per_s",
+}
+
+
 def distribution(
     values: Sequence[float] | np.ndarray, weights: Sequence[int] | np.ndarray | None = None
 ) -> dict[str, float | int | None]:
@@ -253,13 +265,16 @@ def tokens_in_window(
     Output tokens are placed at their events' arrival: an event carries its continuous-usage
     count when every event said, else the request's n_out spread evenly over its events. A
     request's prompt tokens are placed at its first event (the end of its prefill); a request
-    that got no event placed none.
+    that got no event placed none, unless it succeeded without any (an embeddings request:
+    one body, no tokens out), whose prompt tokens are placed at its end.
     """
     out = 0.0
     inp = 0.0
     for t in timings:
         c = t.chunk_times
         if not c:
+            if t.succeeded and t.t_end is not None and start <= t.t_end <= stop:
+                inp += t.n_in or 0
             continue
         if start <= c[0] <= stop:
             inp += t.n_in or 0
@@ -492,6 +507,9 @@ class RunFigures:
     cache: dict[str, Any] | None = None
     # Whether the level's evidence supports its figures (adequacy_block).
     adequacy: dict[str, Any] | None = None
+    # Figures that do not exist for this kind of run, each with the reason (embeddings:
+    # the streaming figures); None when every figure applies.
+    not_measured: dict[str, str] | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -509,6 +527,7 @@ def summarize(
     telemetry_interval_s: float | None = None,
     cache_expected: bool = False,
     reading: Mapping[str, Any] | None = None,
+    embeddings: bool = False,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
 
@@ -524,6 +543,9 @@ def summarize(
     read_lag_*_ms, loop_lag_*_ms, cpu_util_peak, resent), copied into `client`; a read or
     loop lag p99 above 10 ms makes the run client-bound too. `client.spoils` names the
     figures the client's lateness spoils.
+
+    `embeddings` marks a level of embeddings requests (one JSON body each, no tokens out):
+    its streaming figures and output throughput are null, and `not_measured` says why.
     """
     if target_concurrency and target_rate:
         raise ValueError("a level has a target concurrency or a target rate, not both")
@@ -622,14 +644,14 @@ def summarize(
         errors={cls: errors[cls] for cls in ERROR_CLASSES if errors[cls]},
         duration_s=duration,
         count_source=count_source,
-        output_tokens_per_s=per_s(out_tokens),
+        output_tokens_per_s=None if embeddings else per_s(out_tokens),
         input_tokens_per_s=per_s(in_tokens),
         total_tokens_per_s=per_s(out_tokens + in_tokens),
         requests_per_s=per_s(len(ok)),
         mean_concurrency=per_s(sum(t.e2e or 0.0 for t in measured if t.t_end is not None)),
         error_rate=error_rate,
         goodput_rps=per_s(len(meeting)),
-        goodput_output_tokens_per_s=per_s(sum(t.n_out for t in meeting)),
+        goodput_output_tokens_per_s=None if embeddings else per_s(sum(t.n_out for t in meeting)),
         slo_attainment=len(meeting) / len(measured) if measured else None,
         slo_passed=slo_passed,
         client_bound=client_bound,
@@ -648,4 +670,5 @@ def summarize(
             telemetry_interval_s=telemetry_interval_s,
             cache_expected=cache_expected,
         ),
+        not_measured=dict(EMBEDDINGS_NOT_MEASURED) if embeddings else None,
     )

@@ -41,6 +41,7 @@ from workers.finish import finish_job, record_run_changes
 from workers.lease import Lease, LeaseLost, LevelNotStored, heartbeat_every_s, stored
 from workers.live import LiveLevel, sharded_figures
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
+from workers.loadgen.embeddings import EMBEDDINGS_API
 from workers.loadgen.open_loop import RatePlan, run_open_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
 from workers.loadgen.tokenize import (
@@ -152,12 +153,14 @@ def _server_columns(server: ServerTimings | None) -> tuple[Any, ...]:
 
 def _figures_to_columns(figures: RunFigures) -> dict[str, Any]:
     """The runs-table columns of a run's figures: scalars as columns, distributions as JSONB."""
-    nested = {"errors", "client", "stats"}
+    nested = {"errors", "client", "stats", "not_measured"}
     columns = {f.name: getattr(figures, f.name) for f in fields(figures) if f.name not in nested}
     for name in ("ttft_ms", "tpot_ms"):
         for stat in ("p50", "p95"):
             columns[f"{name[:-3]}_{stat}_ms"] = figures.stat(name, stat)
     columns["stats"] = {**figures.stats, "errors": figures.errors, "client": figures.client}
+    if figures.not_measured:
+        columns["stats"]["not_measured"] = figures.not_measured
     return columns
 
 
@@ -862,6 +865,7 @@ class JobRunner:
             cache_expected=bool(
                 self.job.workload.get("sessions") or self.job.workload.get("prefix")
             ),
+            embeddings=self.target.api == EMBEDDINGS_API,
         )
         status = "cancelled" if self.progress.cancelled else "succeeded"
         failed = failure_message(timings)

@@ -22,13 +22,15 @@ class EvidenceRepository:
         self.session = session
 
     async def endpoints_serving(self, team_id: uuid.UUID, model: str) -> list[Endpoint]:
-        """The team's live endpoints that serve `model`, by name."""
+        """The team's live endpoints that generate with `model`, by name: an estimate sizes
+        generation traffic, so embeddings endpoints (their own kind) are left out."""
         rows = await self.session.scalars(
             select(Endpoint)
             .where(
                 Endpoint.team_id == team_id,
                 Endpoint.model == model,
                 Endpoint.deleted_at.is_(None),
+                Endpoint.api != "openai-embeddings",
             )
             .order_by(Endpoint.name)
         )

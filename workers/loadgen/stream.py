@@ -22,6 +22,8 @@ import httpx
 import msgspec
 
 from infercost.metrics import RequestTiming, ServerTimings
+from workers.loadgen.embeddings import EMBEDDINGS_API, embeddings_body, read_embeddings
+from workers.loadgen.embeddings import ROUTE as EMBEDDINGS_ROUTE
 from workers.loadgen.transport import READS, SLOT, SlotBody
 
 _NS = 1e-9
@@ -230,6 +232,8 @@ class Target:
         """The target for a registered endpoint (base_url ends before /chat/completions)."""
         route = "/chat/completions" if api == "openai-chat" else "/completions"
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if api == EMBEDDINGS_API:
+            route, headers["Accept"] = EMBEDDINGS_ROUTE, "application/json"
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         return cls(base_url.rstrip("/") + route, base_url, api, model, headers, timeout_s, engine)
@@ -275,7 +279,9 @@ def request_body(
     """The JSON body for one request, asking for usage in the stream (on every event too,
     where the engine is vLLM, so an event that carries several tokens says how many).
     Chat endpoints get `messages` when given (a dataset's chat item), else `prompt` as
-    one user message."""
+    one user message. An embeddings endpoint gets `prompt` as its one input."""
+    if target.api == EMBEDDINGS_API:
+        return embeddings_body(target.model, prompt)
     body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": stream}
     if target.api == "openai-chat":
         body["messages"] = messages or [{"role": "user", "content": prompt}]
@@ -623,6 +629,12 @@ async def _exchange(
         rec.status = response.status_code
         if response.status_code >= 300:
             raise await _status_failure(response, rec)
+        if target.api == EMBEDDINGS_API:
+            # One JSON body and no tokens out: no event to wait for (embeddings.py).
+            failed = await read_embeddings(response, rec)
+            if failed is not None:
+                raise _Failure(*failed)
+            return
         if _TGI_TIMING_HEADER in response.headers:
             rec.server = _tgi_timings(response.headers)
         if stream:

@@ -15,7 +15,7 @@ EndpointName = Annotated[
     str, msgspec.Meta(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][\w.\-]*$")
 ]
 Url = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
-Api = Literal["openai-chat", "openai-completions"]
+Api = Literal["openai-chat", "openai-completions", "openai-embeddings"]
 Tags = dict[str, str]
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 Positive = Annotated[float, msgspec.Meta(gt=0)]
@@ -61,8 +61,8 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     api: Annotated[
         Api,
         msgspec.Meta(
-            description="Which OpenAI route the benchmark calls: openai-chat (/chat/completions) "
-            "or openai-completions (/completions)",
+            description="Which OpenAI route the benchmark calls: openai-chat (/chat/completions), "
+            "openai-completions (/completions) or openai-embeddings (/embeddings)",
             examples=["openai-chat"],
         ),
     ] = "openai-chat"
@@ -209,8 +209,9 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     api: Annotated[
         Api | msgspec.UnsetType,
         msgspec.Meta(
-            description="Which OpenAI route the benchmark calls: openai-chat (/chat/completions) "
-            "or openai-completions (/completions); left out: unchanged",
+            description="Which OpenAI route the benchmark calls: openai-chat (/chat/completions), "
+            "openai-completions (/completions) or openai-embeddings (/embeddings); left out: "
+            "unchanged",
             examples=["openai-chat"],
         ),
     ] = msgspec.UNSET

@@ -132,6 +132,7 @@ def run_summary(
             requests_per_s=run.requests_per_s,
             goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
             reason=price.note,
+            input_tokens_per_s=run.input_tokens_per_s,
         )
     client = stats.get("client")
     return RunSummary(
@@ -185,6 +186,7 @@ def run_summary(
         else None,
         cache=msgspec.convert(run.cache, CacheBlock) if run.cache else None,
         adequacy=msgspec.convert(run.adequacy, Adequacy) if run.adequacy else None,
+        not_measured=dict(stats["not_measured"]) if stats.get("not_measured") else None,
         workload_fingerprint=run.workload_fingerprint,
         live=msgspec.convert(run.live, LiveFigures) if run.live else None,
         change=change_read(run.change),
@@ -222,6 +224,22 @@ def _replayed(stored: Any, sent: Any, seed_given: bool) -> bool:
         stored = {k: v for k, v in stored.items() if k != "seed"}
         sent = {k: v for k, v in sent.items() if k != "seed"}
     return bool(stored != sent)
+
+
+def _check_embeddings(data: JobCreate) -> None:
+    """An embeddings endpoint's job: its requests have no tokens out, so an SLO may limit
+    e2e_ms only, and a workload of chat sessions has nothing to send (422 otherwise)."""
+    if data.slo is not None:
+        for name in ("ttft_ms", "tpot_ms", "itl_ms"):
+            if getattr(data.slo, name, None) is not None:
+                raise InvalidInput(
+                    f"slo.{name}",
+                    "an openai-embeddings endpoint streams no tokens: limit e2e_ms instead",
+                )
+    if data.workload.sessions is not None:
+        raise InvalidInput(
+            "workload.sessions", "an openai-embeddings endpoint takes texts, not chat sessions"
+        )
 
 
 def _arrival(load: Load) -> Arrival:
@@ -437,6 +455,8 @@ class JobService:
             )
         if not data.force:
             refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
+        if endpoint.api == "openai-embeddings":
+            _check_embeddings(data)
         dataset = await workload_dataset(self.session, self.team_id, data.workload, endpoint.api)
         load = self._stored_load(self._resolved(data.load))
         workload = msgspec.to_builtins(data.workload)
@@ -459,7 +479,12 @@ class JobService:
                 "idempotency_key": idempotency_key,
                 "dataset_id": None if dataset is None else dataset.id,
                 "workload_fingerprint": workload_fingerprint(
-                    plan["workload"], None if dataset is None else dataset.content_sha256
+                    # Embeddings are their own kind: the same texts embedded are another
+                    # workload than generated from, so comparisons by fingerprint never mix.
+                    plan["workload"]
+                    if endpoint.api != "openai-embeddings"
+                    else {**plan["workload"], "api": endpoint.api},
+                    None if dataset is None else dataset.content_sha256,
                 ),
                 "progress_total": (
                     sweep_planned_requests(load)
