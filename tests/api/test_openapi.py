@@ -233,6 +233,45 @@ async def test_docs_load_nothing_from_outside(api_server: Api, page: str) -> Non
         assert "https://" not in response.text.split("<body", 1)[0]
 
 
+async def test_docs_render_in_a_browser_without_the_internet(api_server: Api) -> None:
+    """Swagger UI draws the document (OpenAPI 3.1) with every request outside loopback
+    refused, as on an air-gapped install."""
+    from playwright.async_api import Route, async_playwright
+
+    from tests.integration.test_reports import ARTIFACTS, _chromium_or_skip
+
+    errors: list[str] = []
+    outside: list[str] = []
+
+    async def loopback_only(route: Route) -> None:
+        host = httpx.URL(route.request.url).host
+        if host in ("127.0.0.1", "localhost"):
+            await route.continue_()
+        else:
+            outside.append(route.request.url)
+            await route.abort()
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=str(_chromium_or_skip()), args=["--no-sandbox"]
+        )
+        try:
+            page = await browser.new_page(viewport={"width": 1280, "height": 900})
+            await page.route("**/*", loopback_only)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto(api_server.url + "/docs", wait_until="load")
+            await page.wait_for_selector(".opblock", timeout=30_000)
+            title = await page.inner_text(".info .title")
+            operations = await page.locator(".opblock").count()
+            ARTIFACTS.mkdir(exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / "docs.png"))
+        finally:
+            await browser.close()
+    assert "infercost" in title
+    assert operations >= 40
+    assert outside == [] and errors == [], (outside, errors)
+
+
 async def test_schema_errors_share_one_status_and_say_what_is_valid(team: TeamClient) -> None:
     endpoint = await team.create_endpoint()
     job = {
