@@ -59,6 +59,13 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     show_default=True,
     help="Time between consecutive content events.",
 )
+@click.option(
+    "--embed-token-ms",
+    type=click.FloatRange(min=0),
+    default=0.02,
+    show_default=True,
+    help="POST /v1/embeddings answers --ttft-ms plus this much per input token after arrival.",
+)
 @click.option("--model", default="sim-model", show_default=True, help="Model id to serve.")
 @click.option(
     "--max-tokens-default",
@@ -268,6 +275,7 @@ def sim(  # click passes options by keyword
     mode: SimMode,  # click.Choice guarantees one of SimMode's values
     ttft_ms: float,
     itl_ms: float,
+    embed_token_ms: float,
     model: str,
     max_tokens_default: int,
     error_rate: float,
@@ -310,6 +318,7 @@ def sim(  # click passes options by keyword
             mode=mode,
             ttft_ms=ttft_ms,
             itl_ms=itl_ms,
+            embed_token_ms=embed_token_ms,
             model=model,
             max_tokens_default=max_tokens_default,
             error_rate=error_rate,
