@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-WIDTH, HEIGHT, PAD = 120, 28, 2
+WIDTH, HEIGHT, PAD = 96, 26, 2
 
 
 def sparkline(values: Sequence[float | None], *, label: str, colour: str = "#0969da") -> str:
