@@ -64,12 +64,19 @@ def rounded(value: float, significant: int = 3) -> str:
 
 
 def distinct(values: Iterable[float], significant: int = 3) -> dict[float, str]:
-    """Each value rounded with the fewest figures (from `significant`) that keep different
-    values apart: 12.94 and 12.96 read 12.9 and 13.0, while 12.941 and 12.944 need 12.941
-    and 12.944."""
-    unique = sorted(set(values))
-    for figures in range(significant, 16):
-        texts = {v: rounded(v, figures) for v in unique}
-        if len(set(texts.values())) == len(unique):
+    """Each value rounded to `significant` figures, with more figures only for values that
+    would otherwise read the same: 12.941 and 12.944 read 12.941 and 12.944 while 20.8 beside
+    them stays 20.8."""
+    figures = dict.fromkeys(sorted(set(values)), significant)
+    while True:
+        texts = {v: rounded(v, n) for v, n in figures.items()}
+        seen: dict[str, list[float]] = {}
+        for v, text in texts.items():
+            seen.setdefault(text, []).append(v)
+        clashes = [v for group in seen.values() if len(group) > 1 for v in group]
+        if not clashes:
             return texts
-    return {v: repr(v) for v in unique}
+        for v in clashes:
+            if figures[v] >= 15:
+                return texts
+            figures[v] += 1

@@ -7,10 +7,12 @@ from __future__ import annotations
 import math
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import pytest
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
 from infercost.reports.charts import (
     CHART_NAMES,
@@ -349,3 +351,201 @@ def test_pages_say_when_the_endpoint_changed_mid_job_or_nothing_was_measured() -
     )
     assert "The endpoint changed during this job (resized)" in html
     assert "mid-job: 2 deployments" in html
+
+
+# --- Readability: what a person reads off the drawn chart -------------------------------
+
+#: A sweep's rate levels as it chose them: seven, closely spaced, with six-figure values.
+SWEEP_RATES = (21.0904, 29.0435, 35.8542, 42.1366, 48.0771, 53.3012, 55.9627)
+
+
+def sweep_deployment(mode: str = "rate") -> Deployment:
+    """One synchronous level (1 user) then the rates above, or only the rates (`rate`)."""
+    runs = [
+        replace(level(4 * (i + 1)), mode="rate", level=r, requests_per_s=r)
+        for i, r in enumerate(SWEEP_RATES)
+    ]
+    if mode == "sweep":
+        runs.insert(0, replace(level(1), requests_per_s=0.6))
+    return replace(deployment("sweep"), runs=tuple(runs))
+
+
+@dataclass(frozen=True)
+class Label:
+    """One text drawn in the SVG, with its box in SVG units (points) measured independently
+    of the chart code: DejaVu Sans metrics at the text's own font size and anchor."""
+
+    text: str
+    x: float
+    y: float
+    box: tuple[float, float, float, float]  # x0, y0, x1, y1 (y grows downwards)
+    at: float = math.nan  # a tick label's tick mark, along its axis
+
+    def overlaps(self, other: Label) -> bool:
+        a, b = self.box, other.box
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+_TEXT = TextToPath()
+
+
+def label_of(element: ET.Element) -> Label:
+    style = dict(
+        part.strip().split(":", 1) for part in (element.get("style") or "").split(";") if part
+    )
+    size = float(style["font-size"].strip().removesuffix("px"))
+    anchor = style.get("text-anchor", " start").strip()
+    text = element.text or ""
+    width, height, descent = _TEXT.get_text_width_height_descent(
+        text, FontProperties(family="DejaVu Sans", size=size), ismath=False
+    )
+    x, y = float(element.get("x", "0")), float(element.get("y", "0"))
+    x0 = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
+    return Label(text, x, y, (x0, y - (height - descent), x0 + width, y + descent))
+
+
+def tick_labels(root: ET.Element, axis: str) -> list[list[Label]]:
+    """The labelled ticks of each axes in the SVG (`axis` "x" or "y"), in drawing order;
+    an axes without labels on that axis (a twin's hidden x) is left out."""
+    found = []
+    for axes in root.iter(f"{SVG_NS}g"):
+        if not (axes.get("id") or "").startswith("axes_"):
+            continue
+        labels = [
+            replace(label_of(text), at=float(mark.get(axis, "nan")))
+            for tick in axes.iter(f"{SVG_NS}g")
+            if re.fullmatch(f"{axis}tick_\\d+", tick.get("id") or "")
+            for text in tick.iter(f"{SVG_NS}text")
+            for mark in list(tick.iter(f"{SVG_NS}use"))[:1]
+        ]
+        if labels:
+            found.append(labels)
+    return found
+
+
+def tick_marks(root: ET.Element, axis: str) -> list[float]:
+    """Positions of every tick mark on the first axes (labelled or not) along `axis`."""
+    axes = next(g for g in root.iter(f"{SVG_NS}g") if (g.get("id") or "").startswith("axes_"))
+    return [
+        float(use.get(axis, "nan"))
+        for tick in axes.iter(f"{SVG_NS}g")
+        if re.fullmatch(f"{axis}tick_\\d+", tick.get("id") or "")
+        for use in tick.iter(f"{SVG_NS}use")
+    ]
+
+
+def marks(root: ET.Element, gid: str) -> list[tuple[float, float]]:
+    group = next(g for g in root.iter(f"{SVG_NS}g") if g.get("id") == gid)
+    return [
+        (float(u.get("x", "nan")), float(u.get("y", "nan"))) for u in group.iter(f"{SVG_NS}use")
+    ]
+
+
+def value_at(position: float, ticks: list[Label], log: bool = False) -> float:
+    """Read a value off the axis as a person does: between two labelled ticks, linearly
+    (or on a log scale)."""
+    coordinate = [(t.at, float(t.text.replace(",", ""))) for t in ticks]
+    (p0, v0), (p1, v1) = coordinate[0], coordinate[-1]
+    share = (position - p0) / (p1 - p0)
+    if log:
+        return float(10 ** (math.log10(v0) + share * (math.log10(v1) - math.log10(v0))))
+    return v0 + share * (v1 - v0)
+
+
+def tick_x(ticks: list[Label], text: str) -> float:
+    return next(t.at for t in ticks if t.text == text)
+
+
+@pytest.mark.parametrize("mode", ["rate", "sweep"])
+@pytest.mark.parametrize("name", ["throughput", "latency", "cost", "gpu-utilization"])
+def test_load_tick_labels_never_overlap_and_read_as_rounded_levels(mode: str, name: str) -> None:
+    """Seven closely spaced rates (21.0904, 29.0435, ...): the labels that are drawn are
+    rounded (21.1, 29.0), no two boxes touch, and every level still has a tick mark."""
+    root = parse(job_chart(name, sweep_deployment(mode), [SloLimit("ttft_ms", "p95", 200.0)]))
+    for axis in ("x", "y"):
+        for labels in tick_labels(root, axis):
+            for i, a in enumerate(labels):
+                for b in labels[i + 1 :]:
+                    assert not a.overlaps(b), (name, axis, a, b)
+    (xlabels,) = tick_labels(root, "x")
+    texts = [t.text for t in xlabels]
+    assert len(texts) >= 3, texts
+    assert set(texts) <= {"0.6", "21.1", "29.0", "35.9", "42.1", "48.1", "53.3", "56.0"}, texts
+    assert texts[-1] == "56.0"  # the highest level is always named
+    levels = len(SWEEP_RATES) + (mode == "sweep")
+    assert len(tick_marks(root, "x")) >= levels
+
+
+def test_points_sit_at_their_level_and_value_on_the_axes() -> None:
+    """Each throughput mark sits over its level's tick and at its tokens/s read off the
+    y ticks: 100 n / (1 + n / 16) is 94.1, 320, 800 and 1,280 at 1, 4, 16 and 64 users."""
+    root = parse(job_chart("throughput", deployment()))
+    (xticks,), (yticks, _right) = tick_labels(root, "x"), tick_labels(root, "y")
+    assert [t.text for t in xticks] == ["1", "4", "16", "64"]
+    found = marks(root, "series-throughput-output")
+    expected = {1: 94.1176, 4: 320.0, 16: 800.0, 64: 1280.0}
+    for (x, y), (n, tokens) in zip(found, expected.items(), strict=True):
+        assert x == pytest.approx(tick_x(xticks, str(n)), abs=0.01)
+        assert value_at(y, yticks) == pytest.approx(tokens, rel=0.005)
+
+
+def test_cost_marks_read_off_the_log_axis() -> None:
+    """USD 3.50 an hour over 94.1 and 1,280 tokens/s: $10.33 and $0.760 per million."""
+    root = parse(job_chart("cost", deployment()))
+    (yticks,) = tick_labels(root, "y")
+    found = marks(root, "series-cost-all")
+    assert value_at(found[0][1], yticks, log=True) == pytest.approx(10.330, rel=0.005)
+    assert value_at(found[-1][1], yticks, log=True) == pytest.approx(0.7595, rel=0.005)
+
+
+def test_point_labels_fit_without_colliding() -> None:
+    """Latency against throughput names each point's level only where the name fits: the
+    names drawn are rounded levels, none overlaps another or leaves the chart."""
+    root = parse(job_chart("latency-vs-throughput", sweep_deployment("sweep")))
+    notes = [
+        label_of(text)
+        for g in root.iter(f"{SVG_NS}g")
+        if (g.get("id") or "").startswith("note-")
+        for text in g.iter(f"{SVG_NS}text")
+    ]
+    assert len(notes) >= 4, [n.text for n in notes]
+    allowed = {"1 user"} | {
+        f"{r} req/s" for r in ("21.1", "29.0", "35.9", "42.1", "48.1", "53.3", "56.0")
+    }
+    assert {n.text for n in notes} <= allowed
+    for i, a in enumerate(notes):
+        for b in notes[i + 1 :]:
+            assert not a.overlaps(b), (a, b)
+
+
+def test_coinciding_series_are_both_visible_and_named() -> None:
+    """Two deployments with the same figures: the second is drawn as hollow rings around the
+    first's marks, and the legend says it is the same, instead of one line hiding another."""
+    svg = comparison_chart("throughput", [deployment("alpha"), deployment("beta")])
+    root = parse(svg)
+    first, second = (
+        marks(root, "series-throughput-output-0"),
+        marks(root, "series-throughput-output-1"),
+    )
+    assert first == second  # the same places: hidden without a distinct drawing
+    assert hollow(root, "series-throughput-output-1") and not hollow(
+        root, "series-throughput-output-0"
+    )
+    assert "beta (same as alpha)" in svg
+    gamma = deployment("gamma")
+    faster = replace(
+        gamma,
+        runs=tuple(
+            replace(r, output_tokens_per_s=2 * (r.output_tokens_per_s or 0)) for r in gamma.runs
+        ),
+    )
+    apart = comparison_chart("throughput", [deployment("alpha"), faster])
+    assert "(same as" not in apart
+    assert not hollow(parse(apart), "series-throughput-output-1")
+
+
+def hollow(root: ET.Element, gid: str) -> bool:
+    """Whether every mark of the series is an unfilled ring."""
+    group = next(g for g in root.iter(f"{SVG_NS}g") if g.get("id") == gid)
+    styles = [u.get("style") or "" for u in group.iter(f"{SVG_NS}use")]
+    return bool(styles) and all("fill-opacity: 0" in style for style in styles)

@@ -2,7 +2,11 @@
 simulator without any) run by the worker; their report, charts and comparison fetched over
 HTTP, then opened in headless Chromium with the API's own headers (its CSP included) to
 check that the charts are drawn with data, that nothing else is fetched and that the
-console stays clean. Screenshots go to test-artifacts/report.png and compare.png.
+console stays clean. A sweep (seven levels it chose itself, closely spaced rates) and a rate
+job at rates like 12.9427 req/s are opened too, to check what a reader sees: no two tick
+labels overlap on screen, and the compare page's table fits a 1280 px window with its cost
+column in view. Screenshots go to test-artifacts/report.png, compare.png,
+sweep-report.png and rate-report.png.
 
 Chromium is Debian's (/usr/bin/chromium, or INFERCOST_CHROMIUM). Without it the browser
 test is skipped, unless INFERCOST_REQUIRE_CHROMIUM=1 (set by .ci/run) makes it fail.
@@ -36,13 +40,20 @@ LEVELS = [1, 4, 8]
 WORKLOAD = {"input_tokens": {"mean": 64}, "output_tokens": {"mean": 16}}
 
 
+#: Open-loop rates with six significant figures, as a user may paste them.
+RATES = [10.4518, 12.9427, 15.3316, 17.8843]
+
+
 @dataclass
 class Jobs:
-    """Two finished jobs of one team: `gpu` on the GPU simulator, `plain` on the fixed one."""
+    """Finished jobs of one team: `gpu` on the GPU simulator, `plain` on the fixed one, and
+    on the GPU simulator a `sweep` (levels of its own choosing) and a `rate` job."""
 
     team: TeamClient
     gpu: dict[str, Any]
     plain: dict[str, Any]
+    sweep: dict[str, Any]
+    rate: dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -53,24 +64,28 @@ def gpu_sim() -> Iterator[SimProcess]:
         yield sim
 
 
-async def _run(team: TeamClient, endpoint: dict[str, Any]) -> dict[str, Any]:
+async def _run(
+    team: TeamClient, endpoint: dict[str, Any], load: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    plan = {
+        "mode": "concurrency",
+        "levels": LEVELS,
+        "requests_per_level": 16,
+        "warmup_requests": 2,
+        "telemetry_interval_s": 0.25,
+    }
     response = await team.submit(
         {
             "endpoint_id": endpoint["id"],
             "workload": WORKLOAD,
-            "load": {
-                "mode": "concurrency",
-                "levels": LEVELS,
-                "requests_per_level": 16,
-                "warmup_requests": 2,
-                "telemetry_interval_s": 0.25,
-            },
+            "load": load or plan,
             "slo": {"ttft_ms": {"p95": 500}, "tpot_ms": {"p95": 50}},
         }
     )
     assert response.status_code == 202, response.text
-    job = await team.wait_job(response.json()["id"], timeout=180)
-    assert job["status"] == "succeeded", job["error"]
+    job = await team.wait_job(response.json()["id"], timeout=300)
+    # A sweep on a loaded box may stop on client-bound levels; its report is still drawn.
+    assert job["status"] == "succeeded" or job.get("sweep"), job["error"]
     return job
 
 
@@ -100,7 +115,19 @@ async def jobs(
         plain_endpoint = await client.create_endpoint(
             name="fixed-sim", base_url=sim.openai_base_url, usd_per_hour=2.0
         )
-        yield Jobs(client, await _run(client, gpu_endpoint), await _run(client, plain_endpoint))
+        gpu = await _run(client, gpu_endpoint)
+        plain = await _run(client, plain_endpoint)
+        sweep = await _run(
+            client,
+            gpu_endpoint,
+            {"mode": "sweep", "rate_levels": 5, "max_concurrency": 16, "duration_s": 2.0},
+        )
+        rate = await _run(
+            client,
+            gpu_endpoint,
+            {"mode": "rate", "levels": RATES, "requests_per_level": 16, "warmup_requests": 2},
+        )
+        yield Jobs(client, gpu, plain, sweep, rate)
 
 
 def _svg_series(svg: str, chart: str) -> dict[str, int]:
@@ -296,9 +323,41 @@ _DRAWN = """
 """
 
 
-async def _open(api: Api, key: str, path: str, screenshot: Path) -> list[dict[str, Any]]:
+# What a reader sees: tick labels whose boxes overlap on screen (per axes and axis, as the
+# browser laid the text out), and where each table's last (cost) heading sits in its box.
+_LAYOUT = """
+() => {
+  const overlaps = [];
+  for (const fig of document.querySelectorAll('figure.chart')) {
+    for (const axes of fig.querySelectorAll('g[id*="axes_"]')) {
+      for (const axis of ['x', 'y']) {
+        const boxes = [...axes.querySelectorAll(`g[id*="${axis}tick_"] text`)]
+          .map(t => [t.textContent, t.getBoundingClientRect()]);
+        boxes.forEach(([ta, a], i) => boxes.slice(i + 1).forEach(([tb, b]) => {
+          if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)
+            overlaps.push(`${fig.dataset.chart} ${axis}: ${ta} / ${tb}`);
+        }));
+      }
+    }
+  }
+  const tables = [...document.querySelectorAll('.table-wrap')].map(w => {
+    const box = w.getBoundingClientRect();
+    const last = w.querySelector('thead th:last-child');
+    const cost = last.getBoundingClientRect();
+    return {left: box.left, right: box.right, costLeft: cost.left, costRight: cost.right,
+            heading: last.textContent.trim()};
+  });
+  return {overlaps, tables, pageWidth: document.documentElement.scrollWidth};
+}
+"""
+
+
+async def _open(
+    api: Api, key: str, path: str, screenshot: Path, layout: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Load `path` from the API in headless Chromium, as a user with the key would; fail on
-    any console error, page error, failed or extra request. Returns what _DRAWN found."""
+    any console error, page error, failed or extra request. Returns what _DRAWN found, and
+    appends what _LAYOUT found to `layout` when given."""
     from playwright.async_api import ConsoleMessage, async_playwright
 
     errors: list[str] = []
@@ -323,6 +382,8 @@ async def _open(api: Api, key: str, path: str, screenshot: Path) -> list[dict[st
             response = await page.goto(api.url + path, wait_until="load")
             assert response is not None and response.status == 200
             drawn: list[dict[str, Any]] = await page.evaluate(_DRAWN)
+            if layout is not None:
+                layout.append(await page.evaluate(_LAYOUT))
             ARTIFACTS.mkdir(exist_ok=True)
             await page.screenshot(path=str(screenshot), full_page=True)
             print(f"{path}: loaded and drawn in {time.perf_counter() - started:.2f} s")
@@ -360,3 +421,38 @@ async def test_report_and_comparison_render_in_headless_chromium(
         assert all(s["marks"] > 0 for s in chart["series"]), chart
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
     assert (ARTIFACTS / "compare.png").stat().st_size > 10_000
+
+
+async def test_sweep_rate_gpu_and_compare_pages_read_cleanly_at_1280_px(
+    jobs: Jobs, api_server: Api
+) -> None:
+    """A sweep (levels it chose: rates with six significant figures, closely spaced), a rate
+    job at 12.9427 req/s and friends, the GPU job and a comparison, in a 1280 px window: no
+    two tick labels overlap on screen, levels read rounded, and every table (the
+    comparison's widest) fits its box with the cost column in view."""
+    _chromium_or_skip()
+    pages = {
+        "sweep-report.png": f"/v1/jobs/{jobs.sweep['id']}/report",
+        "rate-report.png": f"/v1/jobs/{jobs.rate['id']}/report",
+        "gpu-report.png": f"/v1/jobs/{jobs.gpu['id']}/report",
+        "compare-1280.png": (
+            f"/v1/reports/compare?job_id={jobs.gpu['id']}&job_id={jobs.rate['id']}"
+            f"&job_id={jobs.sweep['id']}"
+        ),
+    }
+    layout: list[dict[str, Any]] = []
+    for name, path in pages.items():
+        drawn = await _open(api_server, jobs.team.key, path, ARTIFACTS / name, layout)
+        assert drawn and all(c["width"] > 300 for c in drawn), (name, drawn)
+    for name, found in zip(pages, layout, strict=True):
+        assert found["overlaps"] == [], (name, found["overlaps"])
+        assert found["pageWidth"] <= 1280, (name, found)
+        assert found["tables"], name
+        for table in found["tables"]:
+            assert table["left"] - 1 <= table["costLeft"] < table["costRight"] <= table["right"] + 1
+            assert table["heading"].startswith(("Cost", "Output")), table
+
+    rate = (await jobs.team.http.get(pages["rate-report.png"])).text
+    assert '<td class="l">12.9 req/s</td>' in rate and "12.9427 req/s" not in rate
+    sweep_levels = [run["level"] for run in jobs.sweep["runs"] if run["mode"] == "rate"]
+    assert sweep_levels, jobs.sweep["runs"]
