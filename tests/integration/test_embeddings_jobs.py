@@ -22,22 +22,22 @@ async def test_embeddings_job_measures_latency_throughput_and_cost(
         base_url=sim.openai_base_url, api="openai-embeddings", usd_per_hour=3.6
     )
     assert endpoint["api"] == "openai-embeddings"
-    job = await team.run_job(
-        {
-            "endpoint_id": endpoint["id"],
-            "workload": {
-                "input_tokens": {"mean": INPUT_TOKENS},
-                "output_tokens": {"mean": 1},
-            },
-            "load": {
-                "mode": "concurrency",
-                "levels": [2],
-                "requests_per_level": 30,
-                "warmup_requests": 2,
-            },
-            "slo": {"e2e_ms": {"p95": 5000}},
-        }
-    )
+    job_body = {
+        "endpoint_id": endpoint["id"],
+        "workload": {
+            "input_tokens": {"mean": INPUT_TOKENS},
+            "output_tokens": {"mean": 1},
+            "seed": 7,
+        },
+        "load": {
+            "mode": "concurrency",
+            "levels": [2],
+            "requests_per_level": 30,
+            "warmup_requests": 2,
+        },
+        "slo": {"e2e_ms": {"p95": 5000}},
+    }
+    job = await team.run_job(job_body)
     (run,) = job["runs"]
     assert run["requests"] == {"total": 30, "succeeded": 30, "failed": 0, "errors": {}}
     assert run["count_source"] == "usage"
@@ -90,6 +90,27 @@ async def test_embeddings_job_measures_latency_throughput_and_cost(
     assert "embeddings" in cost["reason"]
     assert run["slo_passed"] is True
     assert run["slo_attainment"] == 1.0
+
+    # The other views of the job take an embeddings run as it is.
+    report = await team.http.get(f"/v1/jobs/{job['id']}/report", headers={"Accept": "text/html"})
+    assert report.status_code == 200, report.text[:500]
+    export = await team.http.get(f"/v1/jobs/{job['id']}/export")
+    assert export.status_code == 200
+    assert export.text.count('"kind":"sample"') == 32
+    # Its own kind: the workload fingerprint differs from the same workload generated from.
+    chat = await team.create_endpoint(base_url=sim.openai_base_url)
+    generated = await team.submit({**job_body, "endpoint_id": chat["id"], "slo": None})
+    assert generated.status_code == 202, generated.text
+    fingerprint = generated.json()["workload_fingerprint"]
+    assert fingerprint != job["workload_fingerprint"]
+    await team.wait_job(generated.json()["id"])
+    compared = await team.http.get(
+        "/v1/comparisons",
+        # A loaded test machine may flag the run client-bound; it is still the run asked for.
+        params={"workload_fingerprint": job["workload_fingerprint"], "include_client_bound": True},
+    )
+    assert compared.status_code == 200, compared.text
+    assert [row["run_ids"] for row in compared.json()["items"]] == [[run["id"]]]
 
 
 async def test_embeddings_job_refuses_a_streaming_slo(team: TeamClient, sim: SimProcess) -> None:
