@@ -170,7 +170,8 @@ def api_server(service_env: dict[str, str]) -> Iterator[Api]:
             cwd=ROOT,
         )
         try:
-            _wait_http(f"http://127.0.0.1:{port}/health", proc, "api")
+            # Importing the app takes over 10 s on this shared 2-core box when others test.
+            _wait_http(f"http://127.0.0.1:{port}/health", proc, "api", timeout=120.0)
             yield Api(f"http://127.0.0.1:{port}", service_env["INFERCOST_ADMIN_TOKEN"])
         finally:
             _stop(proc)

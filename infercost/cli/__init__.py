@@ -1,13 +1,15 @@
 """The `infercost` command: server parts, the all-in-one launcher, the simulator, and the
-client commands (submit, jobs, compare, report, cancel) that use the HTTP API."""
+client commands that use the HTTP API (endpoints, prices, datasets, jobs, runs, compare,
+estimate, report, bench; submit and cancel as shortcuts)."""
 
 from __future__ import annotations
 
 import click
 
+from infercost.cli.bench import bench
 from infercost.cli.commands import cancel, compare, jobs, report, submit
 from infercost.cli.export import export
-from infercost.cli.export import export
+from infercost.cli.resources import datasets, endpoints, estimate, prices, runs
 from infercost.cli.serve import api, maintenance, migrate, worker
 from infercost.cli.sim import sim
 from infercost.cli.up import up
@@ -30,5 +32,10 @@ main.add_command(jobs)
 main.add_command(compare)
 main.add_command(report)
 main.add_command(cancel)
-main.add_command(export)
+main.add_command(endpoints)
+main.add_command(prices)
+main.add_command(datasets)
+main.add_command(runs)
+main.add_command(estimate)
+main.add_command(bench)
 main.add_command(export)

@@ -82,6 +82,11 @@ def api_options(command: F) -> F:
     )
     @functools.wraps(command)
     def wrapper(*args: Any, url: str | None, token: str | None, **kwargs: Any) -> Any:
+        # `infercost jobs --url X list`: a subcommand takes what its group was given.
+        parent = click.get_current_context().parent
+        if parent is not None:
+            url = url or parent.params.get("url")
+            token = token or parent.params.get("token")
         with ApiClient(resolve_connection(url, token)) as client:
             return command(*args, client=client, **kwargs)
 
@@ -136,12 +141,18 @@ class ApiClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
     ) -> httpx.Response:
         """Send one request (None-valued parameters left out); a transport failure or an
         error status raises ApiError."""
         try:
             response = self._http.request(
-                method, path, params=_params(params or {}), json=json, headers=headers
+                method,
+                path,
+                params=_params(params or {}),
+                json=json,
+                headers=headers,
+                content=content,
             )
         except httpx.ConnectError:
             raise ApiError(f"no API at {self.url}: start it with `make run`") from None
@@ -165,6 +176,22 @@ class ApiClient:
             )
             message += f"; {hint}"
         return message
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET a JSON document; None-valued parameters are left out."""
+        return self.request("GET", path, params=params).json()
+
+    def post(self, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> Any:
+        """POST a JSON body and return the JSON answer."""
+        return self.request("POST", path, json=body, headers=headers).json()
+
+    def patch(self, path: str, body: Any) -> Any:
+        """PATCH a JSON body and return the JSON answer."""
+        return self.request("PATCH", path, json=body).json()
+
+    def delete(self, path: str) -> None:
+        """DELETE a resource."""
+        self.request("DELETE", path)
 
     def download(
         self,
@@ -197,13 +224,15 @@ class ApiClient:
         except httpx.HTTPError as exc:
             raise ApiError(f"cannot talk to the API at {self.url}: {exc}") from None
 
-    def get(self, path: str, **params: Any) -> Any:
-        """GET a JSON document; None-valued parameters are left out."""
-        return self.request("GET", path, params=params).json()
-
-    def post(self, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> Any:
-        """POST a JSON body and return the JSON answer."""
-        return self.request("POST", path, json=body, headers=headers).json()
+    def pages(self, path: str, *, page: int = 500, most: int = 10_000, **params: Any) -> list[Any]:
+        """Every item of a paged listing (`items`, `total`), up to `most`."""
+        items: list[Any] = []
+        while len(items) < most:
+            answer = self.get(path, limit=page, offset=len(items), **params)
+            items.extend(answer["items"])
+            if not answer["items"] or len(items) >= answer["total"]:
+                break
+        return items[:most]
 
 
 def _params(params: Mapping[str, Any]) -> dict[str, Any]:

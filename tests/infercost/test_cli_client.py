@@ -66,7 +66,9 @@ def test_a_file_that_is_not_a_job_body(tmp_path: Path) -> None:
     assert "cannot read" in missing.output
 
 
-def test_a_job_id_must_be_a_uuid() -> None:
+def test_a_job_id_must_be_an_id_or_an_id_prefix() -> None:
     result = CliRunner().invoke(main, ["report", "not-a-job", "--url", "http://127.0.0.1:9"])
     assert result.exit_code == 2
-    assert "'not-a-job' is not a valid UUID" in result.output
+    assert "'not-a-job' is not a job id: give the whole id or at least its first 4" in (
+        result.output
+    )

@@ -291,3 +291,293 @@ async def test_ctrl_c_stops_watching_and_the_job_goes_on(
     assert (await team.http.get(f"/v1/jobs/{job_id}")).json()["status"] == "running"
     cancelled = await in_thread(api_server, team.key, "cancel", job_id)
     assert cancelled.output == f"job {job_id}: cancelled; measured levels kept: 0\n"
+
+
+# -- the whole path without curl: endpoints, prefixes, prices, datasets, runs, estimates, bench
+
+
+def _json(result: Result) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+async def test_endpoint_commands_show_what_the_api_holds(
+    api_server: Api, team: TeamClient, sim: SimProcess
+) -> None:
+    name = f"cli-{uuid.uuid4().hex[:6]}"
+    added = await in_thread(
+        api_server,
+        team.key,
+        "endpoints",
+        "add",
+        name,
+        sim.openai_base_url,
+        "--model",
+        "sim-model",
+        "--engine",
+        "vllm",
+        "--hardware",
+        "H200-SXM",
+        "--usd-per-hour",
+        "3.5",
+        "--metrics-url",
+        sim.metrics_url,
+        "--json",
+    )
+    created = _json(added)
+    endpoint_id = created["id"]
+    assert created == (await team.http.get(f"/v1/endpoints/{endpoint_id}")).json()
+    assert created["check"] is None  # the session's API does not check at registration
+
+    checked = await in_thread(api_server, team.key, "endpoints", "check", name)
+    assert checked.exit_code == 0, checked.output
+    stored = (await team.http.get(f"/v1/endpoints/{endpoint_id}")).json()["check"]
+    assert stored["ok"] is True
+    lines = checked.output.splitlines()
+    assert lines[0] == f"endpoint {name} ({endpoint_id})"
+    assert lines[1].startswith("check passed at ")
+    assert lines[1].endswith(f"ms: {stored['summary']}")
+    for probe in stored["probes"]:
+        row = next(line for line in lines if f" {probe['name']} " in line)
+        assert (" ok " if probe["status"] == "pass" else " warn ") in row
+        assert probe["detail"][:40] in checked.output
+
+    listing = await in_thread(api_server, team.key, "endpoints", "list")
+    row = next(line for line in listing.output.splitlines() if name in line)
+    assert endpoint_id in row  # the whole id, never cut
+    assert " ok " in row and "H200-SXM x 1" in row
+    as_json = _json(await in_thread(api_server, team.key, "endpoints", "list", "--json"))
+    assert as_json == (await team.http.get("/v1/endpoints")).json()["items"]
+
+    # A unique prefix of the id names it as well as the name does.
+    by_prefix = _json(
+        await in_thread(api_server, team.key, "endpoints", "show", endpoint_id[:8], "--json")
+    )
+    assert by_prefix == (await team.http.get(f"/v1/endpoints/{endpoint_id}")).json()
+    shown = await in_thread(api_server, team.key, "endpoints", "show", name)
+    assert f"{endpoint_id}" in shown.output and "3.50 USD/h" in shown.output
+
+    removed = await in_thread(api_server, team.key, "endpoints", "remove", endpoint_id[:8])
+    assert removed.output == f"removed endpoint {name} ({endpoint_id})\n"
+    assert (await team.http.get(f"/v1/endpoints/{endpoint_id}")).status_code == 404
+
+
+async def test_a_failed_check_refuses_jobs_until_forced(
+    api_server: Api, team: TeamClient, sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.base_url)  # no /v1
+    checked = await in_thread(api_server, team.key, "endpoints", "check", endpoint["name"])
+    assert checked.exit_code == 1
+    assert "check FAILED at " in checked.output
+    assert f"set base_url to {sim.openai_base_url}" in checked.output
+    flags = ("--levels", "1", "--input-tokens", "8", "--output-tokens", "2", "--requests", "1")
+    args = ("jobs", "submit", "--endpoint", endpoint["name"], *flags)
+    refused = await in_thread(api_server, team.key, *args)
+    assert refused.exit_code == 1
+    assert refused.output.startswith(
+        f"Error: POST /v1/jobs: endpoint '{endpoint['name']}' failed its last check at "
+    )
+    assert "set base_url to" in refused.output and "(HTTP 409)" in refused.output
+    forced = await in_thread(api_server, team.key, *args, "--force")
+    assert forced.exit_code == 0, forced.output
+    job_id = forced.output.strip()
+    job = (await team.http.get(f"/v1/jobs/{job_id}")).json()
+    assert job["load"]["levels"] == [1] and job["load"]["requests_per_level"] == 1
+    assert job["workload"]["input_tokens"]["mean"] == 8
+    # The prefix names the job whether or not the worker already ended it (the bare URL
+    # fails fast).
+    cancelled = await in_thread(api_server, team.key, "jobs", "cancel", job_id[:8])
+    assert cancelled.output in (
+        f"job {job_id}: cancelled; measured levels kept: 0\n",
+        f"Error: job {job_id} has already ended; nothing to cancel\n",
+    )
+
+
+async def test_prefix_ids_work_in_every_job_and_run_command(
+    api_server: Api, team: TeamClient, sim: SimProcess, tmp_path: Path
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    job = await team.run_job(_small_job(endpoint["id"]))
+    job_id, run_id = job["id"], job["runs"][0]["id"]
+
+    shown = _json(await in_thread(api_server, team.key, "jobs", "show", job_id[:6], "--json"))
+    assert shown == (await team.http.get(f"/v1/jobs/{job_id}")).json()
+    table_view = await in_thread(api_server, team.key, "jobs", "show", job_id[:6])
+    assert run_id in table_view.output  # the run ids, whole, to copy into `runs`
+    listing = await in_thread(api_server, team.key, "jobs", "list")
+    assert job_id in listing.output  # never cut to '8b58da70-87…'
+    assert any(
+        job_id == j["id"]
+        for j in _json(await in_thread(api_server, team.key, "jobs", "--json"))["items"]
+    )
+
+    run = _json(await in_thread(api_server, team.key, "runs", "show", run_id[:6], "--json"))
+    assert run == (await team.http.get(f"/v1/runs/{run_id}")).json()
+    summary = await in_thread(api_server, team.key, "runs", "show", run_id[:6])
+    assert summary.output.startswith(f"run {run_id} of job {job_id}: 1 user, succeeded, 3 ")
+    ttft = run["ttft_ms"]
+    ttft_row = next(line for line in summary.output.splitlines() if " TTFT " in line)
+    assert f"{ttft['p50']:,.1f}" in ttft_row and f"{ttft['p95']:,.1f}" in ttft_row
+
+    target = tmp_path / "samples.csv"
+    saved = await in_thread(api_server, team.key, "runs", "samples", run_id[:6], "-o", str(target))
+    assert saved.output == f"saved {target} (3 requests)\n"
+    expected = await team.http.get(f"/v1/runs/{run_id}/requests", headers={"Accept": "text/csv"})
+    assert target.read_text() == expected.text
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert len(rows) == len(await team.samples(run_id)) == 3
+
+    report_file = tmp_path / "r.html"
+    saved_report = await in_thread(
+        api_server, team.key, "report", job_id[:6], "-o", str(report_file), "--json"
+    )
+    assert _json(saved_report)["job_id"] == job_id
+    assert job_id in report_file.read_text()
+
+    missing = await in_thread(api_server, team.key, "runs", "show", "ffffffff")
+    assert missing.exit_code == 1
+    assert "no run id starts with 'ffffffff'" in missing.output
+
+
+async def test_prices_datasets_compare_and_estimate(
+    api_server: Api, team: TeamClient, sim: SimProcess, tmp_path: Path
+) -> None:
+    provider = f"cloud-{uuid.uuid4().hex[:6]}"
+    price = _json(
+        await in_thread(
+            api_server,
+            team.key,
+            "prices",
+            "add",
+            "--provider",
+            provider,
+            "--hardware",
+            "H200-SXM",
+            "--usd-per-gpu-hour",
+            "2.75",
+            "--json",
+        )
+    )
+    book = (await team.http.get("/v1/prices", params={"provider": provider})).json()["items"]
+    assert book == [price]
+    listed = await in_thread(api_server, team.key, "prices", "list", "--provider", provider)
+    row = next(line for line in listed.output.splitlines() if provider in line)
+    assert price["id"] in row and "2.75" in row and "on-demand" in row
+
+    data = tmp_path / "prompts.jsonl"
+    data.write_text('{"prompt": "hello there"}\n{"prompt": "a second prompt", "max_tokens": 5}\n')
+    dataset = _json(
+        await in_thread(
+            api_server, team.key, "datasets", "upload", str(data), "--name", "two", "--json"
+        )
+    )
+    assert dataset["items"] == 2 and dataset["name"] == "two"
+    assert dataset == (await team.http.get(f"/v1/datasets/{dataset['id']}")).json()
+    datasets = await in_thread(api_server, team.key, "datasets", "list")
+    assert dataset["id"] in datasets.output
+
+    compared = _json(await in_thread(api_server, team.key, "compare", "--json"))
+    assert compared == (await team.http.get("/v1/comparisons")).json()
+
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    measured = _small_job(endpoint["id"], levels=[1, 2], requests_per_level=8)
+    measured["workload"] = {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 50}}
+    await team.run_job(measured)
+    body = {
+        "model": "sim-model",
+        "traffic": {"requests_per_s": 2, "input_tokens": 32, "output_tokens": 50},
+        "slo": {"ttft_ms": {"p95": 500}},
+    }
+    estimated = _json(
+        await in_thread(
+            api_server,
+            team.key,
+            "estimate",
+            "--model",
+            "sim-model",
+            "--rps",
+            "2",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "50",
+            "--slo-ttft-p95",
+            "500",
+            "--json",
+        )
+    )
+    assert estimated == (await team.http.post("/v1/estimates", json=body)).json()
+    plain = await in_thread(
+        api_server,
+        team.key,
+        "estimate",
+        "--model",
+        "sim-model",
+        "--rps",
+        "2",
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "50",
+        "--slo-ttft-p95",
+        "500",
+    )
+    assert plain.exit_code == 0, plain.output
+    assert plain.output.startswith("sim-model at 2.00 req/s, 32 in / 50 out tokens\n")
+    for candidate in estimated["candidates"]:
+        row = next(ln for ln in plain.output.splitlines() if candidate["deployment"]["name"] in ln)
+        assert f"{candidate['per_million_output_tokens_usd']:,.2f}" in row
+        assert f"{candidate['usd_per_hour']:,.2f}" in row
+    if not estimated["candidates"]:
+        assert f"no estimate: {estimated['reason']}" in plain.output
+
+
+async def test_bench_registers_checks_runs_and_answers(
+    api_server: Api, team: TeamClient, sim: SimProcess
+) -> None:
+    port = sim.base_url.rsplit(":", 1)[1]
+    name = f"bench-127.0.0.1-{port}-sim-model"
+    args = (
+        "bench",
+        sim.openai_base_url,
+        "--model",
+        "sim-model",
+        "--levels",
+        "1,2",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "10",
+        "--requests",
+        "4",
+        "--warmup",
+        "0",
+        "--usd-per-hour",
+        "3.5",
+    )
+    result = await in_thread(api_server, team.key, *args)
+    out = result.output
+    assert result.exit_code == 0, out
+    endpoints = (await team.http.get("/v1/endpoints")).json()["items"]
+    [endpoint] = [e for e in endpoints if e["name"] == name]
+    assert out.startswith(f"endpoint {name} ({endpoint['id']})\ncheck passed at ")
+    assert endpoint["engine"] == "vllm"  # what the check recognised (vLLM's metric names)
+    job_id = re.search(r"^submitted job ([0-9a-f-]{36})$", out, re.MULTILINE)
+    assert job_id, out
+    job = (await team.http.get(f"/v1/jobs/{job_id[1]}")).json()
+    assert job["status"] == "succeeded"
+    assert job["load"]["levels"] == [1, 2] and job["load"]["requests_per_level"] == 4
+    rows = [line for line in out.splitlines() if "succeeded" in line and "│" in line]
+    assert len(rows) == 2
+    for row, run in zip(rows, job["runs"], strict=True):
+        cost = run["cost"]["per_million_output_tokens_usd"]
+        assert f"{run['ttft_ms']['p50']:,.1f}" in row
+        assert f"{run['output_tokens_per_s']:,.1f}" in row
+        assert f"{cost:,.2f}" in row
+        assert SIM_TTFT_MS <= run["ttft_ms"]["p50"] < SIM_TTFT_MS + 40
+
+    # Again: the same endpoint, reused; --json prints the finished job.
+    again = _json(await in_thread(api_server, team.key, *args, "--json"))
+    assert again["status"] == "succeeded" and again["endpoint_id"] == endpoint["id"]
+    names = [e["name"] for e in (await team.http.get("/v1/endpoints")).json()["items"]]
+    assert names.count(name) == 1

@@ -55,7 +55,7 @@ def checking_api(service_env: dict[str, str]) -> Iterator[Api]:
             cwd=ROOT,
         )
         try:
-            _wait_http(f"http://127.0.0.1:{port}/health", proc, "api-preflight")
+            _wait_http(f"http://127.0.0.1:{port}/health", proc, "api-preflight", timeout=120.0)
             yield Api(f"http://127.0.0.1:{port}", env["INFERCOST_ADMIN_TOKEN"])
         finally:
             _stop(proc)
