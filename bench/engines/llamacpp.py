@@ -10,10 +10,12 @@ nothing. Run it through bench/engines/llamacpp.sh, which builds the server and t
    worker` on a queue of their own, creates a team, a private hardware entry "CPU" and the
    endpoint (engine "llamacpp", metrics_urls [server/metrics]) over HTTP.
 4. Submits one job: 1, 4 and 8 users, 256 prompt tokens, 128 output tokens, ignore_eos, with a
-   cool-down between levels, while a thread scrapes the server's /metrics every 0.1 s.
+   cool-down between levels, while threads read the server's /metrics every 0.1 s and its
+   /slots (each slot's live token count) every 0.2 s.
 5. Prints per level infercost's figures beside the server's own: its per-request `timings`
-   (as infercost stored them with each sample, when the run has them) and its /metrics
-   counters over the same window, then PASS/MISS against the targets.
+   (as infercost stored them with each sample, when the run has them), its /metrics counters
+   over the level, and the tokens /slots saw generated inside infercost's measured window,
+   then PASS/MISS against the targets. The data is saved as measured.json (--analyse).
 6. Stops every process it started and drops the database, whatever happened.
 """
 
