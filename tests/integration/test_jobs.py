@@ -164,8 +164,18 @@ async def test_fixed_sim_figures_match_ground_truth(
         "ttfo_ms",
         "n_in_target",
         "prompt_length",
+        "cached_tokens",
+        "server_source",
+        "server_prefill_ms",
+        "server_tpot_ms",
+        "server_queue_ms",
+        "server_n_out",
+        "server_n_prefilled",
     ]
     assert len(table) == 54
+    # the default simulator reports no cache and no timings of its own: empty cells
+    assert {row["cached_tokens"] for row in table} == {""}
+    assert {row["server_source"] for row in table} == {""}
     # no reasoning from the simulator: time to first output is time to first token, and its
     # tokenizer route made every prompt exactly its drawn length
     assert all(row["ttfo_ms"] == row["ttft_ms"] for row in table)
