@@ -15,6 +15,7 @@ from infercost.cli.client import ApiClient, api_options
 from infercost.cli.commands import _watch, job_body, parse_levels
 from infercost.cli.output import console, json_option
 from infercost.cli.resources import print_check
+from infercost.metrics import ADEQUATE_MIN_REQUESTS
 
 #: The longest endpoint name the API accepts.
 NAME_CHARS = 100
@@ -56,9 +57,10 @@ def _endpoint_for(client: ApiClient, name: str, fields: dict[str, Any]) -> dict[
 @click.option(
     "--requests",
     type=click.IntRange(1),
-    default=50,
+    default=ADEQUATE_MIN_REQUESTS,
     show_default=True,
-    help="Measured requests per level (ignored with --duration-s).",
+    help="Measured requests per level (ignored with --duration-s); fewer than the default "
+    "give percentiles the report marks inadequate.",
 )
 @click.option(
     "--duration-s",
