@@ -23,6 +23,7 @@ from api.domain.history.controllers import HistoryController
 from api.domain.jobs.controllers import JobController, RunController
 from api.domain.prices.controllers import PriceController
 from api.domain.reports.controllers import ReportController
+from api.domain.schedules.controllers import ScheduleController
 from api.domain.status.controllers import StatusController
 from api.domain.teams.controllers import TeamController
 from api.domain.telemetry.controllers import TelemetryController
@@ -114,6 +115,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ReportController,
             StatusController,
             WebhookController,
+            ScheduleController,
         ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),

@@ -1,6 +1,6 @@
 """The maintenance process (`infercost maintenance`): every periodic duty, off the job queue.
 
-Three loops on one event loop, each on Postgres, the source of truth:
+Four loops on one event loop, each on Postgres, the source of truth:
 - the outbox relay: hands tasks written beside their jobs (task_outbox) to the broker, about
   once a second, and writes a new one for any queued job no worker claimed within
   requeue_after_s (backing off), so a flushed or restarted broker delays jobs, never loses
@@ -8,7 +8,10 @@ Three loops on one event loop, each on Postgres, the source of truth:
 - the sweep: every maintenance_every_s fails a running job whose heartbeat stopped for
   abandoned_after_s (its worker died) and any run left 'running' under it, each with a
   reason, and announces job.finished with the job's new status;
-- the webhook courier (workers/webhooks.py).
+- the webhook courier (workers/webhooks.py);
+- the scheduler (infercost.schedules.scheduler): every maintenance_every_s submits the due
+  slot of each schedule once (a row lock per schedule and a unique key per slot make
+  replicas safe) and judges the scheduled jobs that ended (alerts, failure streaks).
 
 Why a process of its own and not Celery beat: beat only sends messages, so its sweep would
 wait in a queue behind benchmarks (a job of hours delays it by hours) unless every deployment
@@ -38,6 +41,7 @@ from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.jobs import outbox
 from infercost.jobs.repository import JobRepository
 from infercost.queue import RUN_JOB_TASK, make_celery
+from infercost.schedules.scheduler import tick as schedule_tick
 from infercost.settings import Settings
 from workers.finish import announce_finished
 from workers.webhooks import SENDERS, run_courier
@@ -116,7 +120,7 @@ async def _every(
 
 
 async def run(settings: Settings, stopping: asyncio.Event) -> None:
-    """The three loops until `stopping` is set."""
+    """The loops until `stopping` is set."""
     engine = engine_for(settings, pool_size=SENDERS + 2)
     sessionmaker = make_sessionmaker(engine)
     celery = make_celery(settings)
@@ -124,6 +128,16 @@ async def run(settings: Settings, stopping: asyncio.Event) -> None:
     async def relay() -> None:
         while await relay_once(sessionmaker, celery) == RELAY_BATCH:
             pass  # a backlog: keep going without waiting a round
+
+    async def schedule() -> None:
+        for slot in await schedule_tick(sessionmaker, settings):
+            log.info(
+                "schedule %s slot %s: %s%s",
+                slot.schedule_id,
+                slot.slot_at.isoformat(),
+                slot.outcome,
+                f" (job {slot.job_id})" if slot.job_id else f" ({slot.reason})",
+            )
 
     async def sweep() -> None:
         for job_id in await sweep_once(sessionmaker, settings):
@@ -145,6 +159,7 @@ async def run(settings: Settings, stopping: asyncio.Event) -> None:
             await asyncio.gather(
                 _every(RELAY_EVERY_S, stopping, "outbox relay", relay),
                 _every(settings.maintenance_every_s, stopping, "sweep", sweep),
+                _every(settings.maintenance_every_s, stopping, "scheduler", schedule),
                 run_courier(settings, sessionmaker, client, stopping),
             )
     finally:

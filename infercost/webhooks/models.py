@@ -22,7 +22,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey
 
 #: Events a webhook can subscribe to.
-Event = Literal["job.finished", "regression.detected"]
+Event = Literal[
+    "job.finished",
+    "regression.detected",
+    # A scheduled deployment crossed a threshold, or came back (infercost.schedules.alerts).
+    "deployment.degraded",
+    "deployment.recovered",
+]
 EVENTS: tuple[str, ...] = get_args(Event)
 #: `ping` is sent on request (POST /v1/webhooks/{id}/ping) to one webhook, never subscribed.
 DELIVERY_EVENTS: tuple[str, ...] = (*EVENTS, "ping")

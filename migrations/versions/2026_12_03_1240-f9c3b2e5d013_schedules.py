@@ -4,6 +4,7 @@
 thresholds of a watched deployment and its alert state; `schedule_runs` has one row per
 handled slot, unique per (schedule, slot), which is what makes a slot run once across
 scheduler replicas and restarts. `jobs.schedule_id` remembers which schedule sent a job.
+Webhook deliveries may carry the two new events, deployment.degraded and .recovered.
 
 Revision ID: f9c3b2e5d013
 Revises: e8b2a1d4c012
@@ -22,7 +23,20 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
+OLD_EVENTS = "event IN ('job.finished', 'regression.detected', 'ping')"
+NEW_EVENTS = (
+    "event IN ('job.finished', 'regression.detected', 'deployment.degraded', "
+    "'deployment.recovered', 'ping')"
+)
+
+
+def _events(check: str) -> None:
+    op.drop_constraint(op.f("ck_webhook_deliveries_event"), "webhook_deliveries", type_="check")
+    op.create_check_constraint(op.f("ck_webhook_deliveries_event"), "webhook_deliveries", check)
+
+
 def upgrade() -> None:
+    _events(NEW_EVENTS)
     op.create_table(
         "schedules",
         sa.Column("team_id", sa.Uuid(), nullable=False),
@@ -139,6 +153,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute(
+        "DELETE FROM webhook_deliveries WHERE event IN "
+        "('deployment.degraded', 'deployment.recovered')"
+    )
+    _events(OLD_EVENTS)
     op.drop_constraint(op.f("fk_jobs_schedule_id_schedules"), "jobs", type_="foreignkey")
     op.drop_index(op.f("ix_jobs_schedule_id"), table_name="jobs")
     op.drop_column("jobs", "schedule_id")
