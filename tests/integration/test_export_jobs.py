@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 async def test_export_reads_back_with_pandas_and_reproduces_ttft_p50(
     api_server: Api, team: TeamClient, sim: SimProcess, tmp_path: Path
 ) -> None:
-    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url, api_key="sk-export-secret")
     job = await team.run_job(
         {
             "endpoint_id": endpoint["id"],
@@ -60,6 +60,11 @@ async def test_export_reads_back_with_pandas_and_reproduces_ttft_p50(
     assert head["status"] == "succeeded"
     assert head["workload"]["output_tokens"]["mean"] == 6
     assert "runs" not in head
+    # What was measured travels with it, never its secret.
+    assert head["endpoint"]["id"] == endpoint["id"]
+    assert head["endpoint"]["api"] == "openai-chat"
+    assert head["endpoint"]["model"] == "sim-model"
+    assert "sk-export-secret" not in response.text
 
     runs = frame[frame["kind"] == "run"]
     samples = frame[frame["kind"] == "sample"]

@@ -16,6 +16,8 @@ import msgspec
 from litestar.response.streaming import ASGIStreamingResponse
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from api.domain.endpoints.schemas import EndpointRead
+from api.domain.endpoints.services import EndpointService
 from api.domain.jobs.schemas import JobRead, RunSummary, Sample
 from infercost.jobs.repository import JobRepository
 
@@ -42,18 +44,29 @@ def _line(kind: str, value: msgspec.Struct, **extra: object) -> bytes:
     return _encoder.encode({"kind": kind, **extra, **fields}) + b"\n"
 
 
-def head_lines(job: JobRead) -> bytes:
-    """The job line (the job as GET /v1/jobs/{id} reads it, without its runs); run lines
-    follow it, each with its samples."""
+async def job_endpoint(endpoints: EndpointService, endpoint_id: uuid.UUID) -> EndpointRead:
+    """The endpoint a job measured, as GET /v1/endpoints/{id} shows it (no secret; the URL
+    redacted), even if it was deleted since: an archive says what was measured."""
+    endpoint = await endpoints.repo.get_any(endpoint_id)
+    assert endpoint is not None, "a job's endpoint is kept (soft-deleted) for its history"
+    assert endpoint.team_id == endpoints.team_id
+    return await endpoints.to_read(endpoint)
+
+
+def head_lines(job: JobRead, endpoint: EndpointRead) -> bytes:
+    """The job line (the job as GET /v1/jobs/{id} reads it, without its runs, and its
+    endpoint); run lines follow it, each with its samples."""
     without_runs = msgspec.structs.replace(job, runs=[])
     fields = msgspec.to_builtins(without_runs)
     assert isinstance(fields, dict)
     del fields["runs"]
-    return _encoder.encode({"kind": "job", "format": EXPORT_FORMAT, **fields}) + b"\n"
+    head = {"kind": "job", "format": EXPORT_FORMAT, **fields}
+    head["endpoint"] = msgspec.to_builtins(endpoint)
+    return _encoder.encode(head) + b"\n"
 
 
 async def export_lines(
-    sessionmaker: async_sessionmaker[AsyncSession], job: JobRead
+    sessionmaker: async_sessionmaker[AsyncSession], job: JobRead, endpoint: EndpointRead
 ) -> AsyncIterator[bytes]:
     """The export's body, a chunk per keyset page of samples: the job line, then each run's
     summary line followed by its samples in seq order.
@@ -61,7 +74,7 @@ async def export_lines(
     The response outlives the request's session, so samples are read over a session of
     their own; the caller has checked the team's access and read the job and its runs.
     """
-    yield head_lines(job)
+    yield head_lines(job, endpoint)
     runs: Sequence[RunSummary] = job.runs
     async with sessionmaker() as session:
         repo = JobRepository(session)
@@ -107,14 +120,18 @@ def accepts_gzip(accept_encoding: str) -> bool:
 
 
 def export_response(
-    sessionmaker: async_sessionmaker[AsyncSession], job: JobRead, *, gzip: bool
+    sessionmaker: async_sessionmaker[AsyncSession],
+    job: JobRead,
+    endpoint: EndpointRead,
+    *,
+    gzip: bool,
 ) -> ASGIStreamingResponse:
     """The export as a streamed download named job-{id}.jsonl, gzipped when `gzip`."""
     headers = {
         "Content-Disposition": f'attachment; filename="job-{job.id}.jsonl"',
         "Vary": "Accept-Encoding",
     }
-    body = export_lines(sessionmaker, job)
+    body = export_lines(sessionmaker, job, endpoint)
     if gzip:
         headers["Content-Encoding"] = "gzip"
         body = gzipped(body)

@@ -16,7 +16,14 @@ from litestar.response.base import ASGIResponse
 from api.auth import AppSettings, CurrentCaller
 from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
-from api.domain.exports.services import NDJSON_MEDIA_TYPE, accepts_gzip, export_response
+from api.domain.endpoints.controllers import provide_endpoint_service
+from api.domain.endpoints.services import EndpointService
+from api.domain.exports.services import (
+    NDJSON_MEDIA_TYPE,
+    accepts_gzip,
+    export_response,
+    job_endpoint,
+)
 from api.domain.jobs.definitions import (
     DefinitionsParam,
     DefinitionsService,
@@ -138,11 +145,13 @@ class JobController(Controller):
         "line (its summary) followed by its `sample` lines; the README lists every field. "
         "Streamed; gzipped when Accept-Encoding allows gzip.",
         media_type=NDJSON_MEDIA_TYPE,
+        dependencies={"endpoints": Provide(provide_endpoint_service, sync_to_thread=False)},
     )
     async def export_job(
         self,
         request: Request[object, object, State],
         jobs: NamedDependency[JobService],
+        endpoints: NamedDependency[EndpointService],
         job_id: PathId,
     ) -> ASGIResponse:
         """One file to archive or load with pandas: the job, its runs' summaries and every
@@ -151,6 +160,7 @@ class JobController(Controller):
         return export_response(
             request.app.state.sessionmaker,
             job,
+            await job_endpoint(endpoints, job.endpoint_id),
             gzip=accepts_gzip(request.headers.get("accept-encoding", "")),
         )
 
