@@ -115,7 +115,7 @@ async def availability(
         )
         .group_by(Job.status)
     )
-    counts = {status: int(n) for status, n in rows.tuples()}
+    counts = {status: int(n) for status, n in rows}
     total = sum(counts.values())
     return None if total == 0 else counts.get("succeeded", 0) / total
 

@@ -91,7 +91,7 @@ class ScheduleRepository:
             .distinct(ScheduleRun.schedule_id)
             .order_by(ScheduleRun.schedule_id, ScheduleRun.slot_at.desc())
         )
-        return {row[0]: SlotRow(*row) for row in rows.tuples()}
+        return {row[0]: SlotRow(*row) for row in rows}
 
     async def slots(
         self, schedule_id: uuid.UUID, *, limit: int, offset: int
@@ -108,4 +108,4 @@ class ScheduleRepository:
             .limit(limit)
             .offset(offset)
         )
-        return [SlotRow(*row) for row in rows.tuples()], int(total or 0)
+        return [SlotRow(*row) for row in rows], int(total or 0)

@@ -21,24 +21,30 @@ ClockTime = Annotated[
 class When(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """A cron expression evaluated in a time zone, or a fixed interval (exactly one)."""
 
-    cron: Annotated[
-        str | None,
-        msgspec.Meta(
-            max_length=200,
-            description="Five-field cron expression, in `timezone`",
-            examples=["0 */3 * * *"],
-        ),
-    ] = None
+    cron: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                max_length=200,
+                description="Five-field cron expression, in `timezone`",
+                examples=["0 */3 * * *"],
+            ),
+        ]
+        | None
+    ) = None
     timezone: Annotated[
         str,
         msgspec.Meta(max_length=64, description="IANA time zone of the cron expression and "
                      "the quiet hours", examples=["Europe/Berlin"]),
     ] = "UTC"  # fmt: skip
-    interval_s: Annotated[
-        int | None,
-        msgspec.Meta(ge=60, le=31 * 86400, description="Run every this many seconds, in "
-                     "slots counted from the Unix epoch", examples=[10800]),
-    ] = None  # fmt: skip
+    interval_s: (
+        Annotated[
+            int,
+            msgspec.Meta(ge=60, le=31 * 86400, description="Run every this many seconds, in "
+                         "slots counted from the Unix epoch", examples=[10800]),
+        ]
+        | None
+    ) = None  # fmt: skip
 
 
 class QuietHours(msgspec.Struct, forbid_unknown_fields=True):
@@ -56,16 +62,22 @@ class Thresholds(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
         msgspec.Meta(description="Limits on each run's p50 or p95 of ttft_ms, tpot_ms, itl_ms "
                      "or e2e_ms", examples=[{"ttft_ms": {"p95": 800}}]),
     ] = None  # fmt: skip
-    max_cost_per_million_usd: Annotated[
-        float | None,
-        msgspec.Meta(ge=0, description="Ceiling on each run's USD per million output tokens",
-                     examples=[0.5]),
-    ] = None  # fmt: skip
-    min_availability: Annotated[
-        float | None,
-        msgspec.Meta(ge=0, le=1, description="Floor on the share of the schedule's jobs "
-                     "finished in the last 24 h that succeeded", examples=[0.9]),
-    ] = None  # fmt: skip
+    max_cost_per_million_usd: (
+        Annotated[
+            float,
+            msgspec.Meta(ge=0, description="Ceiling on each run's USD per million output "
+                         "tokens", examples=[0.5]),
+        ]
+        | None
+    ) = None  # fmt: skip
+    min_availability: (
+        Annotated[
+            float,
+            msgspec.Meta(ge=0, le=1, description="Floor on the share of the schedule's jobs "
+                         "finished in the last 24 h that succeeded", examples=[0.9]),
+        ]
+        | None
+    ) = None  # fmt: skip
 
 
 JitterS = Annotated[

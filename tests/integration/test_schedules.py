@@ -1,0 +1,304 @@
+"""Schedules against the real API and Postgres, the scheduler's tick driven with a clock the
+test controls: one job per slot across two racing schedulers, no slot lost across a
+restart, skips and misses recorded, N failures stop a schedule, and one signed webhook per
+state change of the deployment.
+
+Schedules are placed in 2030 (created paused, then moved there in the database) so that the
+session's own maintenance process, ticking on the real clock, never touches them. Jobs the
+tick submits are given their outcome straight in the database with a bumped lease token,
+so a worker that might have claimed one can write nothing more (its writes are fenced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from infercost.db.engine import make_engine, make_sessionmaker
+from infercost.schedules.scheduler import tick
+from infercost.settings import Settings
+from infercost.webhooks.signing import verify
+from tests.conftest import DEPLOYMENT_OF_ENDPOINT_SQL, TeamClient
+from tests.integration.test_webhook_jobs import create_webhook, receiver
+
+pytestmark = pytest.mark.integration
+
+JOB = {
+    "workload": {"input_tokens": {"mean": 16}, "output_tokens": {"mean": 4}},
+    "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 3},
+}
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def at(hour: int, minute: int = 0, second: int = 0) -> datetime:
+    """A time on the test's 1 January 2030 (UTC)."""
+    return T0.replace(hour=hour, minute=minute, second=second)
+
+
+async def make_schedule(
+    team: TeamClient, db: asyncpg.Connection, endpoint_id: str, **fields: Any
+) -> str:
+    """An hourly schedule created (paused) through the API, then moved to 2030 and enabled:
+    created at T0, its first slot due at 01:00."""
+    body = {"job": {"endpoint_id": endpoint_id, **JOB}, "when": {"interval_s": 3600},
+            "enabled": False, **fields}  # fmt: skip
+    response = await team.http.post("/v1/schedules", json=body)
+    assert response.status_code == 201, response.text
+    schedule_id = str(response.json()["id"])
+    await db.execute(
+        "UPDATE schedules SET enabled = true, created_at = $2, next_slot_at = $3 WHERE id = $1",
+        uuid.UUID(schedule_id),
+        T0,
+        at(1),
+    )
+    return schedule_id
+
+
+async def ledger(db: asyncpg.Connection, schedule_id: str) -> list[tuple[datetime, str, Any]]:
+    rows = await db.fetch(
+        "SELECT slot_at, outcome, job_id, reason FROM schedule_runs WHERE schedule_id = $1"
+        " ORDER BY slot_at",
+        uuid.UUID(schedule_id),
+    )
+    return [(r["slot_at"], r["outcome"], r["job_id"]) for r in rows]
+
+
+async def jobs_of(db: asyncpg.Connection, schedule_id: str) -> list[asyncpg.Record]:
+    return list(
+        await db.fetch(
+            "SELECT id, status FROM jobs WHERE schedule_id = $1 ORDER BY created_at",
+            uuid.UUID(schedule_id),
+        )
+    )
+
+
+async def end_job(db: asyncpg.Connection, job_id: uuid.UUID, status: str, error: str = "") -> None:
+    """Give a scheduled job its outcome (fencing off any runner that claimed it)."""
+    await db.execute(
+        "UPDATE jobs SET status = $2, error = NULLIF($3, ''), finished_at = $4,"
+        " lease_token = lease_token + 1000 WHERE id = $1",
+        job_id,
+        status,
+        error,
+        T0,
+    )
+
+
+async def test_the_api_checks_a_schedule_as_a_job_and_lists_last_and_next_runs(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    endpoint = await team.create_endpoint()
+    base = {"job": {"endpoint_id": endpoint["id"], **JOB}}
+    bad = [
+        ({"when": {"cron": "0 */3 * *"}}, "when.cron"),
+        ({"when": {"cron": "0 * * * *", "timezone": "Mars/Olympus"}}, "when.timezone"),
+        ({"when": {"cron": "0 * * * *", "interval_s": 3600}}, "when"),
+        ({"when": {"interval_s": 600}, "jitter_s": 600}, "jitter_s"),
+        # The job template is checked as POST /v1/jobs checks a job.
+        ({"when": {"interval_s": 3600}, "job": {"endpoint_id": str(uuid.uuid4()), **JOB}},
+         "job.endpoint_id"),
+        ({"when": {"interval_s": 3600}, "thresholds": {"slo": {"ttft_ms": {"p99": 1}}}},
+         "thresholds.slo.ttft_ms.p99"),
+    ]  # fmt: skip
+    for fields, field in bad:
+        response = await team.http.post("/v1/schedules", json={**base, **fields})
+        assert response.status_code == 422, (fields, response.text)
+        assert field in response.text
+    as_job = await team.submit({"endpoint_id": endpoint["id"], **JOB, "load": {"mode": "bogus"}})
+    as_schedule = await team.http.post(
+        "/v1/schedules",
+        json={"job": {"endpoint_id": endpoint["id"], **JOB, "load": {"mode": "bogus"}},
+              "when": {"interval_s": 3600}},
+    )  # fmt: skip
+    assert as_job.status_code == as_schedule.status_code == 422
+
+    created = await team.http.post(
+        "/v1/schedules",
+        json={**base, "name": "berlin", "when": {"cron": "0 */3 * * *", "timezone": "Europe/Berlin"},
+              "quiet_hours": {"start": "22:00", "end": "06:00"}, "enabled": False},
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    schedule = created.json()
+    assert schedule["next_run_at"] is None and schedule["enabled"] is False
+    resumed = (await team.http.post(f"/v1/schedules/{schedule['id']}/resume")).json()
+    # The next run is a multiple of 3 h in Berlin time: 23, 2, 5, ... UTC in winter, or
+    # 22, 1, 4, ... in summer (CEST): minute and second are zero either way.
+    next_run = datetime.fromisoformat(resumed["next_run_at"])
+    assert next_run > datetime.now(UTC) and (next_run.minute, next_run.second) == (0, 0)
+    patched = await team.http.patch(f"/v1/schedules/{schedule['id']}", json={"name": "b2",
+                                    "quiet_hours": None})  # fmt: skip
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["name"] == "b2" and patched.json()["quiet_hours"] is None
+    listed = (await team.http.get("/v1/schedules")).json()
+    assert [s["id"] for s in listed["items"]] == [schedule["id"]]
+    assert listed["items"][0]["next_run_at"] == resumed["next_run_at"]
+    assert listed["items"][0]["last_run"] is None
+    paused = (await team.http.post(f"/v1/schedules/{schedule['id']}/pause")).json()
+    assert paused["enabled"] is False and paused["next_run_at"] is None
+    assert (await team.http.delete(f"/v1/schedules/{schedule['id']}")).status_code == 204
+    assert (await team.http.get(f"/v1/schedules/{schedule['id']}")).status_code == 404
+
+
+async def test_two_schedulers_racing_on_one_slot_submit_one_job(
+    team: TeamClient, db: asyncpg.Connection, database_url: str
+) -> None:
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    settings = Settings.from_env()
+    engines = [make_engine(database_url) for _ in range(2)]
+    try:
+        makers = [make_sessionmaker(e) for e in engines]
+        # Two replicas, each with its own connections, tick at the same moment, twice.
+        for _ in range(2):
+            await asyncio.gather(*(tick(m, settings, now=at(1, 0, 30)) for m in makers))
+    finally:
+        for engine in engines:
+            await engine.dispose()
+    jobs = await jobs_of(db, schedule_id)
+    assert len(jobs) == 1
+    assert await ledger(db, schedule_id) == [(at(1), "submitted", jobs[0]["id"])]
+    listed = (await team.http.get("/v1/schedules")).json()["items"]
+    (mine,) = [s for s in listed if s["id"] == schedule_id]
+    assert mine["last_run"]["job_id"] == str(jobs[0]["id"])
+    assert mine["next_run_at"] == "2030-01-01T02:00:00Z"
+
+
+async def test_a_restart_loses_no_slot_and_a_running_job_makes_a_skip(
+    team: TeamClient, db: asyncpg.Connection, database_url: str
+) -> None:
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    settings = Settings.from_env()
+
+    async def tick_as_new_process(now: datetime) -> None:
+        # A process of its own each time: nothing but the database carries over.
+        engine = make_engine(database_url)
+        try:
+            await tick(make_sessionmaker(engine), settings, now=now)
+        finally:
+            await engine.dispose()
+
+    await tick_as_new_process(at(1, 0, 5))
+    (first,) = await jobs_of(db, schedule_id)
+    # 02:00: the 01:00 job is still queued, so the slot is skipped and says why.
+    await tick_as_new_process(at(2, 0, 5))
+    assert len(await jobs_of(db, schedule_id)) == 1
+    skipped = await db.fetchrow(
+        "SELECT outcome, reason FROM schedule_runs WHERE schedule_id = $1 AND slot_at = $2",
+        uuid.UUID(schedule_id),
+        at(2),
+    )
+    assert skipped["outcome"] == "skipped" and str(first["id"]) in skipped["reason"]
+    await end_job(db, first["id"], "succeeded")
+    # Down from 02:00 to 05:10: 03:00 and 04:00 are recorded as missed, 05:00 runs.
+    await tick_as_new_process(at(5, 10))
+    jobs = await jobs_of(db, schedule_id)
+    assert len(jobs) == 2
+    assert await ledger(db, schedule_id) == [
+        (at(1), "submitted", first["id"]),
+        (at(2), "skipped", None),
+        (at(3), "missed", None),
+        (at(4), "missed", None),
+        (at(5), "submitted", jobs[1]["id"]),
+    ]
+    stored = await db.fetchrow(
+        "SELECT last_slot_at, next_slot_at FROM schedules WHERE id = $1", uuid.UUID(schedule_id)
+    )
+    assert (stored["last_slot_at"], stored["next_slot_at"]) == (at(5), at(6))
+
+
+async def test_failures_in_a_row_stop_the_schedule_and_say_why(
+    team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"], max_consecutive_failures=2)
+    settings = Settings.from_env()
+    await tick(sessions, settings, now=at(1, 0, 1))
+    (first,) = await jobs_of(db, schedule_id)
+    await end_job(db, first["id"], "failed", "connection refused")
+    await tick(sessions, settings, now=at(2, 0, 1))
+    jobs = await jobs_of(db, schedule_id)
+    assert len(jobs) == 2
+    await end_job(db, jobs[1]["id"], "failed", "connection refused")
+    await tick(sessions, settings, now=at(3, 0, 1))
+    assert len(await jobs_of(db, schedule_id)) == 2  # stopped: no third job
+    schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
+    assert schedule["enabled"] is False
+    assert schedule["consecutive_failures"] == 2
+    assert "2 consecutive failed jobs" in schedule["disabled_reason"]
+    assert str(jobs[1]["id"]) in schedule["disabled_reason"]
+    resumed = (await team.http.post(f"/v1/schedules/{schedule_id}/resume")).json()
+    assert resumed["enabled"] is True and resumed["disabled_reason"] is None
+    assert resumed["consecutive_failures"] == 0
+
+
+async def add_run(db: asyncpg.Connection, job_id: uuid.UUID, ttft_p95_ms: float) -> uuid.UUID:
+    """A succeeded run of a scheduled job with the TTFT p95 the test chose."""
+    row = await db.fetchrow("SELECT team_id, endpoint_id FROM jobs WHERE id = $1", job_id)
+    deployment_id = await db.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, row["endpoint_id"])
+    run_id: uuid.UUID = await db.fetchval(
+        "INSERT INTO runs (id, team_id, job_id, endpoint_id, level_index, level, mode, status,"
+        " requests_total, requests_succeeded, requests_failed, ttft_p95_ms, change_verdict,"
+        " created_at, finished_at, deployment_id) VALUES (gen_random_uuid(), $1, $2, $3, 0, 1,"
+        " 'concurrency', 'succeeded', 3, 3, 0, $4, 'baseline', $5, $5, $6) RETURNING id",
+        row["team_id"],
+        job_id,
+        row["endpoint_id"],
+        ttft_p95_ms,
+        T0,
+        deployment_id,
+    )
+    return run_id
+
+
+async def test_one_signed_webhook_per_state_change_not_per_run(
+    team: TeamClient,
+    db: asyncpg.Connection,
+    sessions: async_sessionmaker[AsyncSession],
+    maintenance: subprocess.Popen[bytes],
+) -> None:
+    endpoint = await team.create_endpoint()
+    settings = Settings.from_env()
+    with receiver(200) as hooks:
+        webhook = await create_webhook(
+            team, hooks.url, ["deployment.degraded", "deployment.recovered"]
+        )
+        schedule_id = await make_schedule(
+            team, db, endpoint["id"], thresholds={"slo": {"ttft_ms": {"p95": 500}}}
+        )
+        # TTFT p95 of the job at each slot: a breach twice, then within the limit twice.
+        figures = [800.0, 900.0, 300.0, 200.0]
+        runs = []
+        for hour, ttft in enumerate(figures, start=1):
+            await tick(sessions, settings, now=at(hour, 0, 1))
+            job = (await jobs_of(db, schedule_id))[-1]
+            runs.append(await add_run(db, job["id"], ttft))
+            await end_job(db, job["id"], "succeeded")
+        await tick(sessions, settings, now=at(len(figures), 30))  # judges the last job
+        got = await hooks.wait_for(2)
+        await asyncio.sleep(3.0)  # a third delivery, if any were wrongly made, arrives
+    assert len(hooks.got) == 2
+    events = [json.loads(g.body) for g in hooks.got]
+    assert [e["event"] for e in events] == ["deployment.degraded", "deployment.recovered"]
+    for g in got:
+        assert verify(webhook["secret"], g.headers["Infercost-Signature"], g.body)
+    degraded = events[0]["data"]
+    assert degraded["schedule_id"] == schedule_id
+    (breach,) = degraded["breaches"]
+    assert breach == {"threshold": "slo", "figure": "ttft_p95_ms", "limit": 500, "value": 800.0,
+                      "run_id": str(runs[0]), "level": 1.0}  # fmt: skip
+    assert degraded["job_url"].startswith("/v1/jobs/") and degraded["run_ids"] == [str(runs[0])]
+    recovered = events[1]["data"]
+    assert recovered["breaches"] == [] and recovered["run_ids"] == [str(runs[2])]
+    assert recovered["previous_state"] == "degraded"
+    schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
+    assert schedule["state"] == "ok"
+    assert schedule["state_evidence"]["run_ids"] == [str(runs[2])]
