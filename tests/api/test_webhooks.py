@@ -30,7 +30,12 @@ async def test_create_list_read_delete(
 ) -> None:
     created = await create(team, description="portal")
     assert created["url"] == RECEIVER and created["description"] == "portal"
-    assert created["events"] == ["job.finished", "regression.detected"]
+    assert created["events"] == [
+        "deployment.degraded",
+        "deployment.recovered",
+        "job.finished",
+        "regression.detected",
+    ]
     secret = created.pop("secret")
     assert secret.startswith("whsec_") and len(secret) > 40
 

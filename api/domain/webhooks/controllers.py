@@ -39,7 +39,8 @@ class WebhookController(Controller):
     async def create_webhook(
         self, webhooks: NamedDependency[WebhookService], data: JSONBody[WebhookCreate]
     ) -> WebhookCreated:
-        """Subscribe an http(s) URL to events (default: job.finished and regression.detected).
+        """Subscribe an http(s) URL to events (default: all: job.finished, regression.detected,
+        deployment.degraded, deployment.recovered).
         The answer holds `secret`, shown this once: each payload is signed with it in the
         Infercost-Signature header (`t=<unix s>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>`)."""
         return await webhooks.create(data)
