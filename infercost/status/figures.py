@@ -1,15 +1,13 @@
-"""Rolling figures of one deployment row from its runs in a window: pure arithmetic over
-run-level values the repository read, so it is tested against hand-computed numbers.
+"""What the status board shows of one deployment row, the windows and the figures.
 
 A row is one endpoint, workload fingerprint, mode and load level; its figures are the
 latest run's value, the median and the p95 over the window's adequate runs, and a trend
-(the median of each of TREND_BUCKETS equal slices of the window) for a sparkline."""
+(the median of each of TREND_BUCKETS equal slices of the window) for a sparkline. The
+repository computes them in the database (infercost.status.repository)."""
 
 from __future__ import annotations
 
-import math
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -37,21 +35,6 @@ FIGURES: dict[str, str] = {
         "output tokens x output tokens/s / goodput output tokens/s (null when none met it)"
     ),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class RunPoint:
-    """One succeeded run of a row, as the repository read it (run-level columns only)."""
-
-    run_id: uuid.UUID
-    job_id: uuid.UUID
-    finished_at: datetime
-    #: Counted in the figures: adequate evidence and not client-bound.
-    counted: bool
-    requests_total: int
-    requests_failed: int
-    change_verdict: str | None
-    values: dict[str, float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,82 +81,3 @@ class RowFigures:
     last_verdict_run_id: uuid.UUID | None
     availability: Availability
     figures: dict[str, Rolling] = field(default_factory=dict)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0..100) by linear interpolation between order statistics
-    (NumPy's default method, as METRICS.md says); None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-def rolling(points: Sequence[RunPoint], name: str, since: datetime, until: datetime) -> Rolling:
-    """One figure of a row: `points` are its runs oldest first."""
-    counted = [p for p in points if p.counted]
-    # A run where no request met the SLO has an infinite cost at the SLO: it must weigh
-    # on the median (as the worst value), not vanish from it.
-    infinite = name == "cost_per_million_at_slo_usd"
-    values: list[tuple[datetime, float]] = []
-    for p in counted:
-        v = p.values.get(name)
-        if v is None and infinite and p.values.get("output_tokens_per_s"):
-            v = math.inf
-        if v is not None:
-            values.append((p.finished_at, v))
-    latest = None
-    if counted:
-        last = counted[-1].values.get(name)
-        latest = last
-    plain = [v for _, v in values]
-    span = (until - since).total_seconds() / TREND_BUCKETS
-    buckets: list[list[float]] = [[] for _ in range(TREND_BUCKETS)]
-    for at, v in values:
-        index = int((at - since).total_seconds() // span) if span > 0 else 0
-        buckets[min(max(index, 0), TREND_BUCKETS - 1)].append(v)
-    return Rolling(
-        latest=_finite(latest),
-        median=_finite(percentile(plain, 50)),
-        p95=_finite(percentile(plain, 95)),
-        trend=[_finite(percentile(b, 50)) for b in buckets],
-    )
-
-
-def row_figures(
-    points: Sequence[RunPoint],
-    since: datetime,
-    until: datetime,
-    *,
-    jobs_succeeded: int,
-    jobs_finished: int,
-) -> RowFigures:
-    """Every figure of one row from its runs in the window, oldest first."""
-    counted = [p for p in points if p.counted]
-    latest = counted[-1] if counted else (points[-1] if points else None)
-    verdict = next((p for p in reversed(points) if p.change_verdict is not None), None)
-    return RowFigures(
-        runs=len(points),
-        runs_counted=len(counted),
-        latest_run_id=None if latest is None else latest.run_id,
-        latest_job_id=None if latest is None else latest.job_id,
-        latest_at=None if latest is None else latest.finished_at,
-        last_verdict=None if verdict is None else verdict.change_verdict,
-        last_verdict_run_id=None if verdict is None else verdict.run_id,
-        # Every succeeded run's requests count, adequate or not: a run judged inadequate
-        # for its errors is exactly what availability must see.
-        availability=Availability(
-            jobs_succeeded=jobs_succeeded,
-            jobs_finished=jobs_finished,
-            requests_total=sum(p.requests_total for p in points),
-            requests_failed=sum(p.requests_failed for p in points),
-        ),
-        figures={name: rolling(points, name, since, until) for name in FIGURES},
-    )
