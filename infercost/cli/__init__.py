@@ -1,6 +1,6 @@
 """The `infercost` command: server parts, the all-in-one launcher, the simulator, and the
 client commands that use the HTTP API (endpoints, prices, datasets, jobs, runs, compare,
-estimate, report, bench; submit and cancel as shortcuts)."""
+estimate, report, bench, schedules; submit and cancel as shortcuts)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from infercost.cli.bench import bench
 from infercost.cli.commands import cancel, compare, jobs, report, submit
 from infercost.cli.export import export
 from infercost.cli.resources import datasets, endpoints, estimate, prices, runs
+from infercost.cli.schedules import schedules
 from infercost.cli.serve import api, maintenance, migrate, worker
 from infercost.cli.sim import sim
 from infercost.cli.up import up
@@ -39,3 +40,4 @@ main.add_command(runs)
 main.add_command(estimate)
 main.add_command(bench)
 main.add_command(export)
+main.add_command(schedules)

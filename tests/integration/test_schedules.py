@@ -16,17 +16,20 @@ import json
 import subprocess
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
+from click.testing import CliRunner, Result
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from infercost.cli import main
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.schedules.scheduler import tick
 from infercost.settings import Settings
 from infercost.webhooks.signing import verify
-from tests.conftest import DEPLOYMENT_OF_ENDPOINT_SQL, TeamClient
+from tests.conftest import DEPLOYMENT_OF_ENDPOINT_SQL, Api, TeamClient
 from tests.integration.test_webhook_jobs import create_webhook, receiver
 
 pytestmark = pytest.mark.integration
@@ -302,3 +305,35 @@ async def test_one_signed_webhook_per_state_change_not_per_run(
     schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
     assert schedule["state"] == "ok"
     assert schedule["state_evidence"]["run_ids"] == [str(runs[2])]
+
+
+async def test_the_cli_adds_lists_pauses_and_removes_a_schedule(
+    team: TeamClient, api_server: Api, tmp_path: Path
+) -> None:
+    endpoint = await team.create_endpoint()
+    job_file = tmp_path / "job.json"
+    job_file.write_text(json.dumps({"endpoint": endpoint["name"], **JOB}))
+
+    def run(*args: str) -> Result:
+        env = {"INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": team.key}
+        return CliRunner().invoke(main, ["schedules", *args], env=env)
+
+    added = await asyncio.to_thread(
+        run, "add", str(job_file), "--cron", "0 */3 * * *", "--timezone", "Europe/Berlin",
+        "--name", "watch-me", "--quiet", "22:00-06:00", "--max-ttft-p95", "800", "--json",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    created = json.loads(added.output)
+    assert created["endpoint_id"] == endpoint["id"]
+    assert created["quiet_hours"] == {"start": "22:00", "end": "06:00"}
+    assert created["thresholds"] == {"slo": {"ttft_ms": {"p95": 800.0}}}
+    listed = await asyncio.to_thread(run, "list")
+    assert listed.exit_code == 0 and "watch-me" in listed.output
+    assert "0 */3 * * * (Europe/Berlin)" in listed.output
+    paused = await asyncio.to_thread(run, "pause", "watch-me", "--json")
+    assert paused.exit_code == 0 and json.loads(paused.output)["enabled"] is False
+    removed = await asyncio.to_thread(run, "remove", created["id"][:8])
+    assert removed.exit_code == 0, removed.output
+    assert (await team.http.get(f"/v1/schedules/{created['id']}")).status_code == 404
+    neither = await asyncio.to_thread(run, "add", str(job_file))
+    assert neither.exit_code != 0 and "--cron or --every" in neither.output
