@@ -150,52 +150,59 @@ class Api:
     admin_token: str
 
 
-@pytest.fixture(scope="session")
-def api_server(service_env: dict[str, str]) -> Iterator[Api]:
-    """`infercost api` on a free port."""
-    port = free_port()
-    with _log_file("api") as log:
+@contextmanager
+def running_cli(
+    env: dict[str, str], name: str, *args: str, stop_timeout: float = 10.0
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`infercost <args>` as a subprocess with `env`, logging to test-artifacts/<name>.log;
+    stopped (or found already dead) on exit. The one way tests start service processes."""
+    with _log_file(name) as log:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from infercost.cli import main; main()",
-                "api",
-                "--port",
-                str(port),
-            ],
-            env=service_env,
+            [sys.executable, "-c", "from infercost.cli import main; main()", *args],
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
         try:
-            # Importing the app takes over 10 s on this shared 2-core box when others test.
-            _wait_http(f"http://127.0.0.1:{port}/health", proc, "api", timeout=120.0)
-            yield Api(f"http://127.0.0.1:{port}", service_env["INFERCOST_ADMIN_TOKEN"])
+            yield proc
         finally:
-            _stop(proc)
+            _stop(proc, stop_timeout)
+
+
+def _still_running(proc: subprocess.Popen[bytes], name: str, settle_s: float) -> None:
+    """Fail the test when `proc` has died within `settle_s` of starting (a bad config, an
+    import error): processes without a health URL have no other readiness signal."""
+    time.sleep(settle_s)
+    if proc.poll() is not None:
+        pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
+
+
+@contextmanager
+def running_api(env: dict[str, str], name: str, timeout: float = 120.0) -> Iterator[Api]:
+    """`infercost api` with `env` on a free port, logging to test-artifacts/<name>.log;
+    yields once /health answers (within `timeout` s); stopped on exit."""
+    port = free_port()
+    with running_cli(env, name, "api", "--port", str(port)) as proc:
+        _wait_http(f"http://127.0.0.1:{port}/health", proc, name, timeout=timeout)
+        yield Api(f"http://127.0.0.1:{port}", env["INFERCOST_ADMIN_TOKEN"])
+
+
+@pytest.fixture(scope="session")
+def api_server(service_env: dict[str, str]) -> Iterator[Api]:
+    """`infercost api` on a free port."""
+    # Importing the app takes over 10 s on this shared 2-core box when others test.
+    with running_api(service_env, "api", timeout=120.0) as api:
+        yield api
 
 
 @contextmanager
 def running_worker(service_env: dict[str, str], name: str) -> Iterator[subprocess.Popen[bytes]]:
     """`infercost worker` as a subprocess on this session's queue, logging to
     test-artifacts/<name>.log; stopped on exit."""
-    with _log_file(name) as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from infercost.cli import main; main()", "worker"],
-            env=service_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        try:
-            time.sleep(1.0)
-            if proc.poll() is not None:
-                pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
-            yield proc
-        finally:
-            _stop(proc, 20.0)
+    with running_cli(service_env, name, "worker", stop_timeout=20.0) as proc:
+        _still_running(proc, name, 1.0)
+        yield proc
 
 
 @contextmanager
@@ -204,21 +211,9 @@ def running_maintenance(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """`infercost maintenance` as a subprocess (outbox relay, sweep, webhook courier),
     logging to test-artifacts/<name>.log; stopped on exit."""
-    with _log_file(name) as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from infercost.cli import main; main()", "maintenance"],
-            env=service_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        try:
-            time.sleep(0.5)
-            if proc.poll() is not None:
-                pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
-            yield proc
-        finally:
-            _stop(proc, 20.0)
+    with running_cli(service_env, name, "maintenance", stop_timeout=20.0) as proc:
+        _still_running(proc, name, 0.5)
+        yield proc
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -21,14 +20,11 @@ import pytest
 
 from infercost.db.migrate import upgrade_head
 from tests.conftest import (
-    ROOT,
     TeamClient,
-    _log_file,
     _pg_url,
     _run_sql,
-    _stop,
-    _wait_http,
-    free_port,
+    running_api,
+    running_cli,
     running_maintenance,
 )
 
@@ -79,27 +75,8 @@ def fault_env(service_env: dict[str, str], fault_database_url: str) -> dict[str,
 @pytest.fixture(scope="module")
 def fault_api(fault_env: dict[str, str]) -> Iterator[str]:
     """`infercost api` sending to the fault queue; yields its base URL."""
-    port = free_port()
-    with _log_file("faults-api") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from infercost.cli import main; main()",
-                "api",
-                "--port",
-                str(port),
-            ],
-            env=fault_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        try:
-            _wait_http(f"http://127.0.0.1:{port}/health", proc, "faults-api")
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            _stop(proc)
+    with running_api(fault_env, "faults-api", timeout=30.0) as api:
+        yield api.url
 
 
 @pytest.fixture(scope="module")
@@ -124,19 +101,10 @@ async def fault_team(fault_api: str, fault_env: dict[str, str]) -> AsyncIterator
 @contextlib.contextmanager
 def worker_process(env: dict[str, str], name: str) -> Iterator[subprocess.Popen[bytes]]:
     """`infercost worker` with `env`, logging to test-artifacts/<name>.log; stopped (or
-    already killed) on exit."""
-    with _log_file(name) as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from infercost.cli import main; main()", "worker"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        try:
-            yield proc
-        finally:
-            _stop(proc, 20.0)
+    already killed) on exit. Unlike running_worker it yields at once, without the settle
+    check, since tests here kill it on purpose."""
+    with running_cli(env, name, "worker", stop_timeout=20.0) as proc:
+        yield proc
 
 
 class PgProxy:

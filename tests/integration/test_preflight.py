@@ -6,8 +6,6 @@ copies (its metric names, tokenize form), whether it streams and sends usage."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -17,7 +15,7 @@ import pytest
 
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, start_sim_process
-from tests.conftest import ROOT, Api, TeamClient, _log_file, _stop, _wait_http, free_port
+from tests.conftest import Api, TeamClient, free_port, running_api
 
 pytestmark = pytest.mark.integration
 
@@ -37,28 +35,9 @@ PROBES = [
 def checking_api(service_env: dict[str, str]) -> Iterator[Api]:
     """A second `infercost api` on the same database with the check at registration on
     (the session's API has it off, as most tests register endpoints that are not there)."""
-    port = free_port()
     env = {**service_env, "INFERCOST_PREFLIGHT_ON_REGISTER": "1"}
-    with _log_file("api-preflight") as log:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from infercost.cli import main; main()",
-                "api",
-                "--port",
-                str(port),
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-        )
-        try:
-            _wait_http(f"http://127.0.0.1:{port}/health", proc, "api-preflight", timeout=120.0)
-            yield Api(f"http://127.0.0.1:{port}", env["INFERCOST_ADMIN_TOKEN"])
-        finally:
-            _stop(proc)
+    with running_api(env, "api-preflight", timeout=120.0) as api:
+        yield api
 
 
 @pytest.fixture
