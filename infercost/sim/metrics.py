@@ -145,18 +145,27 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else 0.0
 
 
+def _vllm_counters(m: SimMetrics, lab: Labels, success: list[tuple[Labels, float]]) -> list[Family]:
+    """The token and request counters, named and described alike by every vLLM version the
+    simulator copies; `success` is the request_success_total samples (with or without a
+    finished_reason label)."""
+    return [
+        Family("vllm:prompt_tokens_total", "counter",
+               "Number of prefill tokens processed.", [(lab, m.prompt_tokens)]),
+        Family("vllm:generation_tokens_total", "counter",
+               "Number of generation tokens processed.", [(lab, m.generation_tokens)]),
+        Family("vllm:request_success_total", "counter",
+               "Count of successfully processed requests.", success),
+    ]  # fmt: skip
+
+
 def _default(m: SimMetrics, lab: Labels) -> list[Family]:
     return [
         Family("vllm:num_requests_running", "gauge",
                "Number of requests in model execution batches.", [(lab, m.running)]),
         Family("vllm:num_requests_waiting", "gauge",
                "Number of requests waiting to be processed.", [(lab, m.waiting)]),
-        Family("vllm:prompt_tokens_total", "counter",
-               "Number of prefill tokens processed.", [(lab, m.prompt_tokens)]),
-        Family("vllm:generation_tokens_total", "counter",
-               "Number of generation tokens processed.", [(lab, m.generation_tokens)]),
-        Family("vllm:request_success_total", "counter",
-               "Count of successfully processed requests.", [(lab, m.request_success)]),
+        *_vllm_counters(m, lab, [(lab, m.request_success)]),
     ]  # fmt: skip
 
 
@@ -180,12 +189,7 @@ def _vllm(m: SimMetrics, model: str) -> list[Family]:
                [(lab, m.prefix_queries)]),
         Family("vllm:prefix_cache_hits_total", "counter",
                "Prefix cache hits, in terms of number of cached tokens.", [(lab, m.prefix_hits)]),
-        Family("vllm:prompt_tokens_total", "counter",
-               "Number of prefill tokens processed.", [(lab, m.prompt_tokens)]),
-        Family("vllm:generation_tokens_total", "counter",
-               "Number of generation tokens processed.", [(lab, m.generation_tokens)]),
-        Family("vllm:request_success_total", "counter",
-               "Count of successfully processed requests.", _by_reason(m, lab)),
+        *_vllm_counters(m, lab, _by_reason(m, lab)),
     ]  # fmt: skip
 
 
@@ -206,12 +210,7 @@ def _vllm_v0(m: SimMetrics, model: str) -> list[Family]:
         Family("vllm:gpu_prefix_cache_hit_rate", "gauge",
                "GPU prefix cache block hit rate.",
                [(lab, _ratio(m.prefix_hits, m.prefix_queries))]),
-        Family("vllm:prompt_tokens_total", "counter",
-               "Number of prefill tokens processed.", [(lab, m.prompt_tokens)]),
-        Family("vllm:generation_tokens_total", "counter",
-               "Number of generation tokens processed.", [(lab, m.generation_tokens)]),
-        Family("vllm:request_success_total", "counter",
-               "Count of successfully processed requests.", _by_reason(m, lab)),
+        *_vllm_counters(m, lab, _by_reason(m, lab)),
     ]  # fmt: skip
 
 
