@@ -81,40 +81,74 @@ class Thresholds(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
 
 
 JitterS = Annotated[
-    int, msgspec.Meta(ge=0, le=3600, description="Start each slot up to this many seconds late")
-]
+    int,
+    msgspec.Meta(ge=0, le=3600, description="Start each slot up to this many seconds late "
+                 "(the same delay on every replica)", examples=[600]),
+]  # fmt: skip
 MaxFailures = Annotated[
     int,
+    msgspec.Meta(ge=1, le=100, description="Stop the schedule after this many failed jobs in a "
+                 "row", examples=[3]),
+]  # fmt: skip
+Name = Annotated[
+    str,
+    msgspec.Meta(min_length=1, max_length=200, description="A name to find the schedule by",
+                 examples=["nightly-llama"]),
+]  # fmt: skip
+Template = Annotated[
+    JobCreate,
     msgspec.Meta(
-        ge=1, le=100, description="Stop the schedule after this many failed jobs in a row"
+        description="The job each slot submits: a POST /v1/jobs body, checked the same way",
+        examples=[{"endpoint_id": "3f2b8c1d-5e6a-4b7c-8d9e-0f1a2b3c4d5e",
+                   "workload": {"preset": "interactive-chatbot"},
+                   "load": {"mode": "concurrency", "levels": [1, 8]}}],
     ),
+]  # fmt: skip
+WhenField = Annotated[
+    When,
+    msgspec.Meta(description="A cron expression with its time zone, or an interval",
+                 examples=[{"cron": "0 */3 * * *", "timezone": "Europe/Berlin"},
+                           {"interval_s": 10800}]),
+]  # fmt: skip
+Enabled = Annotated[
+    bool, msgspec.Meta(description="Whether slots run (false: paused)", examples=[True])
 ]
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, examples=["nightly-llama"])]
+Quiet = Annotated[
+    QuietHours,
+    msgspec.Meta(description="No job starts in this window (the schedule's time zone)",
+                 examples=[{"start": "22:00", "end": "06:00"}]),
+]  # fmt: skip
+ThresholdsField = Annotated[
+    Thresholds,
+    msgspec.Meta(description="What the deployment must hold; a change of state sends "
+                 "deployment.degraded or deployment.recovered",
+                 examples=[{"slo": {"ttft_ms": {"p95": 800}}, "min_availability": 0.9}]),
+]  # fmt: skip
 
 
 class ScheduleCreate(msgspec.Struct, forbid_unknown_fields=True):
     """A job (the POST /v1/jobs body, checked the same way) and when to run it."""
 
-    job: JobCreate
-    when: When
+    job: Template
+    when: WhenField
     name: Name | None = None
     jitter_s: JitterS = 0
-    enabled: bool = True
-    quiet_hours: QuietHours | None = None
-    thresholds: Thresholds | None = None
+    enabled: Enabled = True
+    quiet_hours: Quiet | None = None
+    thresholds: ThresholdsField | None = None
     max_consecutive_failures: MaxFailures = 3
 
 
 class ScheduleUpdate(msgspec.Struct, forbid_unknown_fields=True):
     """The fields to change; `null` clears name, quiet_hours and thresholds."""
 
-    job: JobCreate | msgspec.UnsetType = msgspec.UNSET
-    when: When | msgspec.UnsetType = msgspec.UNSET
+    job: Template | msgspec.UnsetType = msgspec.UNSET
+    when: WhenField | msgspec.UnsetType = msgspec.UNSET
     name: Name | msgspec.UnsetType | None = msgspec.UNSET
     jitter_s: JitterS | msgspec.UnsetType = msgspec.UNSET
-    enabled: bool | msgspec.UnsetType = msgspec.UNSET
-    quiet_hours: QuietHours | msgspec.UnsetType | None = msgspec.UNSET
-    thresholds: Thresholds | msgspec.UnsetType | None = msgspec.UNSET
+    enabled: Enabled | msgspec.UnsetType = msgspec.UNSET
+    quiet_hours: Quiet | msgspec.UnsetType | None = msgspec.UNSET
+    thresholds: ThresholdsField | msgspec.UnsetType | None = msgspec.UNSET
     max_consecutive_failures: MaxFailures | msgspec.UnsetType = msgspec.UNSET
 
 
