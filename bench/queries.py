@@ -17,6 +17,11 @@
 4. Times typical GET /v1/comparisons queries and the frontier through the real API over
    HTTP, one request at a time, and prints p50, p95 and max per query.
 5. Drops the database unless --keep.
+
+`--status` measures GET /v1/status instead: 300 watched deployments (an endpoint each, with
+a schedule), each measured 8 times a day for --status-days (default 365) days by one-level
+scheduled jobs, loaded by COPY (run-level columns only: the board reads nothing else), then
+GET /v1/status over each window, JSON and CSV, timed as above.
 """
 
 from __future__ import annotations
@@ -410,6 +415,129 @@ async def measure(api: Api, facts: dict[str, Any], iterations: int) -> None:
     print(f"\n# worst p95 of the comparison queries {worst:.1f} ms (target: under 100 ms)")
 
 
+STATUS_DEPLOYMENTS = 300
+STATUS_RUN_COLUMNS = (
+    "id", "team_id", "job_id", "endpoint_id", "deployment_id", "level_index", "level", "mode",
+    "status", "created_at", "started_at", "finished_at", "usd_per_hour", "requests_total",
+    "requests_succeeded", "requests_failed", "duration_s", "output_tokens_per_s",
+    "goodput_output_tokens_per_s", "ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms",
+    "client_bound", "workload_fingerprint", "adequacy", "change_verdict",
+)  # fmt: skip
+
+
+async def load_status(database: str, api: Api, args: argparse.Namespace) -> str:
+    """300 endpoints over HTTP, a schedule each, and their scheduled history by COPY: 8 runs a
+    day for --status-days days up to now, a few failed jobs and regressions. Returns the key."""
+    rng = random.Random(args.seed)
+    combos = sorted(
+        (m, h, e, g) for m in MODELS for h in HARDWARE for e in ENGINES for g in (1, 2, 4, 8)
+    )
+    picked = rng.sample(combos, STATUS_DEPLOYMENTS)
+    async with httpx.AsyncClient(base_url=api.url, timeout=60) as client:
+        team, key = await make_team(client, api.admin, "bench-status")
+        headers = {"Authorization": f"Bearer {key}"}
+        endpoints = []
+        for i, (model, hw, engine, gpus) in enumerate(picked):
+            body = {
+                "name": f"watched-{i}", "base_url": f"http://10.1.{i // 250}.{i % 250}:8000/v1",
+                "model": model, "engine": engine, "hardware": hw, "gpu_count": gpus,
+                "usd_per_hour": HARDWARE[hw][1] * gpus,
+            }  # fmt: skip
+            r = await client.post("/v1/endpoints", json=body, headers=headers)
+            assert r.status_code == 201, r.text
+            endpoints.append({**body, "id": uuid.UUID(r.json()["id"])})
+    now = datetime.now(UTC)
+    conn = await asyncpg.connect(database)
+    try:
+        team_id = uuid.UUID(team)
+        jobs: list[tuple[Any, ...]] = []
+        runs: list[tuple[Any, ...]] = []
+        for ep in endpoints:
+            ep["deployment_id"] = await conn.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, ep["id"])
+            schedule = await conn.fetchval(
+                "INSERT INTO schedules (id, team_id, endpoint_id, template, interval_s, timezone,"
+                " created_at) VALUES (gen_random_uuid(), $1, $2, '{}', 10800, 'UTC', now())"
+                " RETURNING id",
+                team_id,
+                ep["id"],
+            )
+            fp = fingerprint(ep["model"], "chat")
+            params = MODELS[ep["model"]]
+            per_user = min(
+                250.0, HARDWARE[ep["hardware"]][0] * ep["gpu_count"] * 0.6 / (params * 2)
+            )
+            ttft0 = 30.0 * params / 8 / ep["gpu_count"]
+            for slot in range(args.status_days * 8):
+                finished = now - timedelta(hours=3 * slot, seconds=rng.uniform(0, 600))
+                job_id = uuid.uuid4()
+                failed = rng.random() < 0.01
+                jobs.append((job_id, team_id, ep["id"], "failed" if failed else "succeeded",
+                             "{}", '{"mode": "concurrency"}', 1, 1, finished - timedelta(minutes=3),
+                             finished, fp, schedule))  # fmt: skip
+                if failed:
+                    continue
+                ttft = ttft0 * rng.uniform(0.9, 1.2)
+                tpot = 1000 / per_user * rng.uniform(0.95, 1.05)
+                out = 8 * per_user * rng.uniform(0.95, 1.05)
+                errors = 1 if rng.random() < 0.05 else 0
+                runs.append((
+                    uuid.uuid4(), team_id, job_id, ep["id"], ep["deployment_id"], 0, 8.0,
+                    "concurrency", "succeeded", finished, finished - timedelta(seconds=120),
+                    finished, ep["usd_per_hour"], 200, 200 - errors, errors, 120.0, out,
+                    out * rng.uniform(0.7, 1.0), ttft, ttft * 1.6, tpot, tpot * 1.6,
+                    rng.random() < 0.01, fp, '{"ok": true, "reasons": []}',
+                    "regression" if rng.random() < 0.02 else None,
+                ))  # fmt: skip
+        started = time.perf_counter()
+        await conn.copy_records_to_table(
+            "jobs", records=jobs,
+            columns=["id", "team_id", "endpoint_id", "status", "workload", "load",
+                     "progress_done", "progress_total", "created_at", "finished_at",
+                     "workload_fingerprint", "schedule_id"],
+        )  # fmt: skip
+        await conn.copy_records_to_table("runs", records=runs, columns=STATUS_RUN_COLUMNS)
+        print(f"# loaded {len(jobs):,} scheduled jobs and {len(runs):,} runs of "
+              f"{len(endpoints)} deployments in {time.perf_counter() - started:.1f} s",
+              flush=True)  # fmt: skip
+        await conn.execute("VACUUM ANALYZE runs")
+        await conn.execute("VACUUM ANALYZE jobs")
+        await conn.execute("ANALYZE")
+        size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
+        print(f"# database size {size}", flush=True)
+    finally:
+        await conn.close()
+    return key
+
+
+async def measure_status(api: Api, key: str, iterations: int) -> None:
+    """GET /v1/status `iterations` times per window after two warm-ups, one at a time."""
+    queries: list[tuple[str, dict[str, Any], dict[str, str]]] = [
+        ("status, window=24h", {"window": "24h"}, {}),
+        ("status, window=72h (default)", {}, {}),
+        ("status, window=72h, sort=-ttft_p50_ms", {"sort": "-ttft_p50_ms"}, {}),
+        ("status, window=72h as CSV", {}, {"Accept": "text/csv"}),
+        ("status, window=7d", {"window": "7d"}, {}),
+        ("status, window=30d", {"window": "30d"}, {}),
+    ]
+    print(f"\n# {iterations} requests per query, one at a time")
+    print(f"{'query':52} {'rows':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    async with httpx.AsyncClient(
+        base_url=api.url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+    ) as client:
+        for name, params, extra in queries:
+            timings = []
+            for i in range(iterations + 2):
+                started = time.perf_counter()
+                r = await client.get("/v1/status", params=params, headers=extra)
+                elapsed = (time.perf_counter() - started) * 1000
+                assert r.status_code == 200, r.text
+                if i >= 2:
+                    timings.append(elapsed)
+            rows = r.text.count("\n") - 1 if extra else len(r.json()["rows"])
+            q = statistics.quantiles(timings, n=100, method="inclusive")
+            print(f"{name:52} {rows:>6} {q[49]:>8.1f} {q[94]:>8.1f} {max(timings):>8.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_database_options(parser)
@@ -417,12 +545,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20_000)
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--status", action="store_true", help="measure GET /v1/status instead")
+    parser.add_argument("--status-days", type=int, default=365)
     args = parser.parse_args()
     with scratch_database(args.pg, keep=args.keep) as db:
         print(f"# bench/queries.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: --runs {args.runs} "
               f"--samples {args.samples} on {os.cpu_count()} CPUs, database {db.name}",
               flush=True)  # fmt: skip
         api = Api(db.url)
+        if args.status:
+            try:
+                key = asyncio.run(load_status(db.dsn, api, args))
+                asyncio.run(measure_status(api, key, args.iterations))
+            finally:
+                api.stop()
+            return
         try:
             facts = asyncio.run(load(db.dsn, api, args))
             asyncio.run(measure(api, facts, args.iterations))
