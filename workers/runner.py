@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import socket
 import time
 import uuid
 from collections import Counter
@@ -32,7 +34,7 @@ from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.shards import ShardRepository
 from infercost.metrics import RequestTiming, RunFigures, ServerTimings, summarize
-from infercost.outbound import Policy
+from infercost.outbound import OutboundRefused, Policy, pinned
 from infercost.prices.pricing import hourly_price
 from infercost.security import CredentialError
 from infercost.telemetry.store import TelemetryRepository
@@ -215,6 +217,8 @@ class JobRunner:
             float(job.load["timeout_s"]),
             engine=endpoint.engine,
         )
+        # The target as registered; self.target is it pinned to a checked address per level.
+        self.registered = self.target
         # The current level's tokenizer route (None: the endpoint has none) and which of its
         # prompts were checked to be exactly their drawn length, by seq.
         self.tokenizer: Tokenizer | None = None
@@ -796,6 +800,7 @@ class JobRunner:
             log.info("shard %d of run %s: not queued (duplicate delivery)", slot.index, slot.run_id)
             return
         self.shard = slot
+        await self._pin()
         slot.start_beating(lambda: self.progress.in_level)
         timings: list[RequestTiming] = []
         cpu_util: float | None = None
@@ -830,10 +835,28 @@ class JobRunner:
                 await JobRepository(session).copy_samples(sample_rows(slot.run_id, timings))
                 await session.commit()
 
+    async def _pin(self) -> None:
+        """Resolve the endpoint's host once for the level, check every address against the
+        outbound policy, and aim every request of the level at the first one (Host header and
+        TLS name kept), so a name re-pointed since registration (say at 169.254.169.254)
+        is refused, and one that changes mid-level is not followed. OutboundRefused or
+        socket.gaierror when it cannot be used."""
+        policy = Policy.from_settings(self.rt.settings)
+        base = self.registered.base_url
+        address = (await policy.check_connect(base, "base_url"))[0]
+        at = pinned(base, address)
+        self.target = dataclasses.replace(
+            self.registered,
+            url=pinned(self.registered.url, address).url,
+            base_url=at.url,
+            headers={**self.registered.headers, **at.headers},
+        )
+
     async def measure_level(self, index: int, level: float) -> MeasuredLevel:
         """Run, summarise and store one level in `self.level_mode`; progress moves past it.
 
         A cancel during the level shows in self.progress.cancelled."""
+        await self._pin()
         rate_mode = self.level_mode == "rate"
         run_id = await self._start_run(index, level)
         self.run_id = run_id
@@ -957,6 +980,10 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
             return
         except CredentialError as exc:
             status, error = "failed", f"{exc}; re-enter the endpoint's api_key with PATCH"
+        except OutboundRefused as exc:
+            status, error = "failed", f"refused by the outbound policy: {exc.detail}"
+        except socket.gaierror as exc:
+            status, error = "failed", f"base_url: its host does not resolve ({exc.strerror})"
         except LevelNotStored as exc:
             status, error = "failed", str(exc)
         except Exception as exc:

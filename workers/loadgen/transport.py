@@ -34,6 +34,11 @@ moves to the wake. The parser's lateness is recorded as read lag, and re-sends a
 in the client's ClientHealth (workers/loadgen/health.py). Requests through the shared pool
 or a proxy are stamped as the coroutine reads them, as before.
 
+The worker pins each level to an address the outbound policy checked (workers/runner.py,
+infercost.outbound.pinned): URLs then name the address and the Host header the endpoint's
+name, so a slot connects to the address and TLS still sends and verifies the name
+(`server_name`).
+
 `load_client()` honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY as httpx does: a
 request a proxy applies to goes through an ordinary httpx proxy transport (a pool shared by
 all slots, so proxied requests lose the one-connection-per-slot property); the rest go to
@@ -73,7 +78,8 @@ class _SlotConnection(asyncio.Protocol):
         self.paused = False
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[None] | None = None
-        self.origin: tuple[str, str, int] = ("", "", 0)
+        # (scheme, address or host, port, TLS server name): a connection serves one origin.
+        self.origin: tuple[str, str, int, str] = ("", "", 0, "")
         self.headers: list[tuple[bytes, bytes]] = []
         self.headers_done = False
         self.complete = False
@@ -271,9 +277,9 @@ class _SlotTransport:
         self.health = health
 
     async def _connect(
-        self, origin: tuple[str, str, int], limit_s: float | None
+        self, origin: tuple[str, str, int, str], limit_s: float | None
     ) -> _SlotConnection:
-        scheme, host, port = origin
+        scheme, host, port, server_name = origin
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(limit_s):
@@ -282,7 +288,7 @@ class _SlotTransport:
                     host,
                     port,
                     ssl=self._ssl if scheme == "https" else None,
-                    server_hostname=host if scheme == "https" else None,
+                    server_hostname=server_name if scheme == "https" else None,
                 )
         except TimeoutError:
             raise httpx.ConnectTimeout(f"no connection within {limit_s:g} s") from None
@@ -306,7 +312,8 @@ class _SlotTransport:
         # Read once: a re-send writes the same bytes.
         payload = await _request_bytes(request)
         url = request.url
-        origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
+        port = url.port or (443 if url.scheme == "https" else 80)
+        origin = (url.scheme, url.host, port, server_name(request))
         conn = self._conn
         if conn is not None and (conn.origin != origin or conn.closed):
             # The slot moved to another server (the next job's endpoint), or the server
@@ -397,6 +404,21 @@ class _SlotTransport:
             self._drop(self._conn)
 
 
+def server_name(request: httpx.Request) -> str:
+    """The name TLS sends and checks the certificate against: the `sni_hostname` extension,
+    else the Host header's name (a request pinned to an address by infercost.outbound.pinned
+    keeps the endpoint's name there), else the URL's host."""
+    named = request.extensions.get("sni_hostname")
+    if named:
+        return str(named)
+    host: str = request.headers.get("host", "")
+    if host.startswith("["):  # an IPv6 literal, with or without a port
+        return host[1:].partition("]")[0]
+    if host:
+        return host.rsplit(":", 1)[0]
+    return str(request.url.host)
+
+
 async def _request_bytes(request: httpx.Request) -> bytes:
     """The whole request as written on the wire: head, then the body (chunked if the
     request says so)."""
@@ -435,6 +457,10 @@ class SlotTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send on the slot's connection (opening it if needed), or on the shared pool."""
         slot = request.extensions.get(SLOT)
+        if "sni_hostname" not in request.extensions and request.url.scheme == "https":
+            # A request pinned to a checked address (the URL names the address, the Host
+            # header the server): httpcore takes the TLS name from this extension.
+            request.extensions["sni_hostname"] = server_name(request)
         if slot is None:
             return await self._shared.handle_async_request(request)
         transport = self._slots.get(slot)
