@@ -1,6 +1,6 @@
 """The status query: a team's succeeded runs in a window, read deployment by deployment
-through the covering index ix_runs_comparisons (team, deployment, finished_at), grouped
-into rows in Python; and its scheduled jobs' outcomes, for availability."""
+through the covering index ix_runs_comparisons (team, deployment, finished_at) and
+aggregated per row in the database; and its scheduled jobs' outcomes, for availability."""
 
 # The queries are built from this module's constants and FIGURES' names only; every value
 # is a bound parameter.
