@@ -65,8 +65,9 @@ class Schedule(UUIDPrimaryKey, CreatedAt, Base):
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Why the scheduler stopped the schedule (N failures in a row); cleared by resume.
     disabled_reason: Mapped[str | None] = mapped_column(Text)
-    # The last slot the scheduler handled (submitted, skipped or missed) and the next one
-    # it will (jitter included): a restarted scheduler carries on from here.
+    # Where slots are counted from: the last slot the scheduler handled (submitted, skipped,
+    # refused or missed), or when the schedule was created, changed or resumed; and the next
+    # slot's due time (jitter included). A restarted scheduler carries on from here.
     last_slot_at: Mapped[datetime | None]
     next_slot_at: Mapped[datetime | None]
     last_job_id: Mapped[uuid.UUID | None] = mapped_column(

@@ -57,7 +57,8 @@ async def make_schedule(
     assert response.status_code == 201, response.text
     schedule_id = str(response.json()["id"])
     await db.execute(
-        "UPDATE schedules SET enabled = true, created_at = $2, next_slot_at = $3 WHERE id = $1",
+        "UPDATE schedules SET enabled = true, created_at = $2, last_slot_at = $2,"
+        " next_slot_at = $3 WHERE id = $1",
         uuid.UUID(schedule_id),
         T0,
         at(1),

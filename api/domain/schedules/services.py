@@ -131,8 +131,10 @@ class ScheduleService:
 
     @staticmethod
     def _reschedule(schedule: Schedule, now: datetime) -> None:
-        """The next due slot after now (or after the last handled one, if later)."""
+        """Count slots from now on: after a pause or a new timing, the slots before now are
+        neither run nor recorded as missed (they were not the scheduler's to run)."""
         after = max(now, schedule.last_slot_at) if schedule.last_slot_at else now
+        schedule.last_slot_at = after
         schedule.next_slot_at = first_due(schedule, after) if schedule.enabled else None
 
     async def create(self, data: ScheduleCreate) -> ScheduleRead:
