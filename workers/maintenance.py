@@ -121,7 +121,8 @@ async def _every(
 
 async def run(settings: Settings, stopping: asyncio.Event) -> None:
     """The loops until `stopping` is set."""
-    engine = engine_for(settings, pool_size=SENDERS + 2)
+    # A connection per sender, the relay, the sweep and the scheduler.
+    engine = engine_for(settings, pool_size=SENDERS + 3)
     sessionmaker = make_sessionmaker(engine)
     celery = make_celery(settings)
 
