@@ -365,3 +365,31 @@ async def test_quiet_hours_skip_a_slot_and_say_so(
         at(1),
     )
     assert "quiet hours" in reason
+
+
+async def test_the_maintenance_process_submits_a_due_slot_on_the_real_clock(
+    team: TeamClient, maintenance: subprocess.Popen[bytes]
+) -> None:
+    endpoint = await team.create_endpoint()
+    created = await team.http.post(
+        "/v1/schedules",
+        json={"job": {"endpoint_id": endpoint["id"], **JOB}, "when": {"interval_s": 60}},
+    )
+    assert created.status_code == 201, created.text
+    schedule = created.json()
+    next_run = datetime.fromisoformat(schedule["next_run_at"])
+    assert next_run.second == 0 and 0 < (next_run - datetime.now(UTC)).total_seconds() <= 60
+    # The process ticks every maintenance_every_s (5 s): the slot is handled soon after it.
+    deadline = asyncio.get_running_loop().time() + 90
+    while True:
+        runs = (await team.http.get(f"/v1/schedules/{schedule['id']}/runs")).json()
+        if runs["items"]:
+            break
+        assert asyncio.get_running_loop().time() < deadline, "no slot handled in 90 s"
+        await asyncio.sleep(1.0)
+    (slot,) = runs["items"]
+    assert slot["outcome"] == "submitted" and slot["job_id"]
+    assert datetime.fromisoformat(slot["slot_at"]) == next_run
+    job = (await team.http.get(f"/v1/jobs/{slot['job_id']}")).json()
+    assert job["endpoint_id"] == endpoint["id"]
+    await team.http.post(f"/v1/schedules/{schedule['id']}/pause")
