@@ -27,6 +27,12 @@ class EndpointRepository:
             )
         )
 
+    async def get_kept(self, team_id: uuid.UUID, endpoint_id: uuid.UUID) -> Endpoint | None:
+        """An endpoint of the team, deleted or not (a job's history keeps what it measured)."""
+        return await self.session.scalar(
+            select(Endpoint).where(Endpoint.id == endpoint_id, Endpoint.team_id == team_id)
+        )
+
     async def get_any(self, endpoint_id: uuid.UUID) -> Endpoint | None:
         """An endpoint by id whatever its team or state (workers load what a job names)."""
         return await self.session.get(Endpoint, endpoint_id)

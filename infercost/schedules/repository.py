@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.jobs.models import Job
@@ -44,6 +44,16 @@ class ScheduleRepository:
 
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
+
+    async def disable_for_endpoint(
+        self, team_id: uuid.UUID, endpoint_id: uuid.UUID, reason: str
+    ) -> None:
+        """Stop every schedule of an endpoint (it was deleted): no slot of it runs again."""
+        await self.session.execute(
+            update(Schedule)
+            .where(Schedule.team_id == team_id, Schedule.endpoint_id == endpoint_id)
+            .values(enabled=False, next_slot_at=None, disabled_reason=reason)
+        )
 
     async def add(self, schedule: Schedule) -> None:
         """Insert in the caller's transaction."""

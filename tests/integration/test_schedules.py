@@ -393,3 +393,18 @@ async def test_the_maintenance_process_submits_a_due_slot_on_the_real_clock(
     job = (await team.http.get(f"/v1/jobs/{slot['job_id']}")).json()
     assert job["endpoint_id"] == endpoint["id"]
     await team.http.post(f"/v1/schedules/{schedule['id']}/pause")
+
+
+async def test_deleting_an_endpoint_stops_its_schedules(
+    team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """A removed deployment is never measured again by a schedule left behind."""
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    response = await team.http.delete(f"/v1/endpoints/{endpoint['id']}")
+    assert response.status_code == 204, response.text
+    await tick(sessions, Settings.from_env(), now=at(1, 0, 1))
+    assert await jobs_of(db, schedule_id) == []
+    schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
+    assert schedule["enabled"] is False
+    assert schedule["disabled_reason"] == "its endpoint was deleted"

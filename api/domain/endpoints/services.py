@@ -22,6 +22,7 @@ from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository
 from infercost.outbound import Policy, redact
 from infercost.prices.models import DEFAULT_PRICING_MODEL
+from infercost.schedules.repository import ScheduleRepository
 from infercost.security import Vault
 
 
@@ -74,6 +75,7 @@ class EndpointService:
     ) -> None:
         self.repo = EndpointRepository(session)
         self.hardware = HardwareRepository(session)
+        self.schedules = ScheduleRepository(session)
         self.team_id = team_id
         self.vault = vault
         self.outbound = outbound
@@ -168,8 +170,12 @@ class EndpointService:
         return await self.repo.save(endpoint)
 
     async def delete(self, endpoint_id: uuid.UUID) -> None:
-        """Remove from listings; past jobs keep pointing at it."""
+        """Remove from listings; past jobs keep pointing at it, and its schedules stop (a
+        scheduler would otherwise keep submitting jobs against a deployment the user removed)."""
         await self.repo.delete(await self.get(endpoint_id))
+        await self.schedules.disable_for_endpoint(
+            self.team_id, endpoint_id, "its endpoint was deleted"
+        )
 
     async def to_read(self, endpoint: Endpoint) -> EndpointRead:
         """The response shape, with the hardware's name resolved."""

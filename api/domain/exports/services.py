@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from api.domain.endpoints.schemas import EndpointRead
 from api.domain.endpoints.services import EndpointService
 from api.domain.jobs.schemas import JobRead, RunSummary, Sample
+from infercost.errors import NotFound
 from infercost.jobs.repository import JobRepository
 
 NDJSON_MEDIA_TYPE = "application/x-ndjson"
@@ -47,9 +48,9 @@ def _line(kind: str, value: msgspec.Struct, **extra: object) -> bytes:
 async def job_endpoint(endpoints: EndpointService, endpoint_id: uuid.UUID) -> EndpointRead:
     """The endpoint a job measured, as GET /v1/endpoints/{id} shows it (no secret; the URL
     redacted), even if it was deleted since: an archive says what was measured."""
-    endpoint = await endpoints.repo.get_any(endpoint_id)
-    assert endpoint is not None, "a job's endpoint is kept (soft-deleted) for its history"
-    assert endpoint.team_id == endpoints.team_id
+    endpoint = await endpoints.repo.get_kept(endpoints.team_id, endpoint_id)
+    if endpoint is None:
+        raise NotFound(f"no endpoint {endpoint_id} in your team")
     return await endpoints.to_read(endpoint)
 
 
