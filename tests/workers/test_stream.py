@@ -88,11 +88,12 @@ ENDINGS: dict[str, list[bytes]] = {
     "just-stops": [_ROLE, *_TWO],
     # A finish_reason ends it properly even without [DONE].
     "finish-no-done": [_ROLE, *_TWO, _FINISH],
-    # An SSE error event after two tokens (TGI-style: a named event with an error object).
+    # An SSE error event after two tokens; its data has no `error` key, so only the named
+    # event says it is one.
     "error-event": [
         _ROLE,
         *_TWO,
-        b'event: error\ndata: {"error":"Request failed during generation: CUDA out of memory"}\n\n',
+        b'event: error\ndata: {"message":"Request failed during generation: CUDA out of memory"}\n\n',
     ],
     # An error object in a plain data event (vLLM's and SGLang's form).
     "error-object": [
