@@ -8,6 +8,7 @@ import logging
 from litestar import Litestar, get
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.routes import HTTPRoute
 from redis.asyncio import Redis
 from sqlalchemy import text
 
@@ -29,9 +30,10 @@ from api.domain.teams.controllers import TeamController
 from api.domain.telemetry.controllers import TelemetryController
 from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
-from api.guards import GuardedRequest, rate_limit, refuse_nul
+from api.guards import rate_limit, refuse_nul
 from api.openapi import docs_handlers, document, openapi_config, problem_responses
 from api.queue import TaskQueue
+from api.strict import StrictRequest, strict_query
 from infercost import __version__
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.outbound import Policy
@@ -54,6 +56,22 @@ async def health(state: State) -> dict[str, str]:
     async with state.engine.connect() as connection:
         await connection.execute(text("SELECT 1"))
     return {"status": "ok", "version": __version__}
+
+
+def allow_every_method(app: Litestar) -> None:
+    """Make OPTIONS list every method of its path in `Allow`. Litestar builds a path's route
+    again as each controller adds handlers to it, but the OPTIONS handler made with the first
+    route keeps reading that route's methods (only the first handler's): point it at the
+    route it now answers for. (405 answers already list the path's methods.)"""
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute) or "OPTIONS" not in route.route_handler_map:
+            continue
+        fn = route.route_handler_map["OPTIONS"][0].fn
+        if getattr(fn, "__name__", "") != "options_handler":
+            continue  # an OPTIONS handler of our own
+        for cell in getattr(fn, "__closure__", None) or ():
+            if isinstance(cell.cell_contents, HTTPRoute):
+                cell.cell_contents = route
 
 
 def create_app(settings: Settings | None = None) -> Litestar:
@@ -123,12 +141,13 @@ def create_app(settings: Settings | None = None) -> Litestar:
             "caller": Provide(provide_caller),
         },
         exception_handlers=EXCEPTION_HANDLERS,
-        request_class=GuardedRequest,
-        middleware=[refuse_nul, rate_limit],
+        request_class=StrictRequest,
+        middleware=[refuse_nul, rate_limit, strict_query],
         on_startup=[startup],
         on_shutdown=[shutdown],
         openapi_config=openapi_config(),
         debug=False,
     )
     document(app)
+    allow_every_method(app)
     return app

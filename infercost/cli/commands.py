@@ -29,6 +29,7 @@ from infercost.cli.watch import (
     LineDisplay,
     cells,
     evidence_text,
+    queue_text,
     summary_table,
     watch_job,
 )
@@ -291,6 +292,10 @@ def jobs_show(job: str, as_json: bool, client: ApiClient) -> None:
     )
     if state.get("error"):
         out.print(f"error: {state['error']}", markup=False)
+    waiting = queue_text(state)
+    if waiting:
+        out.print(waiting, markup=False)
+        out.print(f"  ({state['queue']['basis']})", markup=False, style="dim")
     if state["runs"]:
         out.print(summary_table(state))
         runs = table("level", "run id", ids=("run id",))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -41,6 +42,39 @@ def fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     if value is None:
         return "-"
     return f"{fixed(value, digits)}{unit}"
+
+
+def _when(at: str | None, now: datetime) -> str | None:
+    """'14:05 UTC (in 3 min)' for an ISO time from the API."""
+    if at is None:
+        return None
+    moment = datetime.fromisoformat(at).astimezone(UTC)
+    seconds = (moment - now).total_seconds()
+    if seconds < 90:
+        away = "in under 2 min" if seconds > 0 else "now"
+    elif seconds < 5400:
+        away = f"in {seconds / 60:.0f} min"
+    else:
+        away = f"in {seconds / 3600:.1f} h"
+    return f"{moment:%H:%M} UTC ({away})"
+
+
+def queue_text(job: Mapping[str, Any], now: datetime | None = None) -> str | None:
+    """A job's place in the queue and expected start and end, in a sentence; None once it
+    has ended (or when the API gave no estimate block)."""
+    queue = job.get("queue")
+    if not queue:
+        return None
+    now = now or datetime.now(UTC)
+    end = _when(queue["estimated_end_at"], now)
+    if queue["position"] is None:
+        return f"running, ends about {end}" if end else f"running; {queue['basis']}"
+    place = "next in line" if queue["position"] == 1 else f"number {queue['position']} in line"
+    start = _when(queue["estimated_start_at"], now)
+    if start is None:
+        return f"queued, {place}; {queue['basis']}"
+    text = f"queued, {place}, starts about {start}"
+    return text + (f", ends about {end}" if end else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +217,7 @@ class LineDisplay:
         if job["status"] != self._job_status:
             self._job_status = job["status"]
             if job["status"] not in FINAL_STATUSES:
-                self._print(f"job {job['id']}: {job['status']}")
+                self._print(f"job {job['id']}: {queue_text(job) or job['status']}")
         now = self.clock()
         for view in level_views(job):
             if view.status == "planned":
@@ -228,10 +262,16 @@ class BarDisplay:
             console=console,
         )
         self.tasks: dict[int, TaskID] = {}
+        self._job_status: str | None = None
         self.progress.start()
 
     def update(self, job: Mapping[str, Any]) -> None:
-        """Redraw every level's bar."""
+        """Redraw every level's bar, with a line when the job starts to wait or to run."""
+        if job["status"] != self._job_status:
+            self._job_status = job["status"]
+            waiting = queue_text(job)
+            if waiting:
+                self.progress.console.print(waiting, markup=False, highlight=False)
         for view in level_views(job):
             task = self.tasks.get(view.index)
             description = f"level {view.index + 1} ({view.label})"

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Row, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -99,6 +99,50 @@ class JobRepository:
             .offset(offset)
         )
         return list(rows), int(total or 0)
+
+    async def active_jobs(self) -> Sequence[Row[Any]]:
+        """Every queued or running job of every team, by plan and progress only: the queue
+        is shared, so a job's place in it counts other teams' jobs (never shown)."""
+        rows = await self.session.execute(
+            select(
+                Job.id,
+                Job.status,
+                Job.endpoint_id,
+                Job.workload_fingerprint,
+                Job.load,
+                Job.created_at,
+                Job.started_at,
+                Job.progress_done,
+                Job.progress_total,
+            ).where(Job.status.in_(("queued", "running")))
+        )
+        return rows.all()
+
+    async def latest_paces(self, endpoint_ids: Sequence[uuid.UUID]) -> Sequence[Row[Any]]:
+        """Per endpoint and workload fingerprint, the latest succeeded run's mean
+        concurrency and requests/s (how long a request takes there), newest first."""
+        if not endpoint_ids:
+            return []
+        latest = (
+            select(
+                Run.endpoint_id,
+                Run.workload_fingerprint,
+                Run.mean_concurrency,
+                Run.requests_per_s,
+                Run.finished_at,
+            )
+            .where(
+                Run.endpoint_id.in_(endpoint_ids),
+                Run.status == "succeeded",
+                Run.requests_per_s > 0,
+                Run.mean_concurrency > 0,
+            )
+            .distinct(Run.endpoint_id, Run.workload_fingerprint)
+            .order_by(Run.endpoint_id, Run.workload_fingerprint, Run.finished_at.desc())
+            .subquery()
+        )
+        rows = await self.session.execute(select(latest).order_by(latest.c.finished_at.desc()))
+        return rows.all()
 
     async def cancel(self, team_id: uuid.UUID, job_id: uuid.UUID) -> Job | None:
         """Move a queued or running job to cancelled; None when it was not in such a state."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
 
-from infercost.cli.watch import LevelView, LineDisplay, level_views, summary_table
+from infercost.cli.watch import LevelView, LineDisplay, level_views, queue_text, summary_table
 
 
 def run(level: float, status: str, **extra: Any) -> dict[str, Any]:
@@ -138,3 +139,33 @@ def test_summary_table_has_a_row_per_level_with_its_figures() -> None:
     assert len(rows) == 2
     for cell in ("succeeded", "51.2", "60.0", "10.04", "812.5", "12.50", "1.20", "pass"):
         assert cell in rows[1]
+
+
+def test_queue_text_says_place_and_times() -> None:
+    now = datetime(2026, 12, 3, 14, 0, tzinfo=UTC)
+    queued = {
+        "queue": {
+            "position": 2,
+            "jobs_running": 1,
+            "estimated_start_at": "2026-12-03T14:03:00Z",
+            "estimated_end_at": "2026-12-03T16:30:00Z",
+            "basis": "1 queued ahead, 1 running",
+        }
+    }
+    assert queue_text(queued, now) == (
+        "queued, number 2 in line, starts about 14:03 UTC (in 3 min), "
+        "ends about 16:30 UTC (in 2.5 h)"
+    )
+    running = {"queue": {**queued["queue"], "position": None}}
+    assert queue_text(running, now) == "running, ends about 16:30 UTC (in 2.5 h)"
+    unknown = {
+        "queue": {
+            **queued["queue"],
+            "position": 1,
+            "estimated_start_at": None,
+            "estimated_end_at": None,
+            "basis": "no estimate: reasons",
+        }
+    }
+    assert queue_text(unknown, now) == "queued, next in line; no estimate: reasons"
+    assert queue_text({"queue": None}, now) is None

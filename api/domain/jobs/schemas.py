@@ -509,6 +509,42 @@ class Progress(msgspec.Struct):
     total: int
 
 
+class QueueEstimate(msgspec.Struct):
+    """Where a queued or running job stands and when it should start and end.
+
+    Jobs of every team wait on one queue and run one at a time per worker, in the order
+    they were submitted. Lengths come from the plan where it fixes them (rates, durations)
+    and otherwise from the endpoint's pace in its latest run; `basis` says which, and why
+    an estimate is missing (null). Estimates assume as many workers as jobs running now.
+    """
+
+    position: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="1 when it starts next; how many queued jobs are ahead of it, plus "
+            "one. Null once it runs",
+            examples=[2],
+        ),
+    ]
+    jobs_running: Annotated[
+        int, msgspec.Meta(description="Jobs running now, all teams", examples=[1])
+    ]
+    estimated_start_at: Annotated[
+        datetime | None,
+        msgspec.Meta(description="When it should start (UTC); its start once it runs"),
+    ]
+    estimated_end_at: Annotated[
+        datetime | None, msgspec.Meta(description="When it should end (UTC)")
+    ]
+    basis: Annotated[
+        str,
+        msgspec.Meta(
+            description="What the estimate rests on, or why there is none",
+            examples=["1 queued ahead, 1 running, 1 worker (as many as jobs running now)"],
+        ),
+    ]
+
+
 class Distribution(msgspec.Struct):
     """count, mean, std, min, percentiles (linear interpolation) and max."""
 
@@ -1772,6 +1808,8 @@ class JobRead(JobListItem):
     workload_fingerprint: str | None = None
     # Sweeps only (load.mode "sweep"): the levels chosen and why it stopped.
     sweep: Sweep | None = None
+    # Queued and running jobs only: place in the queue, expected start and end.
+    queue: QueueEstimate | None = None
 
 
 class Sample(msgspec.Struct):

@@ -6,7 +6,7 @@ import secrets
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -23,6 +23,7 @@ from api.domain.estimates.evidence import (
     run_physics,
 )
 from api.domain.history.services import change_read
+from api.domain.jobs.eta import queue_estimate
 from api.domain.jobs.schemas import (
     CSV_COLUMNS,
     Adequacy,
@@ -534,6 +535,7 @@ class JobService:
             capacity_at_slo=capacity,
             workload_fingerprint=job.workload_fingerprint,
             sweep=msgspec.convert(job.sweep, Sweep) if job.sweep else None,
+            queue=await queue_estimate(self.jobs, job, datetime.now(UTC)),
         )
 
     async def _physics(self, endpoint_id: uuid.UUID) -> tuple[ModelFacts, Hardware] | None:

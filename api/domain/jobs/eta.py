@@ -1,0 +1,202 @@
+"""Where a job stands in the queue and when it should start and end.
+
+Jobs wait on one benchmark queue shared by every team and run one at a time per worker, in
+the order they were submitted. A queued job's start is when a worker frees up for it: each
+running job ends after its remaining time, then each job queued ahead of it takes the first
+free worker for its planned time. The number of workers is taken to be the number of jobs
+running now (at least one): the API cannot see idle workers, so with idle ones the estimate
+errs late, never early.
+
+A job's planned time comes from its plan where the plan fixes it (a rate level's requests /
+rate, a level's duration_s, warm-up and cool-down), and otherwise from its endpoint's pace:
+a concurrency level of a request count at level c takes about
+requests x seconds-per-request / c, where seconds-per-request is the mean concurrency over
+requests/s (Little's law) of the endpoint's latest succeeded run, of the same workload when
+there is one. A running job's remaining time follows its own progress once it has done
+enough requests to say (its elapsed time x requests left / requests done).
+
+Every estimate says what it rests on (`basis`); where a job ahead has no estimate, neither
+has any job behind it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from api.domain.jobs.limits import plan_size
+from api.domain.jobs.schemas import Load, QueueEstimate
+from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL
+from infercost.jobs.models import Job
+from infercost.jobs.repository import JobRepository
+
+#: A running job's own pace is trusted from this many finished requests on.
+MIN_DONE_FOR_PACE = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """How long one request takes on an endpoint, from a run of it."""
+
+    seconds_per_request: float
+    same_workload: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveJob:
+    """A queued or running job as the estimate needs it."""
+
+    id: uuid.UUID
+    status: str
+    load: Mapping[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    done: int
+    total: int
+    pace: Pace | None
+
+
+def planned_seconds(load: Mapping[str, Any], pace: Pace | None) -> float | None:
+    """Seconds the whole plan should take, or None when neither the plan nor a pace says."""
+    try:
+        plan = msgspec.convert(load, Load)
+    except msgspec.ValidationError:
+        return None
+    size = plan_size(plan)
+    if plan.mode == "sweep":
+        # A sweep of request counts runs levels whose rates only the sweep chooses.
+        counted = plan.duration_s is None and plan.requests_per_level is not None
+        return None if counted else size.seconds
+    if plan.mode == "rate" or plan.duration_s is not None:
+        return size.seconds
+    if pace is None:
+        return None
+    per_level = (plan.requests_per_level or DEFAULT_REQUESTS_PER_LEVEL) + plan.warmup_requests
+    served = sum(per_level * pace.seconds_per_request / level for level in plan.levels or [])
+    return size.seconds + served
+
+
+def remaining_seconds(job: ActiveJob, now: datetime) -> float | None:
+    """Seconds until `job` should end, from now."""
+    planned = planned_seconds(job.load, job.pace)
+    if job.status != "running" or job.started_at is None:
+        return planned
+    elapsed = max((now - job.started_at).total_seconds(), 0.0)
+    if job.done >= MIN_DONE_FOR_PACE and job.total > 0:
+        return elapsed * max(job.total - job.done, 0) / job.done
+    if planned is None:
+        return None
+    return max(planned - elapsed, 0.0)
+
+
+def _pace_text(pace: Pace | None) -> str:
+    if pace is None:
+        return ""
+    which = "this workload" if pace.same_workload else "another workload"
+    return (
+        f"; concurrency levels at {pace.seconds_per_request:.3g} s a request "
+        f"(the endpoint's latest run of {which})"
+    )
+
+
+def estimate(job: ActiveJob, active: Sequence[ActiveJob], now: datetime) -> QueueEstimate:
+    """`job`'s place in the queue and its expected start and end; `active` holds every
+    queued or running job (all teams, `job` among them)."""
+    running = [j for j in active if j.status == "running"]
+    workers = max(1, len(running))
+    if job.status == "running":
+        left = remaining_seconds(job, now)
+        basis = (
+            f"its own pace so far ({job.done:,} of {job.total:,} requests)"
+            if job.done >= MIN_DONE_FOR_PACE
+            else "its plan" + _pace_text(job.pace)
+        )
+        return QueueEstimate(
+            position=None,
+            jobs_running=len(running),
+            estimated_start_at=job.started_at,
+            estimated_end_at=None if left is None else now + timedelta(seconds=left),
+            basis=basis if left is not None else _unknown(job),
+        )
+    queued = sorted((j for j in active if j.status == "queued"), key=lambda j: (j.created_at, j.id))
+    ahead = [j for j in queued if (j.created_at, j.id) < (job.created_at, job.id)]
+    # When each worker is free again, in seconds from now; a worker busy for a time nobody
+    # can tell is left out.
+    free = [left for j in running if (left := remaining_seconds(j, now)) is not None]
+    free += [0.0] * (workers - len(running))
+    heapq.heapify(free)
+    for other in ahead:
+        if not free:
+            break
+        took = planned_seconds(other.load, other.pace)
+        start = heapq.heappop(free)
+        if took is not None:
+            heapq.heappush(free, start + took)
+    position = len(ahead) + 1
+    if not free:
+        return QueueEstimate(
+            position=position,
+            jobs_running=len(running),
+            estimated_start_at=None,
+            estimated_end_at=None,
+            basis="no estimate: the jobs ahead of it include some whose length cannot be told",
+        )
+    start = heapq.heappop(free)
+    took = planned_seconds(job.load, job.pace)
+    worker_text = f"{workers} worker{'s' if workers != 1 else ''} (as many as jobs running now)"
+    basis = f"{len(ahead)} queued ahead, {len(running)} running, {worker_text}"
+    basis += f"; no estimate of its end: {_unknown(job)}" if took is None else _pace_text(job.pace)
+    return QueueEstimate(
+        position=position,
+        jobs_running=len(running),
+        estimated_start_at=now + timedelta(seconds=start),
+        estimated_end_at=None if took is None else now + timedelta(seconds=start + took),
+        basis=basis,
+    )
+
+
+def _unknown(job: ActiveJob) -> str:
+    """Why a job's length cannot be told."""
+    mode = job.load.get("mode")
+    if mode == "sweep":
+        return "a sweep of request counts chooses its levels as it goes"
+    return (
+        "its concurrency levels run until their requests are done, and the endpoint has no "
+        "succeeded run to tell its pace"
+    )
+
+
+async def queue_estimate(jobs: JobRepository, job: Job, now: datetime) -> QueueEstimate | None:
+    """`job`'s estimate, read from the database; None once it has ended."""
+    if job.status not in ("queued", "running"):
+        return None
+    rows = await jobs.active_jobs()
+    if not any(row.id == job.id for row in rows):
+        return None  # it ended since it was read
+    paces: dict[tuple[uuid.UUID, str | None], Pace] = {}  # fingerprint "*": any workload
+    for row in await jobs.latest_paces(sorted({row.endpoint_id for row in rows})):
+        seconds = row.mean_concurrency / row.requests_per_s
+        paces.setdefault((row.endpoint_id, row.workload_fingerprint), Pace(seconds, True))
+        paces.setdefault((row.endpoint_id, "*"), Pace(seconds, False))
+    active = [
+        ActiveJob(
+            id=row.id,
+            status=row.status,
+            load=row.load,
+            created_at=row.created_at,
+            started_at=row.started_at,
+            done=row.progress_done,
+            total=row.progress_total,
+            pace=paces.get((row.endpoint_id, row.workload_fingerprint))
+            or paces.get((row.endpoint_id, "*")),
+        )
+        for row in rows
+    ]
+    this = next(a for a in active if a.id == job.id)
+    return estimate(this, active, now)
