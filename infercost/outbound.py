@@ -75,7 +75,10 @@ def _embedded_ipv4(address: IPAddress) -> IPAddress:
 
 
 def _literal_address(host: str) -> IPAddress | None:
-    """The address a host written as an IP literal stands for (IPv4-mapped IPv6 unwrapped)."""
+    """The address a host written as an IP literal stands for: the address to connect to.
+    An IPv4-mapped IPv6 address is its IPv4 address (the same host, reached without a
+    dual-stack socket); a NAT64 or 6to4 address stays as given, since it is reached through
+    its gateway or relay (refusal() judges it by the IPv4 address it carries)."""
     try:
         address: IPAddress = ipaddress.ip_address(host)
     except ValueError:
@@ -85,7 +88,9 @@ def _literal_address(host: str) -> IPAddress | None:
             address = ipaddress.IPv4Address(socket.inet_aton(host))
         except OSError:
             return None
-    return _embedded_ipv4(address)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 def _host_of(parts: SplitResult) -> str:
@@ -255,7 +260,10 @@ class Policy:
     async def check_connect(self, url: str, field: str = "url") -> list[str]:
         """The addresses to connect to for `url`, each checked (OutboundRefused when any is
         refused); connect to these, not to the name again (see `pinned`). A name that does
-        not resolve raises socket.gaierror, like a failed connection."""
+        not resolve raises socket.gaierror, like a failed connection. An address that carries
+        an IPv4 address (NAT64's 64:ff9b::/96, 6to4's 2002::/16) is checked as that IPv4
+        address but returned as given: the service connects where it was told, through the
+        gateway, never straight to the IPv4 address (which may be another host here)."""
         self.check_url(url, field)
         parts = urlsplit(url)
         host = _host_of(parts)

@@ -138,6 +138,35 @@ async def test_check_connect_resolves_and_checks_every_address() -> None:
         await LOOPBACK_ALLOWED.check_connect("http://169.254.169.254/")
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[64:ff9b::a9fe:a9fe]/",  # NAT64 to 169.254.169.254
+        "http://[64:ff9b::7f00:1]:8000/v1",  # NAT64 to 127.0.0.1
+        "http://[2002:a9fe:a9fe::1]/",  # 6to4 from 169.254.169.254
+        "http://[2002:7f00:1::1]:8000/v1",  # 6to4 from 127.0.0.1
+    ],
+)
+async def test_check_connect_judges_nat64_and_6to4_by_the_ipv4_they_carry(url: str) -> None:
+    with pytest.raises(OutboundRefused):
+        await DEFAULT.check_connect(url, "base_url")
+
+
+async def test_check_connect_returns_nat64_and_6to4_addresses_as_given() -> None:
+    # The IPv4 address inside is what is judged; the connection still goes where the user
+    # said, through the NAT64 gateway or 6to4 relay, not straight to 10.0.0.5 (which, from
+    # the service's own network, may be another host entirely).
+    assert await DEFAULT.check_connect("http://[64:ff9b::a00:5]:8000/v1") == ["64:ff9b::a00:5"]
+    assert await DEFAULT.check_connect("http://[2002:a00:5::1]/v1") == ["2002:a00:5::1"]
+    assert pinned("http://[64:ff9b::a00:5]:8000/v1", "64:ff9b::a00:5").url == (
+        "http://[64:ff9b::a00:5]:8000/v1"
+    )
+    # An IPv4-mapped address is the IPv4 host itself, reached as IPv4.
+    assert await DEFAULT.check_connect("http://[::ffff:10.0.0.5]/v1") == ["10.0.0.5"]
+    # Numeric forms of IPv4 are connected to as the address they stand for.
+    assert await DEFAULT.check_connect("http://167772165/v1") == ["10.0.0.5"]
+
+
 def test_an_allowlisted_name_never_reaches_metadata_addresses() -> None:
     import ipaddress
 
