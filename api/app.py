@@ -32,12 +32,11 @@ from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
 from api.guards import rate_limit, refuse_nul
 from api.openapi import docs_handlers, document, openapi_config, problem_responses
-from api.queue import TaskQueue
+from api.queue import TaskQueue, make_celery
 from api.strict import StrictRequest, strict_query
 from infercost import __version__
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.outbound import Policy
-from infercost.queue import make_celery
 from infercost.security import Vault
 from infercost.settings import Settings
 

@@ -3,6 +3,7 @@
 The row (infercost/jobs/outbox.py) is what makes the send durable; the send right after
 the commit only makes it quick. When the broker refuses, the row stays and the maintenance
 relay (workers/maintenance.py) sends it within a second or so of the broker's return.
+The API's Celery app only sends by name; it never imports task code.
 """
 
 from __future__ import annotations
@@ -15,9 +16,25 @@ from celery import Celery
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.jobs import outbox
-from infercost.queue import RUN_JOB_TASK
+from infercost.queue import RUN_JOB_TASK, TASK_PREFIX
+from infercost.settings import Settings
 
 log = logging.getLogger("infercost.api.queue")
+
+
+def make_celery(settings: Settings) -> Celery:
+    """The API's Celery app, only for sending tasks by name to the workers' queue (the
+    workers configure their own app in workers/broker.py); creating it opens no connection."""
+    app = Celery("infercost", broker=settings.redis_url, set_as_current=False)
+    app.conf.update(
+        task_default_queue=settings.queue,
+        task_routes={f"{TASK_PREFIX}*": {"queue": settings.queue}},
+        task_ignore_result=True,
+        broker_connection_retry_on_startup=True,
+        # As the workers' app: the Redis transport's options must agree on both ends.
+        broker_transport_options={"visibility_timeout": 6 * 3600},
+    )
+    return app
 
 
 class TaskQueue:

@@ -32,8 +32,9 @@ from infercost.db.base import utcnow
 from infercost.jobs.models import RequestSample
 from infercost.jobs.shards import SHARD_DONE, RunShard, ShardRepository
 from infercost.metrics import RequestTiming, ServerTimings, distribution
-from infercost.queue import RUN_SHARD_TASK, make_celery
+from infercost.queue import RUN_SHARD_TASK
 from infercost.sharding import shard_share
+from workers.broker import make_celery
 from workers.loadgen.closed_loop import LevelPlan
 from workers.loadgen.open_loop import RatePlan, wait_until
 from workers.loadgen.stream import RawRequest
