@@ -8,6 +8,7 @@ memory, and the body can be gzipped on the fly when the client accepts it.
 
 from __future__ import annotations
 
+import re
 import uuid
 import zlib
 from collections.abc import AsyncIterator, Sequence
@@ -27,6 +28,8 @@ NDJSON_MEDIA_TYPE = "application/x-ndjson"
 EXPORT_FORMAT = "infercost-export/1"
 #: Samples read (and written out) per keyset page: bounds the memory one export holds.
 SAMPLE_PAGE = 2000
+#: A q-value: 0 to 1 with at most three decimals (RFC 9110, 12.4.2).
+_QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
 
 
 class SampleLine(Sample, kw_only=True, tag_field="kind", tag="sample"):
@@ -107,17 +110,38 @@ async def gzipped(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     yield compressor.flush()
 
 
+def _quality(params: list[str]) -> float | None:
+    """The q-value among a coding's parameters (1 when absent), None when malformed."""
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            value = value.strip()
+            if not _QVALUE.fullmatch(value):
+                return None
+            return float(value)
+    return 1.0
+
+
 def accepts_gzip(accept_encoding: str) -> bool:
-    """Whether an Accept-Encoding header allows gzip (a q of 0 refuses it)."""
+    """Whether an Accept-Encoding header (RFC 9110, 12.5.3) allows gzip: gzip (or x-gzip)
+    by name with a q above 0, else `*` with a q above 0. `gzip;q=0` refuses it even when
+    `*` is listed; a malformed q-value counts as a refusal of that coding."""
+    named: float | None = None
+    wildcard: float | None = None
     for part in accept_encoding.split(","):
-        name, _, params = part.strip().partition(";")
-        if name.strip().lower() in ("gzip", "*"):
-            q = params.strip().removeprefix("q=").strip()
-            try:
-                return not q or float(q) > 0
-            except ValueError:
-                return False
-    return False
+        coding, *params = part.split(";")
+        coding = coding.strip().lower()
+        if coding not in ("gzip", "x-gzip", "*"):
+            continue
+        q = _quality(params)
+        quality = 0.0 if q is None else q
+        if coding == "*":
+            wildcard = quality if wildcard is None else max(wildcard, quality)
+        else:
+            named = quality if named is None else max(named, quality)
+    if named is not None:
+        return named > 0
+    return wildcard is not None and wildcard > 0
 
 
 def export_response(
