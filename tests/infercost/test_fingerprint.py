@@ -3,6 +3,7 @@ makes runs comparable changes; the seed never counts."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -21,7 +22,13 @@ BASE: dict[str, Any] = {
 
 def test_like_for_like_workloads_share_a_fingerprint() -> None:
     fp = workload_fingerprint(BASE)
-    assert len(fp) == 16 and int(fp, 16) >= 0
+    # Stored fingerprints must stay comparable: the hash of the canonical form written out by
+    # hand (sorted keys, nulls and the seed dropped, whole floats as ints, the version).
+    canonical = (
+        b'{"ignore_eos":true,"input_tokens":{"distribution":"normal","mean":512,"std":64},'
+        b'"output_tokens":{"distribution":"normal","mean":128},"stream":true,"v":1}'
+    )
+    assert fp == hashlib.sha256(canonical).hexdigest()[:16] == "c1bd9b716e445583"
     # The seed, explicit defaults, nulls and 512 vs 512.0 do not change what is measured.
     same = {
         "input_tokens": {"mean": 512, "std": 64},
