@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -21,14 +21,16 @@ class Exporter(ThreadingHTTPServer):
     /boom (HTTP 500) and 404 otherwise; and hostile pages carrying SECRET: /secret-404 (an
     HTML error page), /redirect-away and /redirect-here (302s), /garbage (200 text/plain
     that is not Prometheus text), /huge (5 MiB without a length), /unknown-only and /noisy
-    (a known metric with unknown labels, beside unknown metrics). `paths` lists every request."""
+    (a known metric with unknown labels, beside unknown metrics). `paths` lists every request.
+    /power reads `clock` (perf_counter, or a test's) once per request."""
 
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.release = threading.Event()  # lets hanging handlers go at teardown
-        self.t0 = time.perf_counter()
+        self.clock = clock
+        self.t0 = clock()
         self.paths: list[str] = []
 
     @property
@@ -59,8 +61,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/metrics":
             self._send(200, (PROMETHEUS_FIXTURES / "vllm_v1.txt").read_text())
         elif self.path == "/power":
-            # A GPU drawing a steady 500 W: the energy counter (mJ) grows with real time.
-            joules = 500.0 * (time.perf_counter() - self.server.t0)
+            # A GPU drawing a steady 500 W: the energy counter (mJ) grows with the clock.
+            joules = 500.0 * (self.server.clock() - self.server.t0)
             self._send(
                 200,
                 "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
@@ -128,9 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def running_exporter() -> Iterator[Exporter]:
+def running_exporter(clock: Callable[[], float] = time.perf_counter) -> Iterator[Exporter]:
     """An Exporter serving in a background thread until the block ends."""
-    server = Exporter()
+    server = Exporter(clock)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -433,6 +434,31 @@ def scrape_once(url: str, timeout_s: float) -> ScrapeResult:
     return scraper._snapshot()
 
 
+class Ticks:
+    """A clock that moves 10 ms each time anyone reads it, and only then (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._n = itertools.count()
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return next(self._n) * 0.01
+
+
+def wait_for(scraper: Scraper, done: Callable[[ScrapeResult], bool], timeout: float = 60) -> None:
+    """Wait until what `scraper` has collected so far satisfies `done`, however slowly a
+    loaded machine runs its threads (a generous timeout only catches a hang)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with scraper._lock:
+            so_far = scraper._snapshot()
+        if done(so_far):
+            return
+        assert time.monotonic() < deadline, so_far
+        time.sleep(0.01)
+
+
 def test_scraper_collects_good_samples_and_one_collapsed_error_per_bad_url(
     exporter: Exporter,
 ) -> None:
@@ -443,7 +469,16 @@ def test_scraper_collects_good_samples_and_one_collapsed_error_per_bad_url(
     scraper = Scraper([good, refused, hanging, garbage], interval_s=0.05, timeout_s=0.3)
     t_start = time.perf_counter()
     scraper.start()
-    time.sleep(0.7)
+    # Until every bad URL has failed twice (the hanging one times out after 0.3 s each
+    # time) and the good one answered three times: a state, not a duration.
+    wait_for(
+        scraper,
+        lambda r: (
+            r.scrapes[good] >= 3
+            and len(r.errors) == 3
+            and all(e.occurrences >= 2 for e in r.errors)
+        ),
+    )
     t_stop = time.perf_counter()
     result = scraper.stop()
 
@@ -538,20 +573,26 @@ def test_scrape_once(exporter: Exporter) -> None:
     ]
 
 
-def test_scraped_energy_summarises_to_the_exporters_power(exporter: Exporter) -> None:
-    scraper = Scraper([exporter.base + "/power"], interval_s=0.05, timeout_s=1.0)
-    scraper.start()
-    time.sleep(0.1)
-    window_start = time.perf_counter()
-    time.sleep(0.5)
-    window_end = time.perf_counter()
-    time.sleep(0.1)
-    result = scraper.stop()
+def test_scraped_energy_summarises_to_the_exporters_power() -> None:
+    # The exporter and the scraper read one clock that moves only when read. One URL, one
+    # thread: each scrape reads it when sending, the exporter when answering, the scraper
+    # again at the headers, so every sample's midpoint stamp is the exporter's own reading,
+    # however slowly a loaded machine runs the threads.
+    ticks = Ticks()
+    with running_exporter(clock=ticks) as exporter:
+        scraper = Scraper([exporter.base + "/power"], interval_s=0.01, timeout_s=5.0, clock=ticks)
+        scraper.start()
+        wait_for(scraper, lambda r: sum(r.scrapes.values()) >= 6)
+        result = scraper.stop()
+    times = sorted({s.t for s in result.samples})
+    # A window between readings, so both edges are interpolated.
+    window_start, window_end = (times[1] + times[2]) / 2, (times[-3] + times[-2]) / 2
     s = summarize(result.samples, window_start, window_end, output_tokens=100, errors=result.errors)
     assert s.errors == []
     assert s.energy_source == "energy_counter"
-    # 500 W over the window, from the counter; the samples' midpoint stamps are within a
-    # request's latency of the exporter's reading.
-    assert s.energy_j == pytest.approx(500.0 * (window_end - window_start), rel=0.05)
+    # 500 W over the window, from the counter, and shared among the 100 output tokens.
+    joules = 500.0 * (window_end - window_start)
+    assert joules >= 500.0 * 0.02  # the window spans at least two clock readings
+    assert s.energy_j == pytest.approx(joules, rel=1e-6)
     assert s.power_w_mean == 500.0
-    assert s.energy_j_per_output_token == pytest.approx(s.energy_j / 100)
+    assert s.energy_j_per_output_token == pytest.approx(joules / 100, rel=1e-6)
