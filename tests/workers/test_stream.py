@@ -49,9 +49,12 @@ async def _start(send: Send, status: int, content_type: bytes) -> None:
     )
 
 
-async def _replay_sse(send: Send, events: list[bytes]) -> None:
+async def _replay_sse(send: Send, events: list[bytes], written: list[int] | None = None) -> None:
+    """Send `events` EVENT_GAP_S apart; `written` gets perf_counter_ns as each is sent."""
     await _start(send, 200, b"text/event-stream")
     for event in events:
+        if written is not None:
+            written.append(time.perf_counter_ns())
         await send({"type": "http.response.body", "body": event, "more_body": True})
         await asyncio.sleep(EVENT_GAP_S)
     await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -109,6 +112,8 @@ class ReplayApp:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        #: perf_counter_ns as each event of the latest captured stream was sent.
+        self.written: list[int] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
@@ -117,8 +122,11 @@ class ReplayApp:
         self.requests.append((scope["path"], headers, body))
         scenario = scope["path"].split("/")[1]
         if scenario.endswith("-sse"):
+            self.written = []
             await _replay_sse(
-                send, sse_events(fixture_bytes(scenario.removesuffix("-sse") + ".sse"))
+                send,
+                sse_events(fixture_bytes(scenario.removesuffix("-sse") + ".sse")),
+                self.written,
             )
         elif scenario == "chat-nostream":
             await send_json(send, 200, fixture_bytes("chat-nostream.json"))
@@ -202,15 +210,23 @@ async def test_chat_stream_with_usage(replay: tuple[str, ReplayApp]) -> None:
     assert rec.t_end is not None
     assert rec.t_end >= rec.chunk_ns[-1]
 
+    # Against the server's own record of when it sent each event (the same clock, the same
+    # process): each token's time is no earlier than its own event, never the role event's
+    # or the one before, so the timestamps belong to the content events in order.
+    role_sent, content_sent = app.written[0], app.written[1:9]
+    assert rec.t_first_byte >= role_sent
+    assert all(got >= sent for got, sent in zip(rec.chunk_ns, content_sent, strict=True))
+
     t = rec.timing(rec.t_sched)
     assert t.succeeded
     assert t.ttfb is not None
     assert t.ttft is not None
     assert 0 < t.ttfb < t.ttft
-    # TPOT = (t_last - t_first) / (8 - 1), in seconds
-    assert t.tpot == pytest.approx((rec.chunk_ns[-1] - rec.chunk_ns[0]) * 1e-9 / 7)
+    assert t.ttft >= (content_sent[0] - rec.t_send) * 1e-9
+    # TPOT spans the 8 tokens' 7 gaps, so the last token is ttft + 7 TPOT after the send:
+    # no earlier than the server sent it.
     assert t.tpot is not None
-    assert t.tpot > 0
+    assert t.ttft + 7 * t.tpot >= (content_sent[-1] - rec.t_send) * 1e-9 - 1e-9
 
     # what the server received: the chat route, the body request_body() built
     path, headers, body = app.requests[-1]
@@ -565,6 +581,8 @@ class ScriptedApp:
 
     def __init__(self) -> None:
         self.bodies: list[tuple[str, dict[str, Any]]] = []
+        #: perf_counter_ns as each event of the latest scripted stream was sent.
+        self.written: list[int] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
@@ -581,8 +599,10 @@ class ScriptedApp:
             await send_json(send, 200, answer)
             return
         await _start(send, 200, b"text/event-stream")
+        self.written = []
         for event, delay in SCRIPTS[scope["path"].split("/")[1]]:
             await asyncio.sleep(delay)
+            self.written.append(time.perf_counter_ns())
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
@@ -610,13 +630,18 @@ async def scripted_fetch(
 
 
 async def test_ttft_skips_an_empty_role_event(scripted: tuple[str, ScriptedApp]) -> None:
-    base, _ = scripted
+    base, app = scripted
     rec = await scripted_fetch(base, "role-then-content", keep_text=True)
     t = rec.timing(rec.t_sched)
     assert t.ttfb is not None
     assert t.ttft is not None
-    # the role event is the first byte; the first token came 3 gaps (60 ms) later
-    assert t.ttft - t.ttfb >= 3 * GAP_S * 0.9
+    # The role event is the first byte; the first token is the first content event: no
+    # earlier than the server sent it (its own record, on the same clock), 3 gaps after the
+    # role event, whenever a loaded machine let the client read either.
+    role_sent, content_sent = app.written[0], app.written[1]
+    assert rec.t_first_byte is not None and rec.t_first_byte >= role_sent
+    assert rec.chunk_ns[0] >= content_sent > role_sent
+    assert t.ttft >= (content_sent - rec.t_send) * 1e-9
     assert len(t.chunk_times) == 3
     # no reasoning: time to first output is time to first token
     assert t.ttfo == t.ttft
