@@ -19,12 +19,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.db.base import utcnow
+from infercost.endpoints.models import Endpoint
+from infercost.endpoints.preflight import refuse_if_failed
+from infercost.errors import Conflict
 from infercost.jobs import outbox
+from infercost.jobs.active import ACTIVE, count_active_locked
 from infercost.jobs.models import Job, Run
 from infercost.queue import RUN_JOB_TASK
 from infercost.schedules.alerts import judge, verdicts_settled
@@ -34,7 +38,7 @@ from infercost.settings import Settings
 
 #: Schedules one tick takes at most (the rest wait for the next tick).
 TICK_BATCH = 100
-UNFINISHED = ("queued", "running")
+UNFINISHED = ACTIVE
 MISSED = "the scheduler was not running at this slot; only the newest due slot ran"
 
 
@@ -94,20 +98,33 @@ def job_values(schedule: Schedule, slot: datetime) -> dict[str, Any]:
 
 async def _over_cap(session: AsyncSession, team_id: uuid.UUID, settings: Settings) -> str | None:
     """Why the team may not have one more job queued (INFERCOST_MAX_ACTIVE_JOBS), or None.
-    Takes the same per-team lock as POST /v1/jobs (api/domain/jobs/limits.py), so a
-    scheduled submission and a user's cannot both slip under the cap."""
-    await session.execute(
-        text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-        {"key": f"infercost.jobs.active:{team_id}"},
-    )
-    active = await session.scalar(
-        select(func.count())
-        .select_from(Job)
-        .where(Job.team_id == team_id, Job.status.in_(UNFINISHED))
-    )
+    Counted as POST /v1/jobs counts (infercost/jobs/active.py), under the same lock."""
     cap = settings.max_active_jobs
-    if int(active or 0) >= cap:
+    if await count_active_locked(session, team_id) >= cap:
         return f"the team already has {cap} jobs queued or running (INFERCOST_MAX_ACTIVE_JOBS)"
+    return None
+
+
+async def _failed_check(session: AsyncSession, schedule: Schedule) -> str | None:
+    """Why the slot's job is refused because its endpoint failed its last preflight check
+    (as POST /v1/jobs refuses it), or None: the check passed, never ran, or the template
+    sends `"force": true`."""
+    request = schedule.template.get("request") or {}
+    if request.get("force"):
+        return None
+    endpoint = await session.scalar(
+        select(Endpoint).where(
+            Endpoint.id == schedule.endpoint_id,
+            Endpoint.team_id == schedule.team_id,
+            Endpoint.deleted_at.is_(None),
+        )
+    )
+    if endpoint is None:
+        return "the endpoint was deleted"
+    try:
+        refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
+    except Conflict as refused:
+        return refused.detail
     return None
 
 
@@ -177,10 +194,10 @@ async def handle(
     elif previous is not None and previous.status in UNFINISHED:
         outcome = "skipped"
         reason = f"the previous job {previous.id} is still {previous.status}"
-    else:
-        cap = await _over_cap(session, schedule.team_id, settings)
-        if cap is not None:
-            outcome, reason = "refused", cap
+    elif (failed := await _failed_check(session, schedule)) is not None:
+        outcome, reason = "refused", failed
+    elif (cap := await _over_cap(session, schedule.team_id, settings)) is not None:
+        outcome, reason = "refused", cap
     row_id = await _claim(session, schedule, slot, outcome, reason)
     schedule.last_slot_at = slot
     schedule.next_slot_at = first_due(schedule, slot)
@@ -208,8 +225,10 @@ async def handle(
 async def tick(
     sessionmaker: async_sessionmaker[AsyncSession], settings: Settings, now: datetime | None = None
 ) -> list[SlotOutcome]:
-    """One round: every due schedule handled in a transaction of its own, then every ended
-    job of an enabled schedule judged. `now` is injectable for tests."""
+    """One round: the last job of every schedule (paused ones too: a job that ran is judged
+    whatever became of its schedule) that ended and was not judged yet is judged, once its
+    verdicts are in; then every due enabled schedule is handled. Each in a transaction of its
+    own. `now` is injectable for tests."""
     now = now or utcnow()
     async with sessionmaker() as session:
         due = list(

@@ -12,10 +12,11 @@ so a worker that might have claimed one can write nothing more (its writes are f
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -408,3 +409,133 @@ async def test_deleting_an_endpoint_stops_its_schedules(
     schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
     assert schedule["enabled"] is False
     assert schedule["disabled_reason"] == "its endpoint was deleted"
+
+
+FAILED_CHECK = {"ok": False, "summary": "streaming: no answer in 3 s", "probes": []}
+
+
+async def fail_check(db: asyncpg.Connection, endpoint_id: str) -> None:
+    """Store a failed preflight check on the endpoint, as POST /v1/endpoints/{id}/check would."""
+    await db.execute(
+        'UPDATE endpoints SET "check" = $2::jsonb, checked_at = $3 WHERE id = $1',
+        uuid.UUID(endpoint_id),
+        json.dumps(FAILED_CHECK),
+        T0,
+    )
+
+
+async def test_a_slot_against_an_endpoint_that_failed_its_check_is_refused_unless_forced(
+    team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    endpoint = await team.create_endpoint()
+    await fail_check(db, endpoint["id"])
+    # POST /v1/jobs refuses such a job; a slot of a schedule is refused the same way.
+    refused_job = await team.submit({"endpoint_id": endpoint["id"], **JOB})
+    assert refused_job.status_code == 409, refused_job.text
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    forced_id = await make_schedule(team, db, endpoint["id"])
+    forced = await team.http.patch(
+        f"/v1/schedules/{forced_id}", json={"job": {"endpoint_id": endpoint["id"], **JOB,
+                                                    "force": True}}
+    )  # fmt: skip
+    assert forced.status_code == 200, forced.text
+    await tick(sessions, Settings.from_env(), now=at(1, 0, 1))
+    assert await jobs_of(db, schedule_id) == []
+    row = await db.fetchrow(
+        "SELECT outcome, reason FROM schedule_runs WHERE schedule_id = $1 AND slot_at = $2",
+        uuid.UUID(schedule_id),
+        at(1),
+    )
+    assert row["outcome"] == "refused"
+    assert "failed its last check" in row["reason"] and FAILED_CHECK["summary"] in row["reason"]
+    runs = (await team.http.get(f"/v1/schedules/{schedule_id}/runs")).json()["items"]
+    assert [(r["outcome"], r["job_id"]) for r in runs] == [("refused", None)]
+    # The schedule whose job says "force": true submits as POST /v1/jobs would with it.
+    (job,) = await jobs_of(db, forced_id)
+    assert await ledger(db, forced_id) == [(at(1), "submitted", job["id"])]
+    # Once the endpoint passes a check, the next slot runs.
+    await db.execute(
+        'UPDATE endpoints SET "check" = \'{"ok": true}\'::jsonb WHERE id = $1',
+        uuid.UUID(endpoint["id"]),
+    )
+    await tick(sessions, Settings.from_env(), now=at(2, 0, 1))
+    (job,) = await jobs_of(db, schedule_id)
+    assert (await ledger(db, schedule_id))[-1] == (at(2), "submitted", job["id"])
+
+
+async def test_a_slot_counts_against_the_same_active_job_cap_as_the_api(
+    team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    # One job queued through the API; with a cap of one, the slot is refused and says why.
+    submitted = await team.submit({"endpoint_id": endpoint["id"], **JOB})
+    assert submitted.status_code in (200, 201, 202), submitted.text
+    await db.execute(
+        "UPDATE jobs SET status = 'queued', lease_token = lease_token + 1000 WHERE id = $1",
+        uuid.UUID(submitted.json()["id"]),
+    )
+    capped = dataclasses.replace(Settings.from_env(), max_active_jobs=1)
+    await tick(sessions, capped, now=at(1, 0, 1))
+    assert await jobs_of(db, schedule_id) == []
+    reason = await db.fetchval(
+        "SELECT reason FROM schedule_runs WHERE schedule_id = $1 AND outcome = 'refused'",
+        uuid.UUID(schedule_id),
+    )
+    assert "1 jobs queued or running (INFERCOST_MAX_ACTIVE_JOBS)" in reason
+    await end_job(db, uuid.UUID(submitted.json()["id"]), "cancelled")
+
+
+async def test_a_patch_that_leaves_the_timing_keeps_the_due_slot(
+    team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """On the real clock (the API's PATCH reads it): an hourly slot is due and not yet run
+    when the schedule is renamed; the slot still runs. (Were it dropped by the PATCH, the
+    ledger would hold nothing for it.)"""
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    now = datetime.now(UTC)
+    due = datetime.fromtimestamp(int(now.timestamp()) // 3600 * 3600, UTC)
+    before = due - timedelta(hours=1)
+    await db.execute(
+        "UPDATE schedules SET created_at = $2, last_slot_at = $2, next_slot_at = $3 WHERE id = $1",
+        uuid.UUID(schedule_id),
+        before,
+        due,
+    )
+    renamed = await team.http.patch(
+        f"/v1/schedules/{schedule_id}", json={"name": "nightly", "max_consecutive_failures": 5}
+    )
+    assert renamed.status_code == 200, renamed.text
+    # The session's maintenance process may take the slot first; either way it is run.
+    await tick(sessions, Settings.from_env(), now=datetime.now(UTC))
+    (job,) = await jobs_of(db, schedule_id)
+    assert await ledger(db, schedule_id) == [(due, "submitted", job["id"])]
+    assert (await team.http.post(f"/v1/schedules/{schedule_id}/pause")).status_code == 200
+    await end_job(db, job["id"], "cancelled")
+
+
+async def test_a_patch_of_the_timing_recomputes_the_next_slot(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    # Counted from the last slot handled (T0, later than the PATCH's real time).
+    moved = await team.http.patch(
+        f"/v1/schedules/{schedule_id}", json={"when": {"interval_s": 1800}}
+    )
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["next_run_at"] == "2030-01-01T00:30:00Z"
+
+
+async def test_the_slot_ledger_of_another_teams_schedule_is_not_found(
+    team: TeamClient, new_team: Any, db: asyncpg.Connection
+) -> None:
+    endpoint = await team.create_endpoint()
+    schedule_id = await make_schedule(team, db, endpoint["id"])
+    other = await new_team()
+    response = await other.http.get(f"/v1/schedules/{schedule_id}/runs")
+    assert response.status_code == 404, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    mine = await team.http.get(f"/v1/schedules/{schedule_id}/runs")
+    assert mine.status_code == 200 and mine.json()["items"] == []

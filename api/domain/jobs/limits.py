@@ -10,13 +10,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.jobs.schemas import Load
 from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL
 from infercost.errors import Conflict, InvalidInput
-from infercost.jobs.models import Job
+from infercost.jobs.active import count_active_locked
 from infercost.settings import Settings
 from infercost.sweep import DEFAULT_RATE_LEVELS, DEFAULT_SWEEP_DURATION_S
 
@@ -105,17 +104,9 @@ class JobLimits:
         """409 when the team, counting a job just added in this transaction, has more jobs
         queued or running than it may. Submissions of one team are serialised here (a lock
         held until the transaction ends), so two at once cannot both slip under the cap."""
-        await self.session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": f"infercost.jobs.active:{self.team_id}"},
-        )
-        active = await self.session.scalar(
-            select(func.count())
-            .select_from(Job)
-            .where(Job.team_id == self.team_id, Job.status.in_(("queued", "running")))
-        )
+        active = await count_active_locked(self.session, self.team_id)
         cap = self.settings.max_active_jobs
-        if int(active or 0) > cap:
+        if active > cap:
             raise Conflict(
                 f"your team already has {cap} jobs queued or running, this server's limit "
                 f"(INFERCOST_MAX_ACTIVE_JOBS={cap}): wait for one to finish, or cancel one "

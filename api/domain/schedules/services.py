@@ -167,8 +167,12 @@ class ScheduleService:
         return schedule
 
     async def update(self, schedule_id: uuid.UUID, data: ScheduleUpdate) -> ScheduleRead:
-        """Change the given fields; a new time rule or re-enabling recomputes the next slot."""
+        """Change the given fields. Only a change of timing moves the next slot: a new time
+        rule, a pause or a resume counts slots from now; a new jitter keeps the slot that is
+        due and moves only when it runs; any other change leaves the slots as they were."""
         schedule = await self.get(schedule_id)
+        rule_before = (schedule.cron, schedule.timezone, schedule.interval_s)
+        jitter_before, enabled_before = schedule.jitter_s, schedule.enabled
         if data.job is not msgspec.UNSET:
             schedule.template = await self._template(data.job)
             schedule.endpoint_id = data.job.endpoint_id
@@ -186,7 +190,13 @@ class ScheduleService:
         if data.enabled is not msgspec.UNSET:
             self._set_enabled(schedule, data.enabled)
         schedule.updated_at = utcnow()
-        self._reschedule(schedule, schedule.updated_at)
+        rule = (schedule.cron, schedule.timezone, schedule.interval_s)
+        if rule != rule_before or schedule.enabled != enabled_before:
+            self._reschedule(schedule, schedule.updated_at)
+        elif schedule.jitter_s != jitter_before and schedule.enabled:
+            schedule.next_slot_at = first_due(
+                schedule, schedule.last_slot_at or schedule.created_at
+            )
         return await self.read(schedule.id)
 
     @staticmethod
@@ -228,8 +238,9 @@ class ScheduleService:
     async def slots(
         self, schedule_id: uuid.UUID, limit: int, offset: int
     ) -> tuple[list[SlotRead], int]:
-        """The schedule's slot ledger, newest first."""
-        await self.read(schedule_id)
+        """The schedule's slot ledger, newest first (404 for another team's schedule)."""
+        if await self.repo.get(self.team_id, schedule_id) is None:
+            raise NotFound(f"no schedule {schedule_id} in your team: GET /v1/schedules")
         rows, total = await self.repo.slots(schedule_id, limit=limit, offset=offset)
         return [_slot(r) for r in rows], total
 
