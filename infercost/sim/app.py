@@ -1,9 +1,11 @@
 """The simulated OpenAI-compatible endpoint as an ASGI app.
 
-Fixed mode takes its timings from the config; gpu mode streams tokens as the modelled GPU
-engine (infercost.sim.gpu) emits them. Both share the stream's shape, which follows the
-configured engine's behaviours (role chunk, usage, finish, faults, timings, prefix cache;
-see SimConfig and ENGINE_PROFILES).
+One request path for both modes: parse, admission, then a stream (or one answer) in the
+configured engine's shape (role chunk, usage, finish, faults, timings, prefix cache; see
+SimConfig and ENGINE_PROFILES). The mode (infercost.sim.modes) supplies only the timing
+model: fixed mode takes its timings from the config, gpu mode emits tokens as the modelled
+GPU engine (infercost.sim.gpu) does. GET /metrics writes the app's own prometheus_client
+registry (infercost.sim.metrics).
 
 Plain ASGI under uvicorn rather than Litestar: with hundreds of concurrent streams the event
 path must cost one bytes concatenation and one `send` per token, with no router, response
@@ -14,20 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
+import functools
 import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from infercost.sim import wire
 from infercost.sim.config import MAX_MODEL_LEN, SimConfig
 from infercost.sim.embeddings import decode_embeddings, input_tokens, latency_s, response_body
-from infercost.sim.gpu import EngineRunner, GpuEngine, GpuRequest, wake
+from infercost.sim.gpu import GpuEngine
 from infercost.sim.lateness import Lateness
-from infercost.sim.metrics import SimMetrics, render
+from infercost.sim.metrics import FamiliesCollector, SimMetrics, exposition, registry
+from infercost.sim.modes import FixedMode, Generation, GpuMode, Inflight, Job, Mode
 from infercost.sim.prefix_cache import PrefixCache
 
 Scope = MutableMapping[str, Any]
@@ -60,59 +62,6 @@ class _ClientGoneError(Exception):
 
 class _BodyTooLargeError(Exception):
     """The request body exceeds MAX_BODY_BYTES."""
-
-
-class _Inflight:
-    """One generating request: its current sleep, and whether to stop (client left or the
-    server is shutting down), so streams end at once and the gauges stay true."""
-
-    __slots__ = ("client_gone", "notified", "stopped", "waiter")
-
-    def __init__(self) -> None:
-        self.client_gone = False
-        self.notified = False
-        self.stopped = False
-        self.waiter: asyncio.Future[None] | None = None
-
-    def notify(self) -> None:
-        """The engine emitted tokens (gpu mode); remembered until the next wait()."""
-        self.notified = True
-        if self.waiter is not None:
-            wake(self.waiter)
-
-    def stop(self) -> None:
-        self.stopped = True
-        if self.waiter is not None:
-            wake(self.waiter)
-
-    async def watch(self, receive: Receive) -> None:
-        # After the body, uvicorn's receive() returns only when the client disconnects (or
-        # the response completes, when nobody looks at the flag any more).
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        self.client_gone = True
-        self.stop()
-
-    async def sleep_until(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
-        """Sleep to an absolute loop time (overshoot never accumulates into drift), or
-        until stop()."""
-        self.waiter = fut = loop.create_future()
-        handle = loop.call_at(when, wake, fut)
-        try:
-            await fut
-        finally:
-            handle.cancel()
-            self.waiter = None
-
-    async def wait(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Until notify() or stop(), or at once if either came since the last wait."""
-        if not (self.notified or self.stopped):
-            self.waiter = fut = loop.create_future()
-            try:
-                await fut
-            finally:
-                self.waiter = None
-        self.notified = False
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -148,24 +97,6 @@ async def _send_error(send: Send, status: int, message: str, error_type: str) ->
     await _send_bytes(send, status, wire.error_body(status, message, error_type), _JSON_HEADERS)
 
 
-@dataclass(slots=True)
-class _Job:
-    """One generation request as the simulator serves it."""
-
-    chat: bool
-    prompt_tokens: int
-    n: int  # tokens the request asked for (or the default)
-    reason: str  # finish_reason when all n are sent
-    stream: bool
-    include_usage: bool
-    continuous_usage: bool  # usage on every chunk
-    keys: list[int]  # prefix-cache block keys of the prompt
-    cached: int = 0  # prompt tokens served from the prefix cache (set at admission)
-    n_out: int = 0  # tokens sent before the stream ends: n, or fewer for a fault
-    # record_writes: [arrival, then the loop time of each content write] (GET /stats).
-    writes: list[float] | None = None
-
-
 class SimApp:
     """ASGI app of the simulated endpoint; `metrics` exposes its live state in-process too."""
 
@@ -174,13 +105,9 @@ class SimApp:
         self.metrics = SimMetrics()
         # Reproducible fault injection (--error-rate, --seed), not a security decision.
         self._rng = random.Random(config.seed)  # noqa: S311
-        self._inflight: set[_Inflight] = set()
+        self._inflight: set[Inflight] = set()
         self._closing = False
-        limit = config.max_concurrency
-        self._admission = asyncio.Semaphore(limit) if limit is not None else None
         self._model_json = wire.encode(config.model)
-        self._ttft_s = config.ttft_ms / 1000.0
-        self._itl_s = config.itl_ms / 1000.0
         llamacpp = config.engine == "llamacpp"
         self._formats = {
             True: wire.StreamFormat(chat=True, llamacpp=llamacpp),
@@ -197,10 +124,17 @@ class SimApp:
         # record_writes: each named request's arrival and content writes, by `user`.
         self.writes: dict[str, list[float]] | None = {} if config.record_writes else None
         self.engine: GpuEngine | None = None
-        self._runner: EngineRunner | None = None
+        self.mode: Mode
         if config.mode == "gpu":
-            self.engine = GpuEngine.from_config(config)
-            self._runner = EngineRunner(self.engine)
+            gpu = GpuMode(config, self._remember)
+            self.mode, self.engine = gpu, gpu.engine
+        else:
+            self.mode = FixedMode(config, self.metrics, self.lateness, self._remember)
+        # GET /metrics: this app's registry (not prometheus_client's global one).
+        self.registry = registry(
+            FamiliesCollector(config.metrics, config.model, self._synced_metrics),
+            *self.mode.collectors(config),
+        )
         created = int(time.time())
         self._models_body = wire.encode(
             {
@@ -237,15 +171,13 @@ class SimApp:
         self._closing = True
         for inflight in self._inflight:
             inflight.stop()
-        if self._runner is not None:
-            self._runner.stop()
+        self.mode.stop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI entry: the arrival time is taken first, before the body is read."""
         if scope["type"] == "http":
             arrival = asyncio.get_running_loop().time()
-            if self._runner is not None:
-                self._runner.start()  # the GPU clock (and its telemetry) starts on first contact
+            self.mode.on_request()
             # Yield once, so that when a burst of requests is parsed in one loop iteration
             # every one of them takes its arrival time before any does its setup work.
             await asyncio.sleep(0)
@@ -290,7 +222,12 @@ class SimApp:
 
     async def _stats(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
         """The simulator's own lateness against its schedule (fixed mode) since the last reset."""
-        stats: dict[str, Any] = {"lateness": self.lateness.summary()}
+        stats: dict[str, Any] = {
+            "lateness": self.lateness.summary(),
+            # Fixed mode: the most requests served at once since the last reset, so a test
+            # can hold a client's cap on requests in flight against it.
+            "running_peak": self.metrics.running_peak,
+        }
         if self.writes is not None:
             stats["writes"] = self.writes
         await _send_bytes(send, 200, wire.encode(stats), _JSON_HEADERS)
@@ -299,6 +236,7 @@ class SimApp:
         self, scope: Scope, receive: Receive, send: Send, arrival: float
     ) -> None:
         self.lateness.reset()
+        self.metrics.running_peak = 0
         if self.writes is not None:
             self.writes.clear()
         await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
@@ -307,35 +245,17 @@ class SimApp:
         await _send_bytes(send, 200, self._models_body, _JSON_HEADERS)
 
     async def _metrics(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
+        await _send_bytes(send, 200, exposition(self.registry), _METRICS_HEADERS)
+
+    def _synced_metrics(self) -> SimMetrics:
+        """The live counters, brought up to date from the prefix cache and the mode."""
         metrics = self.metrics
         cache = self.prefix_cache
         if cache is not None:
             metrics.prefix_queries = cache.queries_tokens
             metrics.prefix_hits = cache.hits_tokens
-        engine = self.engine
-        flavor = self.config.metrics
-        model = self.config.model
-        if engine is None:
-            body = render(flavor, metrics, model)
-        else:
-            metrics.running = len(engine.running)
-            metrics.waiting = len(engine.waiting)
-            # The engine prefills only uncached tokens; the counter counts every prompt token.
-            metrics.prompt_tokens = engine.prompt_tokens_total + metrics.cached_tokens
-            metrics.generation_tokens = engine.generation_tokens_total
-            metrics.n_decode = engine.steps_total
-            metrics.busy_slot_sum = engine.generation_tokens_total
-            metrics.kv_usage = engine.kv_usage()
-            metrics.kv_used_tokens = int(
-                engine.kv_reserved_bytes // engine.model.kv_bytes_per_token
-            )
-            metrics.running_max_tokens = sum(r.prompt_tokens + r.max_tokens for r in engine.running)
-            now = asyncio.get_running_loop().time()
-            if flavor == "default":
-                body = metrics.render(model) + engine.render_metrics(model, now).encode()
-            else:
-                body = render(flavor, metrics, model) + engine.render_dcgm(now).encode()
-        await _send_bytes(send, 200, body, _METRICS_HEADERS)
+        self.mode.sync(metrics)
+        return metrics
 
     def _unknown_model(self, model: str | None) -> str | None:
         if model is None or model == self.config.model:
@@ -429,7 +349,7 @@ class SimApp:
         include_usage = bool(options is not None and options.include_usage)
         usage = self.config.usage
         n = asked or self.config.max_tokens_default
-        job = _Job(
+        job = Job(
             chat=chat,
             prompt_tokens=max(1, len(words)),
             n=n,
@@ -462,9 +382,11 @@ class SimApp:
         receive: Receive,
         send: Send,
         arrival: float,
-        job: _Job,
+        job: Job,
         model: str | None,
     ) -> None:
+        """The one request path: checks, admission, then a stream or an answer, timed by
+        the mode."""
         if (problem := self._unknown_model(model)) is not None:
             await _send_error(send, 404, problem, "not_found_error")
             return
@@ -475,34 +397,33 @@ class SimApp:
         if self._overloaded():
             await self._send_overload(send)
             return
-        metrics = self.metrics
-        metrics.requests_total += 1
-        if self._runner is not None:
-            await self._generate_gpu(scope, receive, send, self._runner, job)
-            return
-        if self._admission is not None:
-            # Queue behind --max-concurrency; the first token is due ttft after admission.
-            metrics.waiting += 1
-            try:
-                await self._admission.acquire()
-            finally:
-                metrics.waiting -= 1
-            arrival = asyncio.get_running_loop().time()
-        try:
-            await self._admitted(scope, receive, send, arrival, job)
-        finally:
-            if self._admission is not None:
-                self._admission.release()
+        self.metrics.requests_total += 1
+        mode = self.mode
+        async with mode.admitted(arrival) as start:
+            if self._closing:
+                await _send_error(send, 503, "the simulator is shutting down", "server_error")
+                return
+            problem = mode.rejection(job)
+            if problem is not None:
+                await _send_error(send, 400, problem, "invalid_request_error")
+                return
+            self._lookup(job)
+            async with self._tracked(receive) as inflight:
+                generation = mode.begin(job, start, inflight)
+                try:
+                    if job.stream:
+                        done = await self._stream(scope, send, inflight, generation, job)
+                    else:
+                        done = await self._respond(send, inflight, generation, job)
+                    if done:
+                        self._finished(job, *generation.times())
+                finally:
+                    generation.close()
 
     def _overloaded(self) -> bool:
         """Whether --max-queue requests already wait (gpu mode: not yet admitted)."""
         limit = self.config.max_queue
-        if limit is None:
-            return False
-        if self.engine is not None:
-            return len(self.engine.waiting) >= limit
-        admission = self._admission
-        return admission is not None and admission.locked() and self.metrics.waiting >= limit
+        return limit is not None and self.mode.overloaded(limit)
 
     async def _send_overload(self, send: Send) -> None:
         """429 or 503 with Retry-After; TGI's body is its own `{"error", "error_type"}`."""
@@ -518,49 +439,18 @@ class SimApp:
         headers = (*_JSON_HEADERS, (b"retry-after", str(self.config.retry_after_s).encode()))
         await _send_bytes(send, status, body, headers)
 
-    def _lookup(self, job: _Job) -> None:
+    def _lookup(self, job: Job) -> None:
         """Set the job's cached tokens from the prefix cache (at admission, when prefill starts)."""
         if self.prefix_cache is not None:
             job.cached = self.prefix_cache.lookup(job.keys, job.prompt_tokens)
         self.metrics.cached_tokens += job.cached
 
-    def _remember(self, job: _Job) -> None:
+    def _remember(self, job: Job) -> None:
         """The job's prompt is prefilled: later requests may reuse it."""
         if self.prefix_cache is not None:
             self.prefix_cache.insert(job.keys)
 
-    def _ttft_s_for(self, job: _Job) -> float:
-        """Fixed mode's TTFT with a prefix-cache hit: ttft x uncached / prompt tokens (prefill
-        time is taken as proportional to the tokens computed)."""
-        return self._ttft_s * (job.prompt_tokens - job.cached) / job.prompt_tokens
-
-    async def _admitted(
-        self, scope: Scope, receive: Receive, send: Send, arrival: float, job: _Job
-    ) -> None:
-        if self._closing:
-            await _send_error(send, 503, "the simulator is shutting down", "server_error")
-            return
-        metrics = self.metrics
-        self._lookup(job)
-        metrics.running += 1
-        metrics.prompt_tokens += job.prompt_tokens
-        metrics.running_max_tokens += job.prompt_tokens + job.n
-        loop = asyncio.get_running_loop()
-        first = arrival + self._ttft_s_for(job)
-        loop.call_at(first, self._remember, job)
-        try:
-            async with self._tracked(receive) as inflight:
-                if job.stream:
-                    done = await self._stream(scope, send, inflight, first, job)
-                else:
-                    done = await self._respond(send, inflight, first, job)
-                if done:
-                    self._finished(job, first - arrival, (job.n - 1) * self._itl_s)
-        finally:
-            metrics.running -= 1
-            metrics.running_max_tokens -= job.prompt_tokens + job.n
-
-    def _finished(self, job: _Job, prompt_s: float, predicted_s: float) -> None:
+    def _finished(self, job: Job, prompt_s: float, predicted_s: float) -> None:
         metrics = self.metrics
         metrics.finished(job.reason)
         metrics.prompt_seconds += prompt_s
@@ -568,9 +458,9 @@ class SimApp:
         metrics.n_tokens_max = max(metrics.n_tokens_max, job.prompt_tokens + job.n)
 
     @contextlib.asynccontextmanager
-    async def _tracked(self, receive: Receive) -> AsyncIterator[_Inflight]:
+    async def _tracked(self, receive: Receive) -> AsyncIterator[Inflight]:
         """An in-flight request: stopped by shutdown (close) or by its client leaving."""
-        inflight = _Inflight()
+        inflight = Inflight()
         self._inflight.add(inflight)
         watcher = asyncio.create_task(inflight.watch(receive))
         try:
@@ -581,36 +471,36 @@ class SimApp:
 
     # -- the stream's bytes, shared by both modes
 
-    def _prefix(self, job: _Job) -> bytes:
+    def _prefix(self, job: Job) -> bytes:
         fmt = self._formats[job.chat]
         # llama-server names completion streams chatcmpl-... too (completions-stream-usage.sse).
         kind = "chatcmpl" if job.chat or self.config.engine == "llamacpp" else "cmpl"
         return fmt.prefix(f"{kind}-{uuid.uuid4().hex}", int(time.time()), self._model_json)
 
-    async def _start_stream(self, send: Send, prefix: bytes, job: _Job) -> None:
+    async def _start_stream(self, send: Send, prefix: bytes, job: Job) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self._sse_headers})
         if job.chat and self.config.role_chunk == "arrival":
             # The role event goes out on arrival and carries no text (not the first token).
             body = self._role_event(prefix, job)
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
-    def _usage_extra(self, job: _Job, completion_tokens: int) -> bytes:
+    def _usage_extra(self, job: Job, completion_tokens: int) -> bytes:
         return b',"usage":' + wire.usage_json(
             job.prompt_tokens, completion_tokens, self._cached_report(job)
         )
 
-    def _cached_report(self, job: _Job) -> int | None:
+    def _cached_report(self, job: Job) -> int | None:
         """prompt_tokens_details.cached_tokens, or None to leave it out: llama.cpp always
         reports it; the others when the prefix cache hit."""
         if self.config.engine == "llamacpp":
             return job.cached
         return job.cached if job.cached > 0 else None
 
-    def _role_event(self, prefix: bytes, job: _Job) -> bytes:
+    def _role_event(self, prefix: bytes, job: Job) -> bytes:
         extras = self._usage_extra(job, 0) if job.continuous_usage else b""
         return wire.event(prefix, self._formats[job.chat].role, extras)
 
-    async def _send_tokens(self, send: Send, prefix: bytes, job: _Job, k: int, end: int) -> None:
+    async def _send_tokens(self, send: Send, prefix: bytes, job: Job, k: int, end: int) -> None:
         """Write content events k..end-1 in one write (the role chunk first when due)."""
         choices = self._formats[job.chat].tokens
         cycle = len(choices)
@@ -633,7 +523,7 @@ class SimApp:
                 body = self._role_event(prefix, job) + body
         await send({"type": "http.response.body", "body": body, "more_body": True})
 
-    def _timings(self, job: _Job, prompt_s: float, predicted_s: float) -> bytes:
+    def _timings(self, job: Job, prompt_s: float, predicted_s: float) -> bytes:
         return wire.timings_json(
             cache_n=job.cached,
             prompt_n=job.prompt_tokens - job.cached,
@@ -642,7 +532,7 @@ class SimApp:
             predicted_ms=predicted_s * 1000.0,
         )
 
-    def _tail(self, prefix: bytes, job: _Job, prompt_s: float, predicted_s: float) -> bytes:
+    def _tail(self, prefix: bytes, job: Job, prompt_s: float, predicted_s: float) -> bytes:
         """The finish event, the usage event if any, timings on the last of them, [DONE]."""
         usage = self.config.usage
         fmt = self._formats[job.chat]
@@ -672,7 +562,7 @@ class SimApp:
         scope: Scope,
         send: Send,
         prefix: bytes,
-        job: _Job,
+        job: Job,
         prompt_s: float,
         predicted_s: float,
     ) -> bool:
@@ -689,69 +579,44 @@ class SimApp:
         await send({"type": "http.response.body", "body": body})
         return end in ("done", "no_done")
 
-    # -- fixed mode
+    # -- streaming and answering, timed by the mode
 
     async def _stream(
-        self, scope: Scope, send: Send, inflight: _Inflight, first: float, job: _Job
+        self, scope: Scope, send: Send, inflight: Inflight, generation: Generation, job: Job
     ) -> bool:
-        """Send one event per token at `first` + k*itl; False if stopped early.
-
-        With --burst B, tokens go out B events per write, each write when its last token is
-        due (never early). Every write's lateness against that due time is recorded.
-        """
-        loop = asyncio.get_running_loop()
+        """Send one event per token (or per burst) as the mode makes them due; False if
+        stopped early."""
         prefix = self._prefix(job)
         await self._start_stream(send, prefix, job)
-        metrics = self.metrics
-        record = self.lateness.record
-        itl = self._itl_s
-        burst = self.config.burst
-        n_out = job.n_out
-        k = 0
-        while k < n_out:
-            end = min(k + burst, n_out)
-            due = first + (end - 1) * itl
-            if due > loop.time():  # already due (behind, or itl 0): no timer to wait on
-                await inflight.sleep_until(loop, due)
-            if inflight.stopped:
-                if not inflight.client_gone:  # shutting down: end the body, no [DONE]
-                    await send({"type": "http.response.body", "body": b""})
-                return False
-            record(loop.time() - due)
-            if job.writes is not None:
-                job.writes.append(loop.time())
-            await self._send_tokens(send, prefix, job, k, end)
-            metrics.generation_tokens += end - k
-            metrics.n_decode += end - k
-            metrics.busy_slot_sum += metrics.running * (end - k)
-            k = end
-        prompt_s = self._ttft_s_for(job)
+        emit = functools.partial(self._send_tokens, send, prefix, job)
+        if not await generation.stream(inflight, emit):
+            if not inflight.client_gone:  # shutting down: end the body, no [DONE]
+                await send({"type": "http.response.body", "body": b""})
+            return False
+        prompt_s, predicted_s = generation.times()
         return await self._end_stream(
             scope=scope,
             send=send,
             prefix=prefix,
             job=job,
             prompt_s=prompt_s,
-            predicted_s=(job.n - 1) * self._itl_s,
+            predicted_s=predicted_s,
         )
 
-    async def _respond(self, send: Send, inflight: _Inflight, first: float, job: _Job) -> bool:
-        """Answer once at `first` + (n-1)*itl, when a stream would have ended."""
-        loop = asyncio.get_running_loop()
-        due = first + (job.n - 1) * self._itl_s
-        await inflight.sleep_until(loop, due)
-        if inflight.stopped:
+    async def _respond(
+        self, send: Send, inflight: Inflight, generation: Generation, job: Job
+    ) -> bool:
+        """Answer once, when a stream would have ended; False if stopped early."""
+        if not await generation.complete(inflight):
             if not inflight.client_gone:
                 await _send_error(send, 503, "the simulator is shutting down", "server_error")
             return False
-        self.lateness.record(loop.time() - due)
-        body = self._completion_body(job, self._ttft_s_for(job), (job.n - 1) * self._itl_s)
+        body = self._completion_body(job, *generation.times())
         await _send_bytes(send, 200, body, _JSON_HEADERS)
-        self.metrics.generation_tokens += job.n
-        self.metrics.n_decode += job.n
+        generation.answered()
         return True
 
-    def _completion_body(self, job: _Job, prompt_s: float, predicted_s: float) -> bytes:
+    def _completion_body(self, job: Job, prompt_s: float, predicted_s: float) -> bytes:
         """The non-streaming response to a request for n tokens."""
         text = wire.response_text(job.n)
         usage: dict[str, Any] = {
@@ -799,120 +664,6 @@ class SimApp:
         if self.config.timings:  # appended pre-encoded, as the stream's events are
             body = body[:-1] + b',"timings":' + self._timings(job, prompt_s, predicted_s) + b"}"
         return body
-
-    # -- gpu mode
-
-    async def _generate_gpu(
-        self, scope: Scope, receive: Receive, send: Send, runner: EngineRunner, job: _Job
-    ) -> None:
-        """Queue the request in the engine and deliver its tokens as the engine emits them."""
-        if self._closing:
-            await _send_error(send, 503, "the simulator is shutting down", "server_error")
-            return
-        problem = runner.engine.rejection(job.prompt_tokens, job.n)
-        if problem is not None:
-            await _send_error(send, 400, problem, "invalid_request_error")
-            return
-        self._lookup(job)
-        async with self._tracked(receive) as inflight:
-            request = GpuRequest(
-                job.prompt_tokens, job.n, on_progress=inflight.notify, cached_tokens=job.cached
-            )
-            try:
-                runner.submit(request)
-                if job.stream:
-                    done = await self._stream_gpu(
-                        scope=scope,
-                        send=send,
-                        inflight=inflight,
-                        request=request,
-                        runner=runner,
-                        job=job,
-                    )
-                else:
-                    done = await self._respond_gpu(send, inflight, request, job)
-                if done:
-                    prompt_s, predicted_s = _gpu_times(request)
-                    self._finished(job, prompt_s, predicted_s)
-            finally:
-                runner.cancel(request)  # frees its KV if the client left early; else a no-op
-
-    async def _stream_gpu(
-        self,
-        *,
-        scope: Scope,
-        send: Send,
-        inflight: _Inflight,
-        request: GpuRequest,
-        runner: EngineRunner,
-        job: _Job,
-    ) -> bool:
-        """Send one event per token as the engine emits it; False if stopped early."""
-        loop = asyncio.get_running_loop()
-        prefix = self._prefix(job)
-        await self._start_stream(send, prefix, job)
-        sent = 0
-        n_out = job.n_out
-        while True:
-            await inflight.wait(loop)
-            if inflight.stopped:
-                if not inflight.client_gone:  # shutting down: end the body, no [DONE]
-                    await send({"type": "http.response.body", "body": b""})
-                return False
-            emitted = min(request.generated, n_out)
-            if emitted > sent:
-                if sent == 0:
-                    self._remember(job)
-                # Usually one token; more only when this task fell a step behind.
-                await self._send_tokens(send, prefix, job, sent, emitted)
-                sent = emitted
-            if sent >= n_out and n_out < job.n:  # a fault ends the stream here
-                runner.cancel(request)
-                break
-            if request.done:
-                break
-        prompt_s, predicted_s = _gpu_times(request)
-        return await self._end_stream(
-            scope=scope,
-            send=send,
-            prefix=prefix,
-            job=job,
-            prompt_s=prompt_s,
-            predicted_s=predicted_s,
-        )
-
-    async def _respond_gpu(
-        self, send: Send, inflight: _Inflight, request: GpuRequest, job: _Job
-    ) -> bool:
-        """Answer once the engine emitted the last token; False if stopped early."""
-        loop = asyncio.get_running_loop()
-        remembered = False
-        while not request.done:
-            await inflight.wait(loop)
-            if inflight.stopped:
-                if not inflight.client_gone:
-                    await _send_error(send, 503, "the simulator is shutting down", "server_error")
-                return False
-            if request.generated > 0 and not remembered:  # prefill done
-                self._remember(job)
-                remembered = True
-        if not remembered:
-            self._remember(job)
-        prompt_s, predicted_s = _gpu_times(request)
-        body = self._completion_body(job, prompt_s, predicted_s)
-        await _send_bytes(send, 200, body, _JSON_HEADERS)
-        return True
-
-
-def _gpu_times(request: GpuRequest) -> tuple[float, float]:
-    """(prompt, generation) seconds of a gpu-mode request by the model's clock: arrival to
-    first token, first to last token (0 while unknown)."""
-    prompt = request.first_token_at - request.submitted_at
-    predicted = request.finished_at - request.first_token_at
-    return (
-        0.0 if math.isnan(prompt) else prompt,
-        0.0 if math.isnan(predicted) else predicted,
-    )
 
 
 # -- /tokenize answers. Shapes read from the engines' sources: vLLM's TokenizeResponse

@@ -5,7 +5,7 @@ Three layers, so the model can be checked with a fake clock and no sockets:
 - `GpuModel`: the deployment's figures and the step-time formula (pure functions).
 - `GpuEngine`: requests, admission under the KV-cache budget, chunked prefill and decode,
   one step at a time on whatever clock the caller passes (a plain state machine; `drain`
-  runs it until idle). Also the telemetry it implies (DCGM- and vLLM-style gauges).
+  runs it until idle). Also the telemetry it implies (DCGM fields, KV-cache usage).
 - `EngineRunner`: the asyncio task that runs the engine's steps on the loop's clock.
 
 The model (see METRICS.md, "Physical limits"): a step reads the weights once plus the KV
@@ -473,24 +473,14 @@ class GpuEngine:
         """One GPU's share of weights plus reserved KV cache."""
         return (self.model.weight_bytes + self.kv_reserved_bytes) / self.model.gpu_count
 
-    def render_metrics(self, model_name: str, now: float) -> str:
-        """KV-cache gauges (vLLM names) and per-GPU DCGM gauges, Prometheus text format."""
-        label = f'{{model_name="{escape_label(model_name)}"}}'
-        usage = self.kv_usage()
-        lines: list[str] = []
-        for name, help_text in _KV_FAMILIES:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-            lines.append(f"{name}{label} {usage!r}")
-        return "\n".join(lines) + "\n" + self.render_dcgm(now)
-
-    def render_dcgm(self, now: float) -> str:
-        """Per-GPU DCGM gauges as dcgm-exporter publishes them, Prometheus text format."""
-        lines: list[str] = []
+    def dcgm_values(self, now: float) -> dict[str, float]:
+        """One GPU's telemetry at `now`, by the DCGM field dcgm-exporter publishes it as
+        (every GPU of the deployment reads the same; infercost.sim.metrics exposes them)."""
         model = self.model
         act = self.activity(now)
         per_gpu_memory = model.memory_bytes / model.gpu_count
         used = self.memory_used_bytes()
-        values = {
+        return {
             "DCGM_FI_DEV_GPU_UTIL": float(round(100.0 * act.busy)),
             "DCGM_FI_PROF_SM_ACTIVE": act.active,
             "DCGM_FI_PROF_DRAM_ACTIVE": act.dram,
@@ -500,41 +490,6 @@ class GpuEngine:
             "DCGM_FI_DEV_FB_USED": float(round(used / _MIB)),
             "DCGM_FI_DEV_FB_FREE": float(round((per_gpu_memory - used) / _MIB)),
         }
-        gpu_name = escape_label(model.gpu)
-        for name, kind, help_text in _DCGM_FAMILIES:
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-            value = values[name]
-            for i in range(model.gpu_count):
-                lines.append(
-                    f'{name}{{gpu="{i}",device="nvidia{i}",modelName="{gpu_name}"}} {value!r}'
-                )
-        return "\n".join(lines) + "\n"
-
-
-_KV_FAMILIES: Final = (
-    ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
-    ("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."),
-)
-# (name, type, help) as dcgm-exporter publishes them; the values are the model's.
-_DCGM_FAMILIES: Final = (
-    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
-    ("DCGM_FI_PROF_SM_ACTIVE", "gauge",
-     "The ratio of cycles an SM has at least 1 warp assigned (in %)."),
-    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
-     "Ratio of cycles the device memory interface is active sending or receiving data (in %)."),
-    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
-     "Ratio of cycles the tensor (HMMA) pipe is active (in %)."),
-    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-     "Total energy consumption since boot (in mJ)."),
-    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
-    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
-)  # fmt: skip
-
-
-def escape_label(value: str) -> str:
-    """A Prometheus label value with backslash, quote and newline escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def wake(fut: asyncio.Future[None]) -> None:

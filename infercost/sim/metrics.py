@@ -1,28 +1,35 @@
 """GET /metrics of the simulator: live counters, named as each real engine names them.
 
 `SimMetrics` holds the simulator's own state (what ran, waited, was computed or served from
-the prefix cache); `render` publishes it under one engine's names (--metrics, or the
---engine profile). The default flavor is the simulator's original vLLM-style set. Names,
-types and help texts come from the engines: llama-server's from the captured
-shared/fixtures/llama-server/metrics.prom (in that order), vLLM's from its v1 and v0
-Prometheus loggers, SGLang's from sglang/srt/metrics/collector.py, TGI's from its router
-(`metrics::gauge!`/`counter!` calls and the describe_* table in router/src/server.rs).
+the prefix cache). Each SimApp owns a prometheus_client CollectorRegistry (`registry`) with
+custom collectors: `FamiliesCollector` publishes SimMetrics under one engine's names
+(--metrics, or the --engine profile; "default" is the simulator's original vLLM-style set),
+and in gpu mode `GpuCollector` adds the modelled GPU's telemetry (DCGM gauges per GPU, and
+vLLM's KV-cache gauges with the default set). Names, types and help texts come from the
+engines: llama-server's from the captured shared/fixtures/llama-server/metrics.prom (in that
+order), vLLM's from its v1 and v0 Prometheus loggers, SGLang's from
+sglang/srt/metrics/collector.py, TGI's from its router (`metrics::gauge!`/`counter!` calls
+and the describe_* table in router/src/server.rs), DCGM's from dcgm-exporter.
 
-Exposition goes through prometheus_client's `generate_latest`, except for counters whose real
-name has no `_total` suffix (llama.cpp's n_tokens_max, TGI's counters, exposed by Rust's
-metrics crate as they are named): prometheus_client would rename those to `..._total`, so
-they are written by `_plain` in the same format.
+`exposition` writes a registry with prometheus_client's `generate_latest`, except counters
+whose real name has no `_total` suffix (llama.cpp's n_tokens_max, TGI's counters and DCGM's
+energy counter, exposed as they are named): generate_latest would name their family
+`..._total`, so those are written by `_plain` in the same format.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
+
+if TYPE_CHECKING:
+    from infercost.sim.gpu import GpuEngine
 
 Labels = dict[str, str]
 
@@ -48,6 +55,7 @@ class SimMetrics:
         "requests_total",
         "running",
         "running_max_tokens",
+        "running_peak",
         "success_by_reason",
         "waiting",
     )
@@ -72,6 +80,7 @@ class SimMetrics:
         self.busy_slot_sum = 0  # running requests summed over those decodes
         self.n_tokens_max = 0  # longest prompt + generation seen
         self.running_max_tokens = 0  # prompt + max_tokens of the running requests (TGI)
+        self.running_peak = 0  # fixed mode: most running at once since the last reset (/stats)
         self.kv_usage = 0.0  # gpu mode: share of the KV budget reserved
         self.kv_used_tokens = 0
 
@@ -85,10 +94,6 @@ class SimMetrics:
         """Prompt tokens prefilled (not served from the cache)."""
         return self.prompt_tokens - self.cached_tokens
 
-    def render(self, model: str) -> bytes:
-        """The original default set (format 0.0.4), unchanged for existing scrapers."""
-        return exposition(_default(self, {"model_name": model}))
-
 
 @dataclass(frozen=True, slots=True)
 class Family:
@@ -100,44 +105,60 @@ class Family:
     samples: list[tuple[Labels, float]] = field(default_factory=list)
 
 
-class _One(Collector):
-    """A collector of one family, for generate_latest."""
+def _metric(fam: Family) -> Metric:
+    """The family as prometheus_client's Metric: a counter's family name drops `_total`
+    (generate_latest adds it back); its samples keep the exposed name."""
+    base = fam.name.removesuffix("_total") if fam.kind == "counter" else fam.name
+    metric = Metric(base, fam.help, fam.kind)
+    for labels, value in fam.samples:
+        metric.add_sample(fam.name, labels, value)
+    return metric
 
-    def __init__(self, family: Family) -> None:
-        self._family = family
+
+class _Collected(Collector):
+    """Families already collected, for generate_latest."""
+
+    def __init__(self, metrics: list[Metric]) -> None:
+        self._metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
-        fam = self._family
-        # prometheus_client names a counter family without its _total; samples keep it.
-        base = fam.name.removesuffix("_total") if fam.kind == "counter" else fam.name
-        metric = Metric(base, fam.help, fam.kind)
-        for labels, value in fam.samples:
-            metric.add_sample(fam.name, labels, value)
-        yield metric
+        yield from self._metrics
+
+
+def _unsuffixed_counter(metric: Metric) -> bool:
+    """A counter exposed under its own name, without `_total` (see the module doc)."""
+    return metric.type == "counter" and any(s.name == metric.name for s in metric.samples)
 
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _plain(fam: Family) -> bytes:
-    """A family in the text format as written, for counters without a `_total` suffix."""
-    lines = [f"# HELP {fam.name} {fam.help}", f"# TYPE {fam.name} {fam.kind}"]
-    for labels, value in fam.samples:
-        pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
-        series = f"{fam.name}{{{pairs}}}" if pairs else fam.name
-        lines.append(f"{series} {float(value)!r}")  # counts and sums: finite
+def _plain(metric: Metric) -> bytes:
+    """A counter named without `_total`, in generate_latest's format but under its name."""
+    lines = [f"# HELP {metric.name} {metric.documentation}", f"# TYPE {metric.name} counter"]
+    for sample in metric.samples:
+        pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(sample.labels.items()))
+        series = f"{sample.name}{{{pairs}}}" if pairs else sample.name
+        value: str = floatToGoString(sample.value)  # type: ignore[no-untyped-call]
+        lines.append(f"{series} {value}")
     return ("\n".join(lines) + "\n").encode()
 
 
-def exposition(families: Iterable[Family]) -> bytes:
-    """Prometheus text format (0.0.4) of the families, in order."""
+def exposition(registry: Collector) -> bytes:
+    """Prometheus text format (0.0.4) of everything the registry collects, in order."""
     parts: list[bytes] = []
-    for fam in families:
-        if fam.kind == "counter" and not fam.name.endswith("_total"):
-            parts.append(_plain(fam))
+    run: list[Metric] = []  # consecutive families generate_latest writes as they are
+    for metric in registry.collect():
+        if _unsuffixed_counter(metric):
+            if run:
+                parts.append(generate_latest(_Collected(run)))
+                run = []
+            parts.append(_plain(metric))
         else:
-            parts.append(generate_latest(_One(fam)))
+            run.append(metric)
+    if run:
+        parts.append(generate_latest(_Collected(run)))
     return b"".join(parts)
 
 
@@ -297,7 +318,13 @@ def _llamacpp(m: SimMetrics, model: str) -> list[Family]:
     ]  # fmt: skip
 
 
-_FLAVORS: Final = {
+def _default_set(m: SimMetrics, model: str) -> list[Family]:
+    # The simulator's original set, unchanged for existing scrapers.
+    return _default(m, {"model_name": model})
+
+
+_FLAVORS: Final[dict[str, Callable[[SimMetrics, str], list[Family]]]] = {
+    "default": _default_set,
     "vllm": _vllm,
     "vllm-v0": _vllm_v0,
     "sglang": _sglang,
@@ -306,8 +333,87 @@ _FLAVORS: Final = {
 }
 
 
-def render(flavor: str, metrics: SimMetrics, model: str) -> bytes:
-    """The simulator's state under `flavor`'s names (see config.MetricsFlavor)."""
-    if flavor == "default":
-        return metrics.render(model)
-    return exposition(_FLAVORS[flavor](metrics, model))
+class FamiliesCollector(Collector):
+    """The live SimMetrics under one engine's names (see config.MetricsFlavor); `source`
+    returns the state to publish, brought up to date (gpu mode copies the engine's)."""
+
+    def __init__(self, flavor: str, model: str, source: Callable[[], SimMetrics]) -> None:
+        self._families = _FLAVORS[flavor]
+        self._model = model
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        for fam in self._families(self._source(), self._model):
+            yield _metric(fam)
+
+
+# vLLM's KV-cache gauges, published beside the default set in gpu mode.
+_KV_FAMILIES: Final = (
+    ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
+    ("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage."),
+)
+# (name, type, help) as dcgm-exporter publishes them; the values are the model's.
+_DCGM_FAMILIES: Final[tuple[tuple[str, Literal["counter", "gauge"], str], ...]] = (
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_PROF_SM_ACTIVE", "gauge",
+     "The ratio of cycles an SM has at least 1 warp assigned (in %)."),
+    ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+     "Ratio of cycles the device memory interface is active sending or receiving data (in %)."),
+    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+     "Ratio of cycles the tensor (HMMA) pipe is active (in %)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+     "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+)  # fmt: skip
+
+
+class GpuCollector(Collector):
+    """The modelled GPU's telemetry at `clock()`: per-GPU DCGM families as dcgm-exporter
+    publishes them (labels gpu, device, modelName) and, with `kv_gauges`, vLLM's KV-cache
+    gauges labelled model_name (the default set has no KV gauge of its own)."""
+
+    def __init__(
+        self,
+        engine: GpuEngine,
+        model_name: str,
+        *,
+        kv_gauges: bool,
+        clock: Callable[[], float],
+    ) -> None:
+        self._engine = engine
+        self._model_name = model_name
+        self._kv_gauges = kv_gauges
+        self._clock = clock
+
+    def families(self) -> list[Family]:
+        """The families now, as rows."""
+        engine = self._engine
+        rows: list[Family] = []
+        if self._kv_gauges:
+            lab = {"model_name": self._model_name}
+            usage = engine.kv_usage()
+            rows += [Family(name, "gauge", text, [(lab, usage)]) for name, text in _KV_FAMILIES]
+        values = engine.dcgm_values(self._clock())
+        gpu_name = engine.model.gpu
+        gpus = [
+            {"gpu": str(i), "device": f"nvidia{i}", "modelName": gpu_name}
+            for i in range(engine.model.gpu_count)
+        ]
+        for name, kind, text in _DCGM_FAMILIES:
+            value = values[name]
+            rows.append(Family(name, kind, text, [(lab, value) for lab in gpus]))
+        return rows
+
+    def collect(self) -> Iterator[Metric]:
+        for fam in self.families():
+            yield _metric(fam)
+
+
+def registry(*collectors: Collector) -> CollectorRegistry:
+    """A registry of its own (not prometheus_client's global one) holding `collectors`."""
+    reg = CollectorRegistry(auto_describe=False)
+    for collector in collectors:
+        reg.register(collector)
+    return reg

@@ -27,6 +27,7 @@ from infercost.sim.gpu import (
     GpuEngine,
     GpuRequest,
 )
+from infercost.sim.metrics import GpuCollector, exposition, registry
 from infercost.sim.process import SimProcess, sim_process
 
 # Catalog figures the expectations below are computed from, by hand.
@@ -319,7 +320,8 @@ def test_metrics_text_parses_with_one_series_per_gpu() -> None:
     request = GpuRequest(100, 10)
     engine.submit(request, 0.0)
     step = engine.plan_step()
-    text = engine.render_metrics('a "quoted" model', now=step.end)
+    collector = GpuCollector(engine, 'a "quoted" model', kv_gauges=True, clock=lambda: step.end)
+    text = exposition(registry(collector)).decode()
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
@@ -338,6 +340,9 @@ def test_metrics_text_parses_with_one_series_per_gpu() -> None:
         assert samples[("DCGM_FI_DEV_POWER_USAGE", labels)] > IDLE_POWER_FRACTION * H200_TDP_W
         assert 0 < samples[("DCGM_FI_PROF_SM_ACTIVE", labels)] < 1
         assert samples[("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_total", labels)] > 0
+    # dcgm-exporter's counter has no _total: the family is typed as it names its samples.
+    assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n" in text
+    assert "\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" in text
 
 
 # ------------------------------------------------------------------ config and CLI
@@ -397,8 +402,15 @@ def test_cli_gpu_mode_prints_its_model_and_serves_per_gpu_metrics() -> None:
         )
         assert match, line
         metrics = httpx.get(f"{match.group(1)}/metrics", timeout=5.0).text
-        for gpu in ("0", "1"):
-            assert f'DCGM_FI_DEV_FB_USED{{gpu="{gpu}",device="nvidia{gpu}",' in metrics
+        fb_used = [
+            s.labels
+            for family in text_string_to_metric_families(metrics)
+            for s in family.samples
+            if s.name == "DCGM_FI_DEV_FB_USED"
+        ]
+        assert fb_used == [
+            {"gpu": gpu, "device": f"nvidia{gpu}", "modelName": "H100-SXM"} for gpu in ("0", "1")
+        ]
     finally:
         process.terminate()
         process.wait(10)

@@ -229,7 +229,7 @@ def test_up_serves_a_job_restarts_and_leaves_nothing_behind(data_dir: Path, tmp_
             _check_gpu_endpoint(gpu, up)
             assert gpu["id"] in up.output()  # the banner lists it
             metrics = httpx.get(gpu["metrics_urls"][0], timeout=5).text
-            assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0"' in metrics
+            assert 'DCGM_FI_DEV_GPU_UTIL{device="nvidia0",gpu="0"' in metrics
         _stop(up, "ctrl-c")
 
     admin_token = (data_dir / "admin.token").read_text()
