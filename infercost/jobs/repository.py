@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
 from infercost.jobs.models import Job, RequestSample, Run
+from infercost.teams.scope import owned_by, readable, unscoped
 
 #: Column order of the COPY into request_samples; rows from `sample_row` follow it.
 SAMPLE_COLUMNS = (
@@ -47,7 +48,8 @@ SAMPLE_COLUMNS = (
 
 
 class JobRepository:
-    """Jobs, runs and samples; every read a user makes is scoped by team_id. Callers commit."""
+    """Jobs, runs and samples; every read a user makes is scoped by team_id
+    (infercost.teams.scope), the worker's by the id it was handed. Callers commit."""
 
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -65,29 +67,26 @@ class JobRepository:
             .on_conflict_do_nothing(index_elements=[Job.team_id, Job.idempotency_key])
             .returning(Job.id)
         )
+        team = readable(Job, values["team_id"])
         if created is not None:
-            job = await self.session.get(Job, created)
+            job = await self.session.scalar(team.where(Job.id == created))
             assert job is not None
             return job, True
         existing = await self.session.scalar(
-            select(Job).where(
-                Job.team_id == values["team_id"], Job.idempotency_key == values["idempotency_key"]
-            )
+            team.where(Job.idempotency_key == values["idempotency_key"])
         )
         assert existing is not None, "conflict without a row: idempotency key index is missing"
         return existing, False
 
     async def get_job(self, team_id: uuid.UUID, job_id: uuid.UUID) -> Job | None:
         """The team's job."""
-        return await self.session.scalar(
-            select(Job).where(Job.id == job_id, Job.team_id == team_id)
-        )
+        return await self.session.scalar(readable(Job, team_id).where(Job.id == job_id))
 
     async def page_jobs(
         self, team_id: uuid.UUID, *, limit: int, offset: int, status: str | None = None
     ) -> tuple[list[Job], int]:
         """The team's jobs, newest first, and how many match."""
-        where = [Job.team_id == team_id]
+        where = [owned_by(Job, team_id)]
         if status:
             where.append(Job.status == status)
         total = await self.session.scalar(select(func.count()).select_from(Job).where(*where))
@@ -148,7 +147,7 @@ class JobRepository:
         """Move a queued or running job to cancelled; None when it was not in such a state."""
         job: Job | None = await self.session.scalar(
             update(Job)
-            .where(Job.id == job_id, Job.team_id == team_id, Job.status.in_(("queued", "running")))
+            .where(Job.id == job_id, owned_by(Job, team_id), Job.status.in_(("queued", "running")))
             .values(status="cancelled", finished_at=utcnow(), error="cancelled by the user")
             .returning(Job)
         )
@@ -179,7 +178,7 @@ class JobRepository:
         its user and so still writing its last level), locking the job row until the
         transaction ends: a sweep giving the job up waits for this write, or this write
         sees that it was given up. Called first in every transaction a runner writes."""
-        held = await self.session.scalar(
+        query = (
             select(Job.id)
             .where(
                 Job.id == job_id,
@@ -188,6 +187,7 @@ class JobRepository:
             )
             .with_for_update(key_share=True)
         )
+        held = await self.session.scalar(unscoped(query, "the runner holds the job's lease"))
         return held is not None
 
     async def heartbeat(
@@ -305,20 +305,20 @@ class JobRepository:
         """Record a run's outcome and figures."""
         await self.session.execute(update(Run).where(Run.id == run_id).values(**values))
 
-    async def runs_of_jobs(self, job_ids: Sequence[uuid.UUID]) -> list[Run]:
-        """The runs of several jobs, by job and level order."""
+    async def runs_of_jobs(self, team_id: uuid.UUID, job_ids: Sequence[uuid.UUID]) -> list[Run]:
+        """The runs of several of the team's jobs, by job and level order."""
         if not job_ids:
             return []
         rows = await self.session.scalars(
-            select(Run).where(Run.job_id.in_(job_ids)).order_by(Run.job_id, Run.level_index)
+            readable(Run, team_id)
+            .where(Run.job_id.in_(job_ids))
+            .order_by(Run.job_id, Run.level_index)
         )
         return list(rows)
 
     async def get_run(self, team_id: uuid.UUID, run_id: uuid.UUID) -> Run | None:
         """The team's run."""
-        return await self.session.scalar(
-            select(Run).where(Run.id == run_id, Run.team_id == team_id)
-        )
+        return await self.session.scalar(readable(Run, team_id).where(Run.id == run_id))
 
     # --- samples --------------------------------------------------------------------------
 

@@ -516,7 +516,7 @@ class JobService:
     async def read(self, job: Job, pricing: Repricing | None = None) -> JobRead:
         """The job with its runs, priced as `pricing` asks (default: as measured), and its
         capacity at the SLO over the levels measured so far."""
-        runs = await self.jobs.runs_of_jobs([job.id])
+        runs = await self.jobs.runs_of_jobs(self.team_id, [job.id])
         summaries = await self.summaries(runs, pricing)
         by_id = {s.id: s for s in summaries}
         sweep = job.load.get("mode") == "sweep"
@@ -541,11 +541,9 @@ class JobService:
     async def _physics(self, endpoint_id: uuid.UUID) -> tuple[ModelFacts, Hardware] | None:
         """The model facts and replica hardware of a run's endpoint, when both are known."""
         # A run's endpoint is its team's (and stays, soft-deleted, for its history).
-        endpoint = await self.endpoints.get_any(endpoint_id)
-        assert endpoint is not None
-        assert endpoint.team_id == self.team_id
-        facts = model_facts(endpoint)
-        if facts is None or endpoint.hardware_id is None:
+        endpoint = await self.endpoints.get_kept(self.team_id, endpoint_id)
+        facts = None if endpoint is None else model_facts(endpoint)
+        if endpoint is None or facts is None or endpoint.hardware_id is None:
             return None
         row = await HardwareRepository(self.session).get(self.team_id, endpoint.hardware_id)
         if row is None:
@@ -573,8 +571,9 @@ class JobService:
         by_endpoint: dict[uuid.UUID, HourlyPrice] = {}
         for run in runs:
             if run.endpoint_id not in by_endpoint:
-                endpoint = await self.endpoints.get_any(run.endpoint_id)
-                assert endpoint is not None
+                endpoint = await self.endpoints.get_kept(self.team_id, run.endpoint_id)
+                if endpoint is None:
+                    raise NotFound(f"the endpoint of run {run.id} no longer exists")
                 by_endpoint[run.endpoint_id] = await hourly_price(
                     self.session, endpoint, pricing.price_at
                 )
@@ -598,7 +597,7 @@ class JobService:
     async def runs(self, job_id: uuid.UUID, pricing: Repricing | None = None) -> list[RunSummary]:
         """Summaries of the job's runs, in level order, priced as `pricing` asks."""
         await self.get(job_id)
-        return await self.summaries(await self.jobs.runs_of_jobs([job_id]), pricing)
+        return await self.summaries(await self.jobs.runs_of_jobs(self.team_id, [job_id]), pricing)
 
     async def summary(self, run_id: uuid.UUID, pricing: Repricing | None = None) -> RunSummary:
         """One run's summary, priced as `pricing` asks, or 404."""

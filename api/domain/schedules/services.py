@@ -226,13 +226,13 @@ class ScheduleService:
         schedule = await self.repo.get(self.team_id, schedule_id)
         if schedule is None:
             raise NotFound(f"no schedule {schedule_id} in your team: GET /v1/schedules")
-        last = await self.repo.last_slots([schedule.id])
+        last = await self.repo.last_slots(self.team_id, [schedule.id])
         return self._read(schedule, last.get(schedule.id))
 
     async def page(self, limit: int, offset: int) -> tuple[list[ScheduleRead], int]:
         """The catalogue: each schedule with its last and next run, in two queries."""
         rows, total = await self.repo.page(self.team_id, limit=limit, offset=offset)
-        last = await self.repo.last_slots([s.id for s in rows])
+        last = await self.repo.last_slots(self.team_id, [s.id for s in rows])
         return [self._read(s, last.get(s.id)) for s in rows], total
 
     async def slots(
@@ -241,7 +241,7 @@ class ScheduleService:
         """The schedule's slot ledger, newest first (404 for another team's schedule)."""
         if await self.repo.get(self.team_id, schedule_id) is None:
             raise NotFound(f"no schedule {schedule_id} in your team: GET /v1/schedules")
-        rows, total = await self.repo.slots(schedule_id, limit=limit, offset=offset)
+        rows, total = await self.repo.slots(self.team_id, schedule_id, limit=limit, offset=offset)
         return [_slot(r) for r in rows], total
 
     @staticmethod
