@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import itertools
 
 import httpx
 import pytest
@@ -12,18 +12,15 @@ from infercost.sim.config import SimConfig
 from infercost.sim.process import sim_process
 
 
-async def _ttft_ms(client: httpx.AsyncClient, url: str) -> float:
+async def _stream(client: httpx.AsyncClient, url: str, user: str, max_tokens: int) -> None:
+    """One streamed request, named `user` in the simulator's record, read to the end (a
+    client that leaves early frees its slot early)."""
     body = {"model": "sim-model", "messages": [{"role": "user", "content": "hi"}],
-            "max_tokens": 5, "stream": True}  # fmt: skip
-    start = time.perf_counter()
-    first: float | None = None
-    # Read to the end: a client that leaves early frees its slot early.
+            "max_tokens": max_tokens, "stream": True, "user": user}  # fmt: skip
     async with client.stream("POST", url, json=body) as response:
-        async for line in response.aiter_lines():
-            if first is None and '"content":" ' in line:
-                first = time.perf_counter()
-    assert first is not None, "no content event"
-    return (first - start) * 1000
+        assert response.status_code == 200
+        async for _ in response.aiter_raw():
+            pass
 
 
 def _gauge(text: str, name: str) -> float:
@@ -32,21 +29,41 @@ def _gauge(text: str, name: str) -> float:
 
 
 async def test_requests_beyond_the_limit_wait_for_a_slot() -> None:
-    # 50 ms to the first token and 4 more tokens 10 ms apart: a request holds its slot ~90 ms.
-    config = SimConfig(port=0, ttft_ms=50, itl_ms=10, max_concurrency=2)
+    # 50 ms to the first token and 99 more 10 ms apart: a request holds its slot ~1 s.
+    ttft_s, n = 0.05, 100
+    config = SimConfig(port=0, ttft_ms=50, itl_ms=10, max_concurrency=2, record_writes=True)
     with sim_process(config) as sim:
         url = sim.openai_base_url + "/chat/completions"
-        async with httpx.AsyncClient(timeout=10) as client:
-            await _ttft_ms(client, url)  # connections and first-use costs out of the way
-            requests = [asyncio.create_task(_ttft_ms(client, url)) for _ in range(4)]
-            await asyncio.sleep(0.03)
-            metrics = (await client.get(sim.metrics_url)).text
-            ttfts = sorted(await asyncio.gather(*requests))
-    assert _gauge(metrics, "vllm:num_requests_running") == 2
-    assert _gauge(metrics, "vllm:num_requests_waiting") == 2
-    # Two start at once; two wait for a slot (~90 ms) and then take their own 50 ms.
-    assert ttfts[1] < 90, ttfts
-    assert ttfts[2] > 120, ttfts
+        async with httpx.AsyncClient(timeout=30) as client:
+            await _stream(client, url, "warm", 2)  # connections and first-use costs
+            requests = asyncio.gather(*(_stream(client, url, f"r{i}", n) for i in range(4)))
+            gauges: list[tuple[float, float]] = []  # (running, waiting), polled throughout
+            while not requests.done():
+                metrics = (await client.get(sim.metrics_url)).text
+                gauges.append(
+                    (
+                        _gauge(metrics, "vllm:num_requests_running"),
+                        _gauge(metrics, "vllm:num_requests_waiting"),
+                    )
+                )
+                await asyncio.sleep(0.01)
+            await requests
+            writes = (await client.get(sim.base_url + "/stats")).json()["writes"]
+
+    # The simulator's own record (arrival, then each content write, on its clock): a request
+    # holds a slot from ttft before its first write to its last write at least, and no
+    # instant is inside more than two of those spans.
+    spans = sorted((w[1] - ttft_s, w[-1]) for user, w in writes.items() if user != "warm")
+    assert all(len(writes[f"r{i}"]) == 1 + n for i in range(4))
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    assert max(itertools.accumulate(step for _, step in edges)) <= 2, spans
+    # The third to start waited for one of the first two to end.
+    assert spans[2][0] >= min(spans[0][1], spans[1][1]), spans
+    # What /metrics said, whenever the polls landed: never more than two running, and a
+    # request waiting only while both slots were taken; all four in at some poll.
+    assert all(running <= 2 for running, _ in gauges), gauges
+    assert all(running == 2 for running, waiting in gauges if waiting > 0), gauges
+    assert (2, 2) in gauges, gauges
 
 
 def test_limit_must_be_positive() -> None:
