@@ -8,10 +8,11 @@ and output throughput do not exist for it (infercost.metrics says so in the run)
 
 from __future__ import annotations
 
-from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+
+from workers.loadgen.transport import read_whole
 
 if TYPE_CHECKING:
     import httpx
@@ -49,10 +50,7 @@ def embeddings_body(model: str, text: str) -> bytes:
 async def read_embeddings(response: httpx.Response, rec: RawRequest) -> tuple[str, str] | None:
     """Read a 2xx embeddings answer into `rec` (its end, prompt tokens); returns the error
     class and reason of a malformed or empty answer, None when it succeeded."""
-    body = await response.aread()
-    now = perf_counter_ns()
-    rec.t_first_byte = now
-    rec.t_end = now
+    body, rec.t_first_byte, rec.t_end = await read_whole(response)
     try:
         answer = _decode(body)
     except msgspec.DecodeError as exc:

@@ -267,6 +267,28 @@ class SlotBody(httpx.AsyncByteStream):
         self._slot.release(self._conn, reusable=self._done and self._conn.complete)
 
 
+async def read_whole(response: httpx.Response) -> tuple[bytes, int, int]:
+    """A whole (non-streamed) body with the perf_counter_ns of its first and last reads: on a
+    slot's connection, the stamps of the reads that brought them; elsewhere (the shared pool,
+    a proxy, a compressed body) both are when httpx has it all."""
+    reads = response.extensions.get(READS)
+    if isinstance(reads, SlotBody) and "content-encoding" not in response.headers:
+        pieces: list[bytes] = []
+        first = last = 0
+        while (batch := await reads.next_reads()) is not None:
+            stamps, got = batch
+            first = first or stamps[0]
+            last = stamps[-1]
+            pieces.extend(got)
+        if pieces:
+            return b"".join(pieces), first, last
+        now = perf_counter_ns()
+        return b"", now, now
+    body = await response.aread()
+    now = perf_counter_ns()
+    return body, now, now
+
+
 class _SlotTransport:
     """The single connection of one slot, opened on first use and after any failure."""
 
