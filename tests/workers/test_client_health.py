@@ -178,6 +178,23 @@ def test_lag_quantiles_are_the_upper_edge_of_their_bucket() -> None:
     lags.record(3_000_000_000)  # beyond the last bucket: the quantile reports the maximum
     assert lags.quantile_ms(1.0) == 3000.0
     assert LagHistogram().quantile_ms(0.5) is None
+    # The smallest quantile is the first bucket holding a lag, not an empty one before it.
+    sparse = LagHistogram()
+    sparse.record(7 * BUCKET_NS + 1)
+    assert sparse.quantile_ms(0.0) == sparse.quantile_ms(0.5) == 0.07
+
+
+def test_a_new_level_zeroes_the_histograms_bodies_still_hold() -> None:
+    # A body read across a level's end keeps the histogram it was given: what it records
+    # after the reset counts in the new level, and nothing of the old level's stays.
+    health = ClientHealth()
+    held = health.read_lag
+    held.record(5_000_000)  # 5 ms, the old level
+    health.reset()
+    assert health.figures()["read_lag_max_ms"] is None
+    held.record(2 * BUCKET_NS)  # 20 us, recorded through the body's reference
+    figures = health.figures()
+    assert (figures["read_lag_p50_ms"], figures["read_lag_max_ms"]) == (0.02, 0.02)
 
 
 async def test_requests_sent_again_are_counted() -> None:

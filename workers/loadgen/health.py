@@ -17,7 +17,8 @@ in the connection's queue. Three figures measure that, per level:
   Python process cannot use more than one core.
 
 Lags are counted in a fixed histogram of 10 µs buckets up to 1 s: recording is an index and
-an increment, with no allocation on the hot path.
+an increment, with no allocation on the hot path. A new level zeroes the histograms in place:
+bodies still being read hold them.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from array import array
 from time import perf_counter_ns
 from typing import Any, Final
+
+import numpy as np
 
 #: Bucket width of the lag histograms in ns (10 µs), and how many buckets (up to 1 s).
 BUCKET_NS: Final = 10_000
@@ -43,7 +47,13 @@ class LagHistogram:
     __slots__ = ("count", "counts", "max_ns")
 
     def __init__(self) -> None:
-        self.counts = [0] * (_BUCKETS + 1)
+        self.counts = array("q", bytes(8 * (_BUCKETS + 1)))
+        self.count = 0
+        self.max_ns = 0
+
+    def clear(self) -> None:
+        """Forget every lag, in place."""
+        np.frombuffer(self.counts, dtype=np.int64)[:] = 0
         self.count = 0
         self.max_ns = 0
 
@@ -58,17 +68,13 @@ class LagHistogram:
         """The q-quantile in ms; None when nothing was recorded."""
         if self.count == 0:
             return None
-        rank = q * self.count
-        seen = 0
-        for index, n in enumerate(self.counts):
-            seen += n
-            if n and seen >= rank:
-                # The overflow bucket (a lag of a second or more) reports the largest lag.
-                edge = (
-                    self.max_ns if index == _BUCKETS else min((index + 1) * BUCKET_NS, self.max_ns)
-                )
-                return round(edge / 1e6, 3)
-        return round(self.max_ns / 1e6, 3)
+        # The first bucket whose running count reaches the rank (at least one lag in).
+        seen = np.cumsum(np.frombuffer(self.counts, dtype=np.int64))
+        index = int(np.searchsorted(seen, max(q * self.count, 1), side="left"))
+        if index >= _BUCKETS:
+            # The overflow bucket (a lag of a second or more) reports the largest lag.
+            return round(self.max_ns / 1e6, 3)
+        return round(min((index + 1) * BUCKET_NS, self.max_ns) / 1e6, 3)
 
 
 class ClientHealth:
@@ -89,8 +95,8 @@ class ClientHealth:
 
     def reset(self) -> None:
         """Forget everything recorded so far (a new level)."""
-        self.read_lag = LagHistogram()
-        self.loop_lag = LagHistogram()
+        self.read_lag.clear()
+        self.loop_lag.clear()
         self.resent = 0
         self.cpu_peak = None
 
