@@ -57,7 +57,7 @@ from infercost.definitions import (
     recompute,
 )
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
-from infercost.jobs.models import RequestSample
+from infercost.jobs.models import RequestSample, Run
 from infercost.metrics import STAT_KEYS, distribution
 
 SAMPLE_COLUMNS = (
@@ -413,12 +413,14 @@ async def measure(url: str, run_id: uuid.UUID, iterations: int) -> None:
     engine = create_async_engine(url)
     sessions = async_sessionmaker(engine, expire_on_commit=False)
     try:
+        async with sessions() as session:
+            team_id = (await session.execute(select(Run.team_id).where(Run.id == run_id))).one()[0]
         print(f"\n# ms per call, p50 (max) of {iterations} after one warm-up")
         head = f"{'tool':9} {'path':7} {'block()':>16} {'read':>9} {'recompute':>10}"
         print(head)
         for tool in TOOLS:
             async with sessions() as session:
-                columns = await DefinitionsService(session).samples(
+                columns = await DefinitionsService(session, team_id).samples(
                     run_id, chunk_times=tool in READS_CHUNK_TIMES
                 )
                 objects = await legacy_samples(session, run_id)
@@ -426,13 +428,13 @@ async def measure(url: str, run_id: uuid.UUID, iterations: int) -> None:
             assert not diff, f"{tool}: {diff}"
 
             async def new_block(session: AsyncSession, tool: Tool = tool) -> Any:
-                return await DefinitionsService(session).block(run_id, tool)
+                return await DefinitionsService(session, team_id).block(run_id, tool)
 
             async def old_block(session: AsyncSession, tool: Tool = tool) -> Any:
                 return block_of(legacy_recompute(tool, await legacy_samples(session, run_id)))
 
             async def new_read(session: AsyncSession, tool: Tool = tool) -> Any:
-                return await DefinitionsService(session).samples(
+                return await DefinitionsService(session, team_id).samples(
                     run_id, chunk_times=tool in READS_CHUNK_TIMES
                 )
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from infercost.datasets.models import Dataset, DatasetItem
 from infercost.db.base import utcnow
 from infercost.jobs.models import Job
+from infercost.teams.scope import owned_by, readable, unscoped
 
 #: Items per INSERT statement when storing an upload.
 _BATCH = 5000
@@ -39,32 +40,31 @@ class DatasetRepository:
     async def by_content(self, team_id: uuid.UUID, sha256: str) -> Dataset | None:
         """The team's live dataset with these exact bytes."""
         return await self.session.scalar(
-            select(Dataset).where(
-                Dataset.team_id == team_id,
-                Dataset.content_sha256 == sha256,
-                Dataset.deleted_at.is_(None),
+            readable(Dataset, team_id).where(
+                Dataset.content_sha256 == sha256, Dataset.deleted_at.is_(None)
             )
         )
 
     async def get(self, team_id: uuid.UUID, dataset_id: uuid.UUID) -> Dataset | None:
         """The team's live dataset."""
         return await self.session.scalar(
-            select(Dataset).where(
-                Dataset.id == dataset_id,
-                Dataset.team_id == team_id,
-                Dataset.deleted_at.is_(None),
-            )
+            readable(Dataset, team_id).where(Dataset.id == dataset_id, Dataset.deleted_at.is_(None))
         )
 
     async def get_any(self, dataset_id: uuid.UUID) -> Dataset | None:
         """A dataset by id, deleted or not (the worker replays what a job was given)."""
-        return await self.session.get(Dataset, dataset_id)
+        return await self.session.scalar(
+            unscoped(
+                select(Dataset).where(Dataset.id == dataset_id),
+                "a worker replays the dataset of the job it was handed",
+            )
+        )
 
     async def page(
         self, team_id: uuid.UUID, *, limit: int, offset: int
     ) -> tuple[list[Dataset], int]:
         """One page of the team's live datasets, newest first, and how many there are."""
-        live = (Dataset.team_id == team_id, Dataset.deleted_at.is_(None))
+        live = (owned_by(Dataset, team_id), Dataset.deleted_at.is_(None))
         total = await self.session.scalar(select(func.count()).where(*live))
         rows = await self.session.scalars(
             select(Dataset)
@@ -76,8 +76,10 @@ class DatasetRepository:
         return list(rows), int(total or 0)
 
     async def used_by_jobs(self, dataset_id: uuid.UUID) -> bool:
-        """Whether any job names this dataset."""
-        return bool(await self.session.scalar(select(exists().where(Job.dataset_id == dataset_id))))
+        """Whether any job names this dataset (the foreign key's question: whoever's job)."""
+        used = select(exists().where(Job.dataset_id == dataset_id))
+        reason = "a delete asks whether any row refers to the team's dataset"
+        return bool(await self.session.scalar(unscoped(used, reason)))
 
     async def soft_delete(self, dataset_id: uuid.UUID) -> None:
         """Hide the dataset from the team, keeping its items for the jobs that used it."""

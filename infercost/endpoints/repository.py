@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
 from infercost.endpoints.models import Endpoint
+from infercost.teams.scope import owned_by, readable, unscoped
 
 
 class EndpointRepository:
@@ -20,29 +21,32 @@ class EndpointRepository:
     async def get(self, team_id: uuid.UUID, endpoint_id: uuid.UUID) -> Endpoint | None:
         """A live endpoint of the team."""
         return await self.session.scalar(
-            select(Endpoint).where(
-                Endpoint.id == endpoint_id,
-                Endpoint.team_id == team_id,
-                Endpoint.deleted_at.is_(None),
+            readable(Endpoint, team_id).where(
+                Endpoint.id == endpoint_id, Endpoint.deleted_at.is_(None)
             )
         )
 
     async def get_kept(self, team_id: uuid.UUID, endpoint_id: uuid.UUID) -> Endpoint | None:
         """An endpoint of the team, deleted or not (a job's history keeps what it measured)."""
         return await self.session.scalar(
-            select(Endpoint).where(Endpoint.id == endpoint_id, Endpoint.team_id == team_id)
+            readable(Endpoint, team_id).where(Endpoint.id == endpoint_id)
         )
 
     async def get_any(self, endpoint_id: uuid.UUID) -> Endpoint | None:
         """An endpoint by id whatever its team or state (workers load what a job names)."""
-        return await self.session.get(Endpoint, endpoint_id)
+        return await self.session.scalar(
+            unscoped(
+                select(Endpoint).where(Endpoint.id == endpoint_id),
+                "a worker loads the endpoint of the job it was handed",
+            )
+        )
 
     async def name_taken(
         self, team_id: uuid.UUID, name: str, *, except_id: uuid.UUID | None = None
     ) -> bool:
         """True when another live endpoint of the team has this name."""
-        query = select(Endpoint.id).where(
-            Endpoint.team_id == team_id, Endpoint.name == name, Endpoint.deleted_at.is_(None)
+        query = readable(Endpoint, team_id, Endpoint.id).where(
+            Endpoint.name == name, Endpoint.deleted_at.is_(None)
         )
         if except_id is not None:
             query = query.where(Endpoint.id != except_id)
@@ -52,7 +56,7 @@ class EndpointRepository:
         self, team_id: uuid.UUID, *, limit: int, offset: int
     ) -> tuple[list[Endpoint], int]:
         """One page of the team's live endpoints by name, and how many there are."""
-        where = (Endpoint.team_id == team_id, Endpoint.deleted_at.is_(None))
+        where = (owned_by(Endpoint, team_id), Endpoint.deleted_at.is_(None))
         total = await self.session.scalar(select(func.count()).select_from(Endpoint).where(*where))
         rows = await self.session.scalars(
             select(Endpoint).where(*where).order_by(Endpoint.name).limit(limit).offset(offset)

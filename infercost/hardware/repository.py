@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.hardware.models import Hardware
+from infercost.teams.scope import visible
 
 
 class HardwareRepository:
@@ -16,28 +17,23 @@ class HardwareRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    def _visible(self, team_id: uuid.UUID) -> object:
-        return or_(Hardware.team_id.is_(None), Hardware.team_id == team_id)
-
     async def list(self, team_id: uuid.UUID) -> list[Hardware]:
         """Every SKU the team can use, by name."""
-        rows = await self.session.scalars(
-            select(Hardware).where(self._visible(team_id)).order_by(Hardware.name)  # type: ignore[arg-type]
-        )
+        rows = await self.session.scalars(visible(Hardware, team_id).order_by(Hardware.name))
         return list(rows)
 
     async def get(self, team_id: uuid.UUID, hardware_id: uuid.UUID) -> Hardware | None:
         """One SKU the team can see."""
         return await self.session.scalar(
-            select(Hardware).where(Hardware.id == hardware_id, self._visible(team_id))  # type: ignore[arg-type]
+            visible(Hardware, team_id).where(Hardware.id == hardware_id)
         )
 
     async def by_name(self, team_id: uuid.UUID, name: str) -> Hardware | None:
         """The SKU called exactly `name`, in any case; the team's own entry wins over the
         public one. Equality, not ILIKE: `%` and `_` in a name are characters, not wildcards."""
         rows = await self.session.scalars(
-            select(Hardware)
-            .where(func.lower(Hardware.name) == name.lower(), self._visible(team_id))  # type: ignore[arg-type]
+            visible(Hardware, team_id)
+            .where(func.lower(Hardware.name) == name.lower())
             .order_by(Hardware.team_id.is_(None))
         )
         return rows.first()

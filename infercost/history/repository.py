@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from infercost.endpoints.models import Endpoint
 from infercost.history.stats import METRICS, FloatArray
 from infercost.jobs.models import RequestSample, Run
+from infercost.teams.scope import owned_by, readable, unscoped
 
 #: The run columns a history point shows (GET /v1/endpoints/{id}/history).
 POINT_COLUMNS = (
@@ -77,11 +78,13 @@ class HistoryRepository:
 
     async def succeeded_runs(self, job_id: uuid.UUID) -> list[Run]:
         """The job's succeeded runs in level order."""
-        rows = await self.session.scalars(
+        query = (
             select(Run)
             .where(Run.job_id == job_id, Run.status == "succeeded")
             .order_by(Run.level_index)
         )
+        reason = "the worker that ran the job decides its runs' changes"
+        rows = await self.session.scalars(unscoped(query, reason))
         return list(rows)
 
     async def baseline(self, run: Run) -> Run | None:
@@ -92,9 +95,8 @@ class HistoryRepository:
         if run.workload_fingerprint is None or run.finished_at is None:
             return None
         baseline: Run | None = await self.session.scalar(
-            select(Run)
+            readable(Run, run.team_id)
             .where(
-                Run.team_id == run.team_id,
                 Run.endpoint_id == run.endpoint_id,
                 Run.workload_fingerprint == run.workload_fingerprint,
                 Run.mode == run.mode,
@@ -151,7 +153,7 @@ class HistoryRepository:
     async def endpoint_exists(self, team_id: uuid.UUID, endpoint_id: uuid.UUID) -> bool:
         """True when the team has (or had: deleted endpoints keep their history) it."""
         found = await self.session.scalar(
-            select(Endpoint.id).where(Endpoint.id == endpoint_id, Endpoint.team_id == team_id)
+            readable(Endpoint, team_id, Endpoint.id).where(Endpoint.id == endpoint_id)
         )
         return found is not None
 
@@ -167,7 +169,7 @@ class HistoryRepository:
         (workload fingerprint, mode, level), ordered series by series and in time order
         within one. Walks ix_runs_history, which is keyed in that order."""
         where: list[ColumnElement[bool]] = [
-            Run.team_id == team_id,
+            owned_by(Run, team_id),
             Run.endpoint_id == endpoint_id,
             Run.status == "succeeded",
             Run.finished_at.is_not(None),

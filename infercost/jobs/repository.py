@@ -102,19 +102,19 @@ class JobRepository:
     async def active_jobs(self) -> Sequence[Row[Any]]:
         """Every queued or running job of every team, by plan and progress only: the queue
         is shared, so a job's place in it counts other teams' jobs (never shown)."""
-        rows = await self.session.execute(
-            select(
-                Job.id,
-                Job.status,
-                Job.endpoint_id,
-                Job.workload_fingerprint,
-                Job.load,
-                Job.created_at,
-                Job.started_at,
-                Job.progress_done,
-                Job.progress_total,
-            ).where(Job.status.in_(("queued", "running")))
-        )
+        query = select(
+            Job.id,
+            Job.status,
+            Job.endpoint_id,
+            Job.workload_fingerprint,
+            Job.load,
+            Job.created_at,
+            Job.started_at,
+            Job.progress_done,
+            Job.progress_total,
+        ).where(Job.status.in_(("queued", "running")))
+        reason = "a job's place in the shared queue counts every team's jobs (never shown)"
+        rows = await self.session.execute(unscoped(query, reason))
         return rows.all()
 
     async def latest_paces(self, endpoint_ids: Sequence[uuid.UUID]) -> Sequence[Row[Any]]:
@@ -140,7 +140,9 @@ class JobRepository:
             .order_by(Run.endpoint_id, Run.workload_fingerprint, Run.finished_at.desc())
             .subquery()
         )
-        rows = await self.session.execute(select(latest).order_by(latest.c.finished_at.desc()))
+        query = select(latest).order_by(latest.c.finished_at.desc())
+        reason = "the pace of the endpoints of every team's jobs ahead in the shared queue"
+        rows = await self.session.execute(unscoped(query, reason))
         return rows.all()
 
     async def cancel(self, team_id: uuid.UUID, job_id: uuid.UUID) -> Job | None:

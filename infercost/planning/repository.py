@@ -6,13 +6,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.endpoints.models import Endpoint
 from infercost.jobs.models import Job
 from infercost.prices.models import Price
 from infercost.prices.repository import in_effect_at
+from infercost.teams.scope import readable
 
 
 class EvidenceRepository:
@@ -25,9 +25,8 @@ class EvidenceRepository:
         """The team's live endpoints that generate with `model`, by name: an estimate sizes
         generation traffic, so embeddings endpoints (their own kind) are left out."""
         rows = await self.session.scalars(
-            select(Endpoint)
+            readable(Endpoint, team_id)
             .where(
-                Endpoint.team_id == team_id,
                 Endpoint.model == model,
                 Endpoint.deleted_at.is_(None),
                 Endpoint.api != "openai-embeddings",
@@ -39,18 +38,20 @@ class EvidenceRepository:
     async def models(self, team_id: uuid.UUID) -> list[str]:
         """Every model the team's live endpoints serve, sorted."""
         rows = await self.session.scalars(
-            select(Endpoint.model)
-            .where(Endpoint.team_id == team_id, Endpoint.deleted_at.is_(None))
+            readable(Endpoint, team_id, Endpoint.model)
+            .where(Endpoint.deleted_at.is_(None))
             .distinct()
             .order_by(Endpoint.model)
         )
         return list(rows)
 
-    async def finished_jobs(self, endpoint_id: uuid.UUID, limit: int = 20) -> list[Job]:
+    async def finished_jobs(
+        self, team_id: uuid.UUID, endpoint_id: uuid.UUID, limit: int = 20
+    ) -> list[Job]:
         """The endpoint's latest jobs that measured something (succeeded, or failed or
         cancelled after some levels), newest first."""
         rows = await self.session.scalars(
-            select(Job)
+            readable(Job, team_id)
             .where(
                 Job.endpoint_id == endpoint_id,
                 Job.status.in_(("succeeded", "failed", "cancelled")),
@@ -62,7 +63,5 @@ class EvidenceRepository:
 
     async def prices_in_effect(self, team_id: uuid.UUID, at: datetime) -> list[Price]:
         """For each provider, hardware and pricing model, the entry in effect at `at`."""
-        rows = await self.session.scalars(
-            in_effect_at(select(Price).where(Price.team_id == team_id), at)
-        )
+        rows = await self.session.scalars(in_effect_at(readable(Price, team_id), at))
         return list(rows)

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.hardware.models import Hardware
 from infercost.prices.models import Price
+from infercost.teams.scope import readable
 
 
 def in_effect_at(query: Select[Any], at: datetime) -> Select[Any]:
@@ -52,7 +53,12 @@ class PriceRepository:
             )
             .returning(Price.id)
         )
-        return None if created is None else await self.session.get(Price, created)
+        if created is None:
+            return None
+        price: Price | None = await self.session.scalar(
+            readable(Price, values["team_id"]).where(Price.id == created)
+        )
+        return price
 
     async def in_effect(
         self,
@@ -65,9 +71,8 @@ class PriceRepository:
     ) -> Price | None:
         """The entry in effect at `at`: the latest effective_from <= at (uq_prices_in_effect)."""
         return await self.session.scalar(
-            select(Price)
+            readable(Price, team_id)
             .where(
-                Price.team_id == team_id,
                 Price.provider == provider,
                 Price.hardware_id == hardware_id,
                 Price.pricing_model == pricing_model,
@@ -93,7 +98,7 @@ class PriceRepository:
         With `at`, only the entry in effect at that time for each provider, hardware and
         pricing model; without it, the whole history, newest first within each.
         """
-        ids: Select[Any] = select(Price.id).where(Price.team_id == team_id)
+        ids: Select[Any] = readable(Price, team_id, Price.id)
         if provider is not None:
             ids = ids.where(Price.provider == provider)
         if hardware_id is not None:

@@ -8,11 +8,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Run
+from infercost.teams.scope import readable
 
 #: Bins of a TTFT histogram: enough to show a tail, few enough to stay a small chart.
 TTFT_BINS = 30
@@ -77,12 +78,17 @@ class ReportRepository:
             counts[row.run_id][min(max(int(row.bucket), 1), bins) - 1] += int(row.n)
         return edges, counts
 
-    async def measured_on(self, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, MeasuredOn]:
-        """Each run's deployment and engine version, as snapshotted when it started."""
+    async def measured_on(
+        self, team_id: uuid.UUID, run_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, MeasuredOn]:
+        """Each of the team's runs' deployment and engine version, as snapshotted when it
+        started."""
         if not run_ids:
             return {}
         rows = await self.session.execute(
-            select(
+            readable(
+                Run,
+                team_id,
                 Run.id,
                 Deployment.model,
                 Deployment.engine,

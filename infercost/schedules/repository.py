@@ -6,12 +6,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Unpack
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.jobs.models import Job
 from infercost.schedules.models import Schedule, ScheduleRun
+from infercost.teams.scope import owned_by, readable
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +29,8 @@ class SlotRow:
     recorded_at: datetime
 
 
-#: Ledger rows with their job's status (a statement is immutable: each use extends a copy).
+#: Ledger rows with their job's status (a statement is immutable: each use extends a copy);
+#: `_slots_of` scopes it to a team.
 SLOTS_QUERY = select(
     ScheduleRun.schedule_id,
     ScheduleRun.slot_at,
@@ -37,6 +40,13 @@ SLOTS_QUERY = select(
     ScheduleRun.reason,
     ScheduleRun.created_at,
 ).outerjoin(Job, Job.id == ScheduleRun.job_id)
+
+
+def _slots_of(team_id: uuid.UUID) -> Select[Unpack[tuple[Any, ...]]]:
+    """SLOTS_QUERY over the ledgers of the team's schedules only."""
+    return SLOTS_QUERY.join(Schedule, Schedule.id == ScheduleRun.schedule_id).where(
+        owned_by(Schedule, team_id)
+    )
 
 
 class ScheduleRepository:
@@ -51,7 +61,7 @@ class ScheduleRepository:
         """Stop every schedule of an endpoint (it was deleted): no slot of it runs again."""
         await self.session.execute(
             update(Schedule)
-            .where(Schedule.team_id == team_id, Schedule.endpoint_id == endpoint_id)
+            .where(owned_by(Schedule, team_id), Schedule.endpoint_id == endpoint_id)
             .values(enabled=False, next_slot_at=None, disabled_reason=reason)
         )
 
@@ -64,7 +74,7 @@ class ScheduleRepository:
         self, team_id: uuid.UUID, schedule_id: uuid.UUID, *, lock: bool = False
     ) -> Schedule | None:
         """The team's schedule; with `lock`, row-locked against a scheduler tick."""
-        query = select(Schedule).where(Schedule.id == schedule_id, Schedule.team_id == team_id)
+        query = readable(Schedule, team_id).where(Schedule.id == schedule_id)
         if lock:
             query = query.with_for_update()
         schedule: Schedule | None = await self.session.scalar(
@@ -81,39 +91,42 @@ class ScheduleRepository:
     ) -> tuple[list[Schedule], int]:
         """One page of the team's schedules, oldest first, and how many there are."""
         total = await self.session.scalar(
-            select(func.count()).select_from(Schedule).where(Schedule.team_id == team_id)
+            select(func.count()).select_from(Schedule).where(owned_by(Schedule, team_id))
         )
         rows = await self.session.scalars(
-            select(Schedule)
-            .where(Schedule.team_id == team_id)
+            readable(Schedule, team_id)
             .order_by(Schedule.created_at, Schedule.id)
             .limit(limit)
             .offset(offset)
         )
         return list(rows), int(total or 0)
 
-    async def last_slots(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, SlotRow]:
-        """The newest ledger row of each schedule, in one query."""
+    async def last_slots(
+        self, team_id: uuid.UUID, ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, SlotRow]:
+        """The newest ledger row of each of the team's schedules, in one query."""
         if not ids:
             return {}
         rows = await self.session.execute(
-            SLOTS_QUERY.where(ScheduleRun.schedule_id.in_(list(ids)))
+            _slots_of(team_id)
+            .where(ScheduleRun.schedule_id.in_(list(ids)))
             .distinct(ScheduleRun.schedule_id)
             .order_by(ScheduleRun.schedule_id, ScheduleRun.slot_at.desc())
         )
         return {row[0]: SlotRow(*row) for row in rows}
 
     async def slots(
-        self, schedule_id: uuid.UUID, *, limit: int, offset: int
+        self, team_id: uuid.UUID, schedule_id: uuid.UUID, *, limit: int, offset: int
     ) -> tuple[list[SlotRow], int]:
-        """The schedule's ledger, newest slot first, and how many rows it has."""
+        """The team's schedule's ledger, newest slot first, and how many rows it has."""
         total = await self.session.scalar(
             select(func.count())
             .select_from(ScheduleRun)
             .where(ScheduleRun.schedule_id == schedule_id)
         )
         rows = await self.session.execute(
-            SLOTS_QUERY.where(ScheduleRun.schedule_id == schedule_id)
+            _slots_of(team_id)
+            .where(ScheduleRun.schedule_id == schedule_id)
             .order_by(ScheduleRun.slot_at.desc())
             .limit(limit)
             .offset(offset)

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
 from infercost.teams.models import ApiKey, Team
+from infercost.teams.scope import owned_by, readable, unscoped
 
 
 class TeamRepository:
@@ -39,15 +40,15 @@ class TeamRepository:
 
     async def live_key_by_prefix(self, prefix: str) -> ApiKey | None:
         """The unrevoked key with this prefix, if any."""
-        return await self.session.scalar(
-            select(ApiKey).where(ApiKey.prefix == prefix, ApiKey.revoked_at.is_(None))
-        )
+        query = select(ApiKey).where(ApiKey.prefix == prefix, ApiKey.revoked_at.is_(None))
+        reason = "authentication: the key is how a request learns its team"
+        return await self.session.scalar(unscoped(query, reason))
 
     async def revoke_key(self, team_id: uuid.UUID, key_id: uuid.UUID) -> bool:
         """Mark a key revoked; False when the team has no such live key."""
         result = await self.session.execute(
             update(ApiKey)
-            .where(ApiKey.id == key_id, ApiKey.team_id == team_id, ApiKey.revoked_at.is_(None))
+            .where(ApiKey.id == key_id, owned_by(ApiKey, team_id), ApiKey.revoked_at.is_(None))
             .values(revoked_at=utcnow())
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -55,6 +56,6 @@ class TeamRepository:
     async def list_keys(self, team_id: uuid.UUID) -> list[ApiKey]:
         """The team's keys, newest first (revoked ones included, marked)."""
         rows = await self.session.scalars(
-            select(ApiKey).where(ApiKey.team_id == team_id).order_by(ApiKey.created_at.desc())
+            readable(ApiKey, team_id).order_by(ApiKey.created_at.desc())
         )
         return list(rows)

@@ -11,6 +11,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
+from infercost.teams.scope import owned_by, readable, unscoped
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 
 
@@ -29,18 +30,15 @@ class WebhookRepository:
 
     async def get(self, team_id: uuid.UUID, webhook_id: uuid.UUID) -> Webhook | None:
         """The team's webhook."""
-        return await self.session.scalar(
-            select(Webhook).where(Webhook.id == webhook_id, Webhook.team_id == team_id)
-        )
+        return await self.session.scalar(readable(Webhook, team_id).where(Webhook.id == webhook_id))
 
     async def page(
         self, team_id: uuid.UUID, *, limit: int, offset: int
     ) -> tuple[list[Webhook], int]:
         """One page of the team's webhooks, newest first, and how many there are."""
-        total = await self.session.scalar(select(func.count()).where(Webhook.team_id == team_id))
+        total = await self.session.scalar(select(func.count()).where(owned_by(Webhook, team_id)))
         rows = await self.session.scalars(
-            select(Webhook)
-            .where(Webhook.team_id == team_id)
+            readable(Webhook, team_id)
             .order_by(Webhook.created_at.desc(), Webhook.id)
             .limit(limit)
             .offset(offset)
@@ -49,7 +47,7 @@ class WebhookRepository:
 
     async def count(self, team_id: uuid.UUID) -> int:
         """How many webhooks the team has (for its cap, INFERCOST_MAX_WEBHOOKS)."""
-        total = await self.session.scalar(select(func.count()).where(Webhook.team_id == team_id))
+        total = await self.session.scalar(select(func.count()).where(owned_by(Webhook, team_id)))
         return int(total or 0)
 
     async def delete(self, webhook_id: uuid.UUID) -> None:
@@ -59,7 +57,7 @@ class WebhookRepository:
     async def subscribed(self, team_id: uuid.UUID, event: str) -> list[Webhook]:
         """The team's webhooks that want `event`."""
         rows = await self.session.scalars(
-            select(Webhook).where(Webhook.team_id == team_id, Webhook.events.contains([event]))
+            readable(Webhook, team_id).where(Webhook.events.contains([event]))
         )
         return list(rows)
 
@@ -123,7 +121,10 @@ class WebhookRepository:
 
     async def webhook_of(self, delivery: WebhookDelivery) -> Webhook | None:
         """The webhook a delivery goes to."""
-        return await self.session.get(Webhook, delivery.webhook_id)
+        query = select(Webhook).where(Webhook.id == delivery.webhook_id)
+        reason = "the courier delivers to the webhook its delivery row names"
+        webhook: Webhook | None = await self.session.scalar(unscoped(query, reason))
+        return webhook
 
     async def record_attempt(
         self,

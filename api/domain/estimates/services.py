@@ -239,10 +239,10 @@ class EstimateService:
     ) -> Measured | Unmeasured:
         """The endpoint's job most like the traffic whose levels give a capacity at the SLO
         (ties: not client-bound, then newest), or why there is none."""
-        jobs = await self.evidence.finished_jobs(endpoint.id)
+        jobs = await self.evidence.finished_jobs(self.team_id, endpoint.id)
         if not jobs:
             return Unmeasured("never measured: submit a job with several load levels")
-        runs = await JobRepository(self.session).runs_of_jobs([j.id for j in jobs])
+        runs = await JobRepository(self.session).runs_of_jobs(self.team_id, [j.id for j in jobs])
         by_job: dict[uuid.UUID, list[Run]] = {}
         for run in runs:
             by_job.setdefault(run.job_id, []).append(run)

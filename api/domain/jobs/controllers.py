@@ -195,7 +195,8 @@ class RunController(Controller):
         )
         if tool is None:
             return summary
-        # jobs.summary answered 404 unless the run is the caller's team's.
+        # jobs.summary answered 404 unless the run is the caller's team's; recompute reads
+        # the samples scoped to the team as well.
         return msgspec.structs.replace(summary, definitions=await recompute.block(run_id, tool))
 
     @get(

@@ -13,6 +13,7 @@ from litestar.params import QueryParameter
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from api.auth import CurrentCaller
 from api.db import DbSession
 from api.domain.jobs.schemas import Definitions, Distribution
 from infercost.definitions import READS_CHUNK_TIMES, TOOLS, Samples, Tool, recompute
@@ -71,8 +72,12 @@ def _samples_sql(chunk_times: bool) -> TextClause:
             f", string_agg(substring(array_send(chunk_times_ms) FROM {_ARRAY_HEADER + 1}),"
             " ''::bytea)"
         )
-    # Built from the constants above only; the run id is a bound parameter.
-    return text(f"SELECT {columns} FROM request_samples WHERE run_id = :run_id")  # noqa: S608
+    # Built from the constants above only; the run and team ids are bound parameters. The
+    # samples are read only when the run is the team's (scoped here, not by call order).
+    return text(
+        f"SELECT {columns} FROM request_samples WHERE run_id ="  # noqa: S608
+        " (SELECT id FROM runs WHERE id = :run_id AND team_id = :team_id)"
+    )
 
 
 _SAMPLES_SQL = {chunk_times: _samples_sql(chunk_times) for chunk_times in (False, True)}
@@ -97,18 +102,19 @@ def parse_tool(value: str) -> Tool:
 class DefinitionsService:
     """Reads a run's raw samples and recomputes its figures under a tool's definitions.
 
-    The caller checks that the run is the team's first (JobService.run): this reads by
-    run id alone.
+    Reads are scoped to the team: another team's run has no samples here.
     """
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, team_id: uuid.UUID) -> None:
         self.session = session
+        self.team_id = team_id
 
     async def samples(self, run_id: uuid.UUID, *, chunk_times: bool = True) -> Samples:
         """Every sample of the run as columns, read in one query (no ORM objects, no row
         objects); with `chunk_times`, every chunk time too, which only the definitions in
         READS_CHUNK_TIMES need."""
-        row = (await self.session.execute(_SAMPLES_SQL[chunk_times], {"run_id": run_id})).one()
+        ids = {"run_id": run_id, "team_id": self.team_id}
+        row = (await self.session.execute(_SAMPLES_SQL[chunk_times], ids)).one()
         records = np.frombuffer(row[1] or b"", dtype=_RECORD_DTYPE)
         if records.size != row[0]:
             # A NULL in a record (a column stored NULL that is not replaced) drops it.
@@ -152,6 +158,6 @@ class DefinitionsService:
         )
 
 
-def provide_definitions_service(db_session: DbSession) -> DefinitionsService:
-    """The service over the request's session."""
-    return DefinitionsService(db_session)
+def provide_definitions_service(db_session: DbSession, caller: CurrentCaller) -> DefinitionsService:
+    """The service over the request's session, for the caller's team."""
+    return DefinitionsService(db_session, caller.team_id)

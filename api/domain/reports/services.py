@@ -222,10 +222,12 @@ class ReportService:
         """The job's deployment as its runs measured it (the endpoint keeps only its name
         here: it may have been re-sized or upgraded since), or, before any level ran, as
         the endpoint describes it now (flagged `from_endpoint`)."""
-        endpoint = await EndpointRepository(self.session).get_any(job.endpoint_id)
+        endpoint = await EndpointRepository(self.session).get_kept(self.team_id, job.endpoint_id)
         if endpoint is None:  # a job's endpoint is kept (soft-deleted) for its history
             raise NotFound(f"the endpoint of job {job.id} no longer exists")
-        measured = await ReportRepository(self.session).measured_on([r.id for r in read.runs])
+        measured = await ReportRepository(self.session).measured_on(
+            self.team_id, [r.id for r in read.runs]
+        )
         # Each deployment the runs measured, in level order, with the levels measured on it.
         setups: dict[MeasuredOn, list[str]] = {}
         for run in read.runs:
