@@ -145,6 +145,16 @@ class ComparisonRow:
     adequate: bool | None = None
     inadequate: list[dict[str, str]] = field(default_factory=list)
 
+    @property
+    def deployment(self) -> dict[str, Any]:
+        """What was measured (model, engine, hardware, GPU count), as the API nests it."""
+        return {
+            "model": self.model,
+            "engine": self.engine,
+            "hardware": self.hardware,
+            "gpu_count": self.gpu_count,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ComparisonResult:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.csv import csv_cell, csv_text
@@ -18,7 +19,7 @@ from api.domain.comparisons.schemas import (
     FrontierPoint,
     FrontierRead,
 )
-from api.domain.jobs.schemas import AdequacyReason, SkippedLevel
+from api.domain.jobs.schemas import SkippedLevel
 from api.schemas import time_window
 from infercost.comparisons import repository
 from infercost.comparisons.frontier import Point, pareto_frontier
@@ -169,28 +170,11 @@ def comparison_filter(
 
 
 def _deployment(row: repository.ComparisonRow) -> Deployment:
-    return Deployment(
-        model=row.model, engine=row.engine, hardware=row.hardware, gpu_count=row.gpu_count
-    )
+    return msgspec.convert(row.deployment, Deployment)
 
 
 def _row(row: repository.ComparisonRow) -> ComparisonRow:
-    return ComparisonRow(
-        deployment=_deployment(row),
-        mode=row.mode,
-        level=row.level,
-        workload_fingerprint=row.workload_fingerprint,
-        runs=row.runs,
-        run_ids=row.run_ids,
-        endpoint_ids=row.endpoint_ids,
-        client_bound=row.client_bound,
-        slo_passed=row.slo_passed,
-        first_measured_at=row.first_measured_at,
-        last_measured_at=row.last_measured_at,
-        figures=row.figures,
-        adequate=row.adequate,
-        inadequate=[AdequacyReason(r["code"], r["detail"]) for r in row.inadequate],
-    )
+    return msgspec.convert(row, ComparisonRow, from_attributes=True)
 
 
 def _left_out_warning(count: int, what: str) -> str:
@@ -346,15 +330,7 @@ class ComparisonService:
             left_out=len(result.rows) - len(points),
             warnings=warnings,
             excluded=excluded,
-            skipped=[
-                SkippedLevel(
-                    run_id=s.run_id,
-                    level=s.level,
-                    mode=s.mode,
-                    reasons=[AdequacyReason(r["code"], r["detail"]) for r in s.reasons],
-                )
-                for s in skipped
-            ],
+            skipped=msgspec.convert(skipped, list[SkippedLevel], from_attributes=True),
         )
 
 

@@ -79,25 +79,7 @@ class HistoryQuery:
 
 
 def _point(row: HistoryRow) -> HistoryPoint:
-    v = row.values
-    return HistoryPoint(
-        run_id=v["id"],
-        job_id=v["job_id"],
-        started_at=v["started_at"],
-        finished_at=v["finished_at"],
-        engine_version=v["engine_version"],
-        ttft_p50_ms=v["ttft_p50_ms"],
-        ttft_p95_ms=v["ttft_p95_ms"],
-        tpot_p50_ms=v["tpot_p50_ms"],
-        tpot_p95_ms=v["tpot_p95_ms"],
-        e2e_p50_ms=v["e2e_p50_ms"],
-        e2e_p95_ms=v["e2e_p95_ms"],
-        output_tokens_per_s=v["output_tokens_per_s"],
-        cost_per_million_output_tokens_usd=v["cost_per_million_output_tokens_usd"],
-        client_bound=v["client_bound"],
-        slo_passed=v["slo_passed"],
-        change=change_read(v["change"]),
-    )
+    return msgspec.convert({**row.values, "run_id": row.values["id"]}, HistoryPoint)
 
 
 class HistoryService:
