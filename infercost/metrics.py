@@ -105,6 +105,10 @@ class RequestTiming:
     cached_tokens: int | None = None
     # The engine's own timings of this request; None when it reports none.
     server: ServerTimings | None = None
+    # How long it waited for a slot under the level's cap on requests in flight
+    # (load.max_concurrency): part of its queue delay that the plan, not the client, caused.
+    # None when the level had no cap.
+    cap_wait: float | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -158,8 +162,14 @@ class RequestTiming:
 
     @property
     def queue_delay(self) -> float:
-        """t_send - t_sched: the client's own lateness."""
+        """t_send - t_sched: how late it went out against its schedule."""
         return self.t_send - self.t_sched
+
+    @property
+    def send_late(self) -> float:
+        """The client's own lateness: queue delay less the wait for a slot under the level's
+        cap on requests in flight (a wait the plan asked for)."""
+        return self.t_send - self.t_sched - (self.cap_wait or 0.0)
 
 
 _NO_STREAM = "an embeddings request returns one JSON body and no generated tokens"
@@ -263,7 +273,9 @@ def tokens_in_window(
     (warm-up and failed ones too: what the server produced for this client; METRICS.md).
 
     Output tokens are placed at their events' arrival: an event carries its continuous-usage
-    count when every event said, else the request's n_out spread evenly over its events. A
+    count when every event said (tokens counted after the last event with text, in events
+    without any, arrive with that last one), else the request's n_out spread evenly over its
+    events. A
     request's prompt tokens are placed at its first event (the end of its prefill); a request
     that got no event placed none, unless it succeeded without any (an embeddings request:
     one body, no tokens out), whose prompt tokens are placed at its end.
@@ -286,6 +298,8 @@ def tokens_in_window(
         k = t.chunk_tokens
         if k and len(k) == len(c):
             out += sum(n for at, n in zip(c, k, strict=True) if start <= at <= stop)
+            if start <= c[-1] <= stop:
+                out += t.n_out - sum(k)
         else:
             inside = sum(1 for at in c if start <= at <= stop)
             out += t.n_out * inside / len(c)
@@ -419,9 +433,9 @@ def adequacy_block(
     if client_bound and not any(r["code"].endswith("_held") for r in reasons):
         reason(
             "client_bound",
-            "queue delay, read lag or event-loop lag p99 above 10 ms: the load generator was "
-            "late, so the figures in client.spoils include its own delay; use load.shards or "
-            "a lower level",
+            "queue delay (less waits for a load.max_concurrency slot), read lag or event-loop "
+            "lag p99 above 10 ms: the load generator was late, so the figures in "
+            "client.spoils include its own delay; use load.shards or a lower level",
         )
     if error_rate is not None and error_rate > ADEQUATE_MAX_ERROR_RATE:
         reason(
@@ -437,6 +451,49 @@ def adequacy_block(
             "cached prefill, not this workload's",
         )
     return {"ok": not reasons, "reasons": reasons}
+
+
+def inflight_max(timings: Sequence[RequestTiming]) -> int:
+    """The most requests in flight at once, t_send to t_end, as the client saw them (a
+    request that never ended counts to the last end)."""
+    last = max((t.t_end for t in timings if t.t_end is not None), default=None)
+    events: list[tuple[float, int]] = []
+    for t in timings:
+        end = t.t_end if t.t_end is not None else last
+        if end is None or end < t.t_send:
+            end = t.t_send
+        events.append((t.t_send, 1))
+        events.append((end, -1))
+    # At equal times an end comes before a start: a slot freed and taken is not two at once.
+    events.sort(key=lambda e: (e[0], e[1]))
+    most = running = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def concurrency_cap_block(
+    timings: Sequence[RequestTiming], max_concurrency: int | None
+) -> dict[str, Any] | None:
+    """A capped level's `concurrency_cap` block (load.max_concurrency on a rate or burst
+    level): the cap, whether in-flight requests reached it (client-side count, warm-up
+    included), how many measured requests waited for a slot and what share, and their
+    waits; None without a cap. Those waits are part of queue_delay_ms, never of the
+    client's own lateness (client.send_late_p99_ms)."""
+    if max_concurrency is None:
+        return None
+    measured = [t for t in timings if not t.warmup]
+    waits = [t.cap_wait for t in measured if t.cap_wait]
+    most = inflight_max(timings)
+    return {
+        "max_concurrency": max_concurrency,
+        "reached": most >= max_concurrency,
+        "inflight_max": most,
+        "waited": len(waits),
+        "waited_share": len(waits) / len(measured) if measured else None,
+        "wait_ms": distribution(_ms(waits)),
+    }
 
 
 def cache_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
@@ -510,6 +567,9 @@ class RunFigures:
     # Figures that do not exist for this kind of run, each with the reason (embeddings:
     # the streaming figures); None when every figure applies.
     not_measured: dict[str, str] | None = None
+    # A level with a cap on requests in flight (load.max_concurrency): whether it was
+    # reached and how often requests waited (concurrency_cap_block); None without a cap.
+    concurrency_cap: dict[str, Any] | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -528,6 +588,7 @@ def summarize(
     cache_expected: bool = False,
     reading: Mapping[str, Any] | None = None,
     embeddings: bool = False,
+    max_concurrency: int | None = None,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
 
@@ -546,6 +607,13 @@ def summarize(
 
     `embeddings` marks a level of embeddings requests (one JSON body each, no tokens out):
     its streaming figures and output throughput are null, and `not_measured` says why.
+
+    `max_concurrency` is the level's cap on requests in flight (load.max_concurrency), if
+    any: a request's wait for a slot (`cap_wait`) is queue delay the plan asked for, so the
+    client is judged on the rest (`send_late`: client.send_late_p99_ms over 10 ms is
+    client-bound) and on the rate of its effective schedule (t_sched + cap_wait), and the
+    `concurrency_cap` block says whether the cap was reached and how often requests waited.
+    Without a cap send_late is the queue delay, so nothing changes.
     """
     if target_concurrency and target_rate:
         raise ValueError("a level has a target concurrency or a target rate, not both")
@@ -593,7 +661,7 @@ def summarize(
     shapes = Counter(t.prompt_length for t in measured if t.prompt_length is not None)
     prompt_lengths = None if not shapes else next(iter(shapes)) if len(shapes) == 1 else "mixed"
 
-    queue_p99 = stats["queue_delay_ms"]["p99"]
+    late_p99 = distribution(_ms(t.send_late for t in measured))["p99"]
     held: bool | None = None
     inflight: float | None = None
     sent: float | None = None
@@ -607,11 +675,13 @@ def summarize(
         held = inflight >= CONCURRENCY_HELD_SHARE * min(target_concurrency, len(timings))
     if target_rate and measured:
         sent = send_rate(measured)
-        scheduled = _rate([t.t_sched for t in measured])
+        # The schedule the client had to keep: each request's due time, or later when it
+        # waited for a slot under the cap.
+        scheduled = _rate([t.t_sched + (t.cap_wait or 0.0) for t in measured])
         if sent is not None and scheduled is not None:
             rate_held = sent >= RATE_HELD_SHARE * scheduled
     sent_late = bool(
-        (queue_p99 is not None and float(queue_p99) > CLIENT_QUEUE_DELAY_P99_LIMIT_MS)
+        (late_p99 is not None and float(late_p99) > CLIENT_QUEUE_DELAY_P99_LIMIT_MS)
         or held is False
         or rate_held is False
     )
@@ -623,7 +693,8 @@ def summarize(
     client_bound = sent_late or read_late
 
     client = {
-        "queue_delay_p99_ms": queue_p99,
+        "queue_delay_p99_ms": stats["queue_delay_ms"]["p99"],
+        "send_late_p99_ms": late_p99,
         "cpu_util": client_cpu_util,
         "inflight_mean": inflight,
         "concurrency_held": held,
@@ -671,4 +742,5 @@ def summarize(
             cache_expected=cache_expected,
         ),
         not_measured=dict(EMBEDDINGS_NOT_MEASURED) if embeddings else None,
+        concurrency_cap=concurrency_cap_block(timings, max_concurrency),
     )
