@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+import uuid
+from typing import Any, Protocol
 
-from infercost.arrivals import planned_requests
+from infercost.jobs.plan import LoadPlan, Mode
 from infercost.jobs.repository import JobRepository
 from infercost.sweep import (
     LevelOutcome,
@@ -30,24 +31,54 @@ from infercost.sweep import (
     stop_after,
     sweep_rates,
 )
-
-if TYPE_CHECKING:
-    from workers.runner import JobRunner, MeasuredLevel
+from workers.progress import MeasuredLevel, Progress
+from workers.runtime import Runtime
 
 log = logging.getLogger("infercost.worker")
+
+
+class Measurer(Protocol):
+    """What a sweep drives: a job's runner (workers/runner/job.py JobRunner)."""
+
+    @property
+    def rt(self) -> Runtime: ...
+    @property
+    def job_id(self) -> uuid.UUID: ...
+    @property
+    def load(self) -> LoadPlan: ...
+    @property
+    def progress(self) -> Progress: ...
+    @property
+    def scraped(self) -> bool:
+        """Whether the endpoint has metrics URLs (its levels are scraped)."""
+        ...
+
+    async def measure_level(
+        self,
+        index: int,
+        level: float,
+        *,
+        mode: Mode | None = None,
+        load: LoadPlan | None = None,
+        planned_after: int = 0,
+    ) -> MeasuredLevel: ...
+
+    async def cool_down(self, seconds: float) -> bool: ...
 
 
 class _Sweep:
     """One sweep's levels and outcome: measured through the runner, recorded on the job."""
 
-    def __init__(self, runner: JobRunner) -> None:
+    def __init__(self, runner: Measurer) -> None:
         self.runner = runner
-        load = runner.job.load
+        load = runner.load
         self.load = load
-        self.rate_count = int(load["rate_levels"])
-        self.users = int(load["max_concurrency"])
-        self.max_error_rate = float(load["max_error_rate"])
-        self.cooldown_s = float(load.get("cooldown_s") or 0.0)
+        if load.rate_levels is None or load.max_concurrency is None or load.max_error_rate is None:
+            raise ValueError("a sweep's plan lacks rate_levels, max_concurrency or max_error_rate")
+        self.rate_count = load.rate_levels
+        self.users = load.max_concurrency
+        self.max_error_rate = load.max_error_rate
+        self.cooldown_s = load.cooldown_s
         self.outcomes: list[LevelOutcome] = []
         self.block: dict[str, Any] = {
             "planned_levels": 2 + self.rate_count,
@@ -56,9 +87,9 @@ class _Sweep:
             "detail": None,
         }
 
-    def planned(self, mode: str, level: float) -> int:
+    def planned(self, mode: Mode, level: float) -> int:
         """Requests a level of this plan is expected to send (0: known only as it runs)."""
-        return planned_requests({**self.load, "mode": mode}, level)
+        return self.load.planned(level, mode)
 
     async def save(self, *, final_progress: bool = False) -> None:
         """Write the sweep block; with final_progress, also progress done == total."""
@@ -68,7 +99,7 @@ class _Sweep:
             progress.level_planned = progress.planned_after = 0
             done = total = progress.done
         async with self.runner.rt.sessionmaker() as session:
-            await JobRepository(session).set_sweep(self.runner.job.id, self.block, done, total)
+            await JobRepository(session).set_sweep(self.runner.job_id, self.block, done, total)
             await session.commit()
 
     async def stop(self, stop: Stop, *, final_progress: bool = False) -> None:
@@ -76,12 +107,12 @@ class _Sweep:
         self.block["stopped"] = stop.reason
         self.block["detail"] = stop.detail
         await self.save(final_progress=final_progress)
-        log.info("job %s sweep stopped: %s", self.runner.job.id, stop.reason)
+        log.info("job %s sweep stopped: %s", self.runner.job_id, stop.reason)
 
     async def measure(
         self,
         kind: SweepKind,
-        mode: str,
+        mode: Mode,
         level: float,
         why: str,
         planned_after: int,
@@ -95,10 +126,8 @@ class _Sweep:
         runner = self.runner
         entries: list[dict[str, Any]] = self.block["levels"]
         index = len(entries)
-        if index and self.cooldown_s > 0 and not await runner._cool_down(self.cooldown_s):
+        if index and self.cooldown_s > 0 and not await runner.cool_down(self.cooldown_s):
             return None
-        runner.level_mode = mode
-        runner.progress.planned_after = planned_after
         entry: dict[str, Any] = {
             "index": index,
             "kind": kind,
@@ -117,15 +146,14 @@ class _Sweep:
         }
         entries.append(entry)
         await self.save()
-        job = runner.job
-        planned_load = job.load
-        if duration_s is not None:
-            # The runner reads the plan from its job: this one level runs for duration_s.
-            job.load = {**planned_load, "duration_s": duration_s, "requests_per_level": None}
-        try:
-            measured = await runner.measure_level(index, level)
-        finally:
-            job.load = planned_load
+        measured = await runner.measure_level(
+            index,
+            level,
+            mode=mode,
+            # A lengthened try runs for duration_s whatever the plan's count.
+            load=None if duration_s is None else self.load.for_duration(duration_s),
+            planned_after=planned_after,
+        )
         figures = measured.figures
         codes = adequacy_codes(figures.adequacy)
         entry.update(
@@ -153,21 +181,19 @@ class _Sweep:
         lengthened: their other shards read the plan from the stored job."""
         last = self.outcomes[-1]
         entry = self.block["levels"][last.index]
-        if entry["lengthened_from"] is not None or int(self.load.get("shards") or 1) > 1:
+        if entry["lengthened_from"] is not None or self.load.shards > 1:
             return None
         figures = measured.figures
         return lengthened_duration(
             last.inadequate,
             window_s=figures.duration_s,
             succeeded=figures.requests_succeeded,
-            planned_s=self.load.get("duration_s"),
-            telemetry_interval_s=float(self.load.get("telemetry_interval_s", 1.0))
-            if self.runner.endpoint.metrics_urls
-            else None,
+            planned_s=self.load.duration_s,
+            telemetry_interval_s=self.load.telemetry_interval_s if self.runner.scraped else None,
         )
 
     async def measure_adequately(
-        self, kind: SweepKind, mode: str, level: float, why: str, planned_after: int
+        self, kind: SweepKind, mode: Mode, level: float, why: str, planned_after: int
     ) -> MeasuredLevel | None:
         """Measure a level and, when it was too short or had too few requests, once more
         for longer (lengthened_duration); the longer try is the level's result."""
@@ -180,7 +206,7 @@ class _Sweep:
         first = self.outcomes[-1]
         log.info(
             "job %s sweep: %s inadequate (%s), measuring it again for %.0f s",
-            self.runner.job.id,
+            self.runner.job_id,
             describe(first),
             ", ".join(first.inadequate),
             seconds,
@@ -272,7 +298,7 @@ class _Sweep:
         return "succeeded", None
 
 
-async def run_sweep(runner: JobRunner) -> tuple[str, str | None]:
+async def run_sweep(runner: Measurer) -> tuple[str, str | None]:
     """Run a sweep job's levels; return its final status and error message. If the worker
     fails inside it, the sweep block says it stopped as `failed` before the error goes on."""
     sweep = _Sweep(runner)

@@ -59,6 +59,7 @@ from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.fingerprint import workload_fingerprint
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job, RequestSample, Run
+from infercost.jobs.plan import decode_plan
 from infercost.jobs.repository import JobRepository
 from infercost.metrics import distribution
 from infercost.planning.presets import get_preset
@@ -192,6 +193,20 @@ def run_summary(
         live=msgspec.convert(run.live, LiveFigures) if run.live else None,
         change=change_read(run.change),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedJob:
+    """A job checked and resolved by JobService.plan: the values its row stores. `workload`
+    holds seed None when the job named none."""
+
+    endpoint_id: uuid.UUID
+    workload: dict[str, Any]
+    load: dict[str, Any]
+    slo: dict[str, Any] | None
+    dataset_id: uuid.UUID | None
+    workload_fingerprint: str
+    progress_total: int
 
 
 def _progress(job: Job) -> Progress:
@@ -445,32 +460,69 @@ class JobService:
         slo = data.slo if data.slo is not None else msgspec.convert(preset.default_slo(), Slo)
         return msgspec.structs.replace(data, workload=workload, slo=slo)
 
-    async def submit(self, data: JobCreate, idempotency_key: str | None) -> tuple[Job, bool]:
-        """Store a queued job and enqueue it once committed; the bool says whether it is new."""
+    async def plan(
+        self, data: JobCreate, *, preflight: bool = True, field_prefix: str = ""
+    ) -> PlannedJob:
+        """Check a job and resolve its plan once, as its row stores it and a worker decodes
+        it (infercost/jobs/plan.py): the preset, the plan's rules, the endpoint (its last
+        preflight check too, with `preflight`), the dataset, every default. The seed stays
+        None when the job names none: each job (or scheduled slot) draws its own.
+        `field_prefix` goes before field names in errors ("job." inside a schedule)."""
         data = self._with_preset(data)
         self._check(data)
         endpoint = await self.endpoints.get(self.team_id, data.endpoint_id)
         if endpoint is None:
             raise InvalidInput(
-                "endpoint_id", f"no endpoint {data.endpoint_id} in your team: GET /v1/endpoints"
+                f"{field_prefix}endpoint_id",
+                f"no endpoint {data.endpoint_id} in your team: GET /v1/endpoints",
             )
-        if not data.force:
+        if preflight:
             refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
         if endpoint.api == "openai-embeddings":
             _check_embeddings(data)
         dataset = await workload_dataset(self.session, self.team_id, data.workload, endpoint.api)
         load = self._stored_load(self._resolved(data.load))
-        workload = msgspec.to_builtins(data.workload)
-        seed_given = data.workload.seed is not None
+        workload: dict[str, Any] = msgspec.to_builtins(data.workload)
+        slo: dict[str, Any] | None = msgspec.to_builtins(data.slo) if data.slo else None
+        # What a worker will decode, checked now: every key resolved (a field the plan does
+        # not know, or a default left unresolved, fails here and not in the worker).
+        decode_plan({**workload, "seed": workload["seed"] or 0}, load, slo, strict=True)
+        return PlannedJob(
+            endpoint_id=data.endpoint_id,
+            workload=workload,
+            load=load,
+            slo=slo,
+            dataset_id=None if dataset is None else dataset.id,
+            workload_fingerprint=workload_fingerprint(
+                # Embeddings are their own kind: the same texts embedded are another
+                # workload than generated from, so comparisons by fingerprint never mix.
+                # The seed never enters it.
+                workload
+                if endpoint.api != "openai-embeddings"
+                else {**workload, "api": endpoint.api},
+                None if dataset is None else dataset.content_sha256,
+            ),
+            progress_total=(
+                sweep_planned_requests(load)
+                if load["mode"] == "sweep"
+                else sum(planned_requests(load, lvl) for lvl in load["levels"])
+            ),
+        )
+
+    async def submit(self, data: JobCreate, idempotency_key: str | None) -> tuple[Job, bool]:
+        """Store a queued job and enqueue it once committed; the bool says whether it is new."""
+        planned = await self.plan(data, preflight=not data.force)
+        workload = planned.workload
+        seed_given = workload["seed"] is not None
         if not seed_given:
             # A fresh seed per job: identical prompts would let the engine's prefix cache
             # answer a rerun (README, "Prompt caches"); stored, so the job can be repeated.
-            workload["seed"] = secrets.randbits(32)
+            workload = {**workload, "seed": secrets.randbits(32)}
         plan = {
-            "endpoint_id": data.endpoint_id,
+            "endpoint_id": planned.endpoint_id,
             "workload": workload,
-            "load": load,
-            "slo": msgspec.to_builtins(data.slo) if data.slo else None,
+            "load": planned.load,
+            "slo": planned.slo,
         }
         job, created = await self.jobs.add_job(
             {
@@ -478,20 +530,9 @@ class JobService:
                 "team_id": self.team_id,
                 "status": "queued",
                 "idempotency_key": idempotency_key,
-                "dataset_id": None if dataset is None else dataset.id,
-                "workload_fingerprint": workload_fingerprint(
-                    # Embeddings are their own kind: the same texts embedded are another
-                    # workload than generated from, so comparisons by fingerprint never mix.
-                    plan["workload"]
-                    if endpoint.api != "openai-embeddings"
-                    else {**plan["workload"], "api": endpoint.api},
-                    None if dataset is None else dataset.content_sha256,
-                ),
-                "progress_total": (
-                    sweep_planned_requests(load)
-                    if load["mode"] == "sweep"
-                    else sum(planned_requests(load, lvl) for lvl in load["levels"])
-                ),
+                "dataset_id": planned.dataset_id,
+                "workload_fingerprint": planned.workload_fingerprint,
+                "progress_total": planned.progress_total,
             }
         )
         if created:

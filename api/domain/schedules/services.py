@@ -9,10 +9,9 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.domain.datasets.services import workload_dataset
 from api.domain.jobs.limits import JobLimits
 from api.domain.jobs.schemas import JobCreate
-from api.domain.jobs.services import JobService, _check_embeddings
+from api.domain.jobs.services import JobService
 from api.domain.schedules.schemas import (
     QuietHours,
     ScheduleCreate,
@@ -22,16 +21,13 @@ from api.domain.schedules.schemas import (
     Thresholds,
     When,
 )
-from infercost.arrivals import planned_requests
 from infercost.db.base import utcnow
 from infercost.errors import InvalidInput, NotFound
-from infercost.fingerprint import workload_fingerprint
 from infercost.schedules.alerts import SLO_COLUMNS
 from infercost.schedules.models import Schedule
 from infercost.schedules.repository import ScheduleRepository, SlotRow
 from infercost.schedules.scheduler import first_due
 from infercost.schedules.slots import check_cron, check_timezone
-from infercost.sweep import sweep_planned_requests
 
 
 def _clock(value: str) -> time:
@@ -82,39 +78,15 @@ class ScheduleService:
         (the preset, the plan's rules and caps, the endpoint, the dataset), so a slot never
         submits a job the API would have refused."""
         self.limits.check_plan(data.load)
-        jobs = self.jobs
-        resolved = jobs._with_preset(data)
-        jobs._check(resolved)
-        endpoint = await jobs.endpoints.get(self.team_id, resolved.endpoint_id)
-        if endpoint is None:
-            raise InvalidInput(
-                "job.endpoint_id",
-                f"no endpoint {resolved.endpoint_id} in your team: GET /v1/endpoints",
-            )
-        if endpoint.api == "openai-embeddings":
-            _check_embeddings(resolved)
-        dataset = await workload_dataset(
-            self.session, self.team_id, resolved.workload, endpoint.api
-        )
-        load = jobs._stored_load(jobs._resolved(resolved.load))
-        workload = msgspec.to_builtins(resolved.workload)
-        fingerprint_of = (
-            workload if endpoint.api != "openai-embeddings" else {**workload, "api": endpoint.api}
-        )
+        planned = await self.jobs.plan(data, preflight=False, field_prefix="job.")
         return {
             "request": msgspec.to_builtins(data),
-            "workload": workload,
-            "load": load,
-            "slo": msgspec.to_builtins(resolved.slo) if resolved.slo else None,
-            "dataset_id": None if dataset is None else str(dataset.id),
-            "workload_fingerprint": workload_fingerprint(
-                fingerprint_of, None if dataset is None else dataset.content_sha256
-            ),
-            "progress_total": (
-                sweep_planned_requests(load)
-                if load["mode"] == "sweep"
-                else sum(planned_requests(load, lvl) for lvl in load["levels"])
-            ),
+            "workload": planned.workload,
+            "load": planned.load,
+            "slo": planned.slo,
+            "dataset_id": None if planned.dataset_id is None else str(planned.dataset_id),
+            "workload_fingerprint": planned.workload_fingerprint,
+            "progress_total": planned.progress_total,
         }
 
     def _apply_when(self, schedule: Schedule, when: When, jitter_s: int) -> None:
