@@ -430,7 +430,10 @@ def adequacy_block(
             "fewer than 95% of the users had a request in flight: the client could not keep "
             "the level's concurrency",
         )
-    if client_bound and not any(r["code"].endswith("_held") for r in reasons):
+    # A rate or concurrency not held already says the sending side was late; a late reading
+    # side is its own reason still (its lag is in every latency figure).
+    read_late = any(figure in client.get("spoils", ()) for figure in SPOILED_BY_READING)
+    if client_bound and (read_late or not any(r["code"].endswith("_held") for r in reasons)):
         reason(
             "client_bound",
             "queue delay (less waits for a load.max_concurrency slot), read lag or event-loop "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infercost.metrics import RequestTiming, tokens_in_window
+from infercost.metrics import RequestTiming, adequacy_block, tokens_in_window
 
 
 def streamed(times: list[float], tokens: list[int] | None, n_out: int) -> RequestTiming:
@@ -42,3 +42,24 @@ def test_tokens_after_the_last_text_event_arrive_with_it() -> None:
 def test_without_per_event_counts_tokens_spread_evenly() -> None:
     t = streamed([1.0, 2.0, 3.0, 4.0], None, 20)
     assert tokens_in_window([t], 1.5, 3.5) == pytest.approx((10.0, 0.0))
+
+
+def adequacy_codes(client: dict[str, object], client_bound: bool) -> list[str]:
+    block = adequacy_block(
+        succeeded=500,
+        duration_s=60.0,
+        error_rate=0.0,
+        client_bound=client_bound,
+        client=client,
+        cache=None,
+    )
+    return [r["code"] for r in block["reasons"]]
+
+
+def test_a_late_reader_is_named_even_when_the_rate_was_not_held() -> None:
+    # Sending late: the rate reason says it all.
+    sending = {"rate_held": False, "spoils": ["requests_per_s", "output_tokens_per_s"]}
+    assert adequacy_codes(sending, client_bound=True) == ["rate_not_held"]
+    # Reading late too: every latency figure carries the reader's lag, a reason of its own.
+    both = {"rate_held": False, "spoils": ["requests_per_s", "ttft_ms", "itl_ms"]}
+    assert adequacy_codes(both, client_bound=True) == ["rate_not_held", "client_bound"]
