@@ -52,6 +52,18 @@ def _check_pricing(endpoint: Endpoint) -> None:
 PROBED_FIELDS = frozenset({"base_url", "model", "api", "engine", "api_key", "metrics_urls"})
 
 
+def _probed(endpoint: Endpoint) -> tuple[Any, ...]:
+    """What a check probes (PROBED_FIELDS, the key as stored): a check is of these values."""
+    return (
+        endpoint.base_url,
+        endpoint.model,
+        endpoint.api,
+        endpoint.engine,
+        endpoint.api_key_encrypted,
+        tuple(endpoint.metrics_urls),
+    )
+
+
 def check_read(endpoint: Endpoint) -> EndpointCheck | None:
     """The stored check in its response shape, or None before the first one."""
     if endpoint.check is None:
@@ -155,7 +167,12 @@ class EndpointService:
         return await self.repo.save(endpoint)
 
     async def check(self, endpoint: Endpoint) -> Endpoint:
-        """Run the preflight check now (a few seconds at most) and store its result."""
+        """Run the preflight check now (a few seconds at most) and store its result.
+
+        The probe runs outside any transaction: what this request wrote so far is committed
+        first, so no row lock is held and no pooled connection is kept while remote servers
+        take their time. The result is stored in a new transaction, and only if the endpoint
+        still points where it was probed (a change made meanwhile keeps its own state)."""
         key = self.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
         target = preflight.Target(
             base_url=endpoint.base_url,
@@ -165,7 +182,16 @@ class EndpointService:
             api_key=key,
             metrics_urls=tuple(endpoint.metrics_urls),
         )
-        endpoint.check = await preflight.run_check(target, self.outbound)
+        probed = _probed(endpoint)
+        await self.repo.session.commit()
+        result = await preflight.run_check(target, self.outbound)
+        # Locked until this request commits: a change now waits for the result to be stored.
+        await self.repo.session.refresh(endpoint, with_for_update=True)
+        if endpoint.deleted_at is not None:
+            raise NotFound(f"no endpoint {endpoint.id}: it was removed during its check")
+        if _probed(endpoint) != probed:
+            return endpoint
+        endpoint.check = result
         endpoint.checked_at = utcnow()
         return await self.repo.save(endpoint)
 
