@@ -3,13 +3,62 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TypeVar
+
+#: The constants of every cost figure, and how they are written in SQL.
+HOUR_S = 3600.0
+MILLION = 1e6
+_SQL_LITERALS = {HOUR_S: "3600.0", MILLION: "1e6", 0.0: "0.0"}
+
+
+@dataclass(frozen=True, slots=True)
+class SqlExpr:
+    """An SQL arithmetic expression as text, built by the same Python operators that compute
+    a figure from numbers, so one function is the definition of both (`per_million_of`).
+    `rank` is the precedence of its outermost operator: 0 a name or call, 1 a product or
+    quotient, 2 a sum; operands are parenthesised exactly where Python's grouping needs it,
+    so the database evaluates the operations in the same order (float arithmetic is not
+    associative)."""
+
+    text: str
+    rank: int = 0
+
+    def _op(self, op: str, other: SqlExpr | float, rank: int) -> SqlExpr:
+        o = other if isinstance(other, SqlExpr) else SqlExpr(_SQL_LITERALS.get(other, repr(other)))
+        left = self.text if self.rank <= rank else f"({self.text})"
+        right = o.text if o.rank == 0 or o.rank < rank else f"({o.text})"
+        return SqlExpr(f"{left} {op} {right}", rank)
+
+    def __add__(self, other: SqlExpr | float) -> SqlExpr:
+        return self._op("+", other, 2)
+
+    def __mul__(self, other: SqlExpr | float) -> SqlExpr:
+        return self._op("*", other, 1)
+
+    def __truediv__(self, other: SqlExpr | float) -> SqlExpr:
+        return self._op("/", other, 1)
+
+
+N = TypeVar("N", float, SqlExpr)
+
+
+def per_million_of(usd_per_hour: N, per_s: N) -> N:
+    """The cost arithmetic (METRICS.md, Cost), on numbers or on SQL columns alike: USD per
+    million units produced at `per_s` a second for `usd_per_hour`."""
+    return usd_per_hour / (per_s * HOUR_S) * MILLION
+
+
+def hosted_per_hour_of(input_per_s: N, output_per_s: N, input_price: N, output_price: N) -> N:
+    """What a hosted API charges per hour at these token rates and per-million prices, on
+    numbers or on SQL columns alike."""
+    return (input_per_s * input_price + output_per_s * output_price) / MILLION * HOUR_S
 
 
 def per_million(usd_per_hour: float | None, per_s: float | None) -> float | None:
     """USD per million units when `per_s` units are produced each second at `usd_per_hour`."""
     if usd_per_hour is None or not per_s or per_s <= 0:
         return None
-    return usd_per_hour / (per_s * 3600.0) * 1e6
+    return per_million_of(usd_per_hour, per_s)
 
 
 def blended_per_million(input_usd: float, output_usd: float) -> float:
@@ -27,10 +76,9 @@ def hosted_usd_per_hour(
     """What a hosted API charges per hour at a token rate (METRICS.md: a request costs
     n_in x input price + n_out x output price), so that per-hour and per-token deployments
     divide the same way."""
-    usd_per_s = (
-        input_tokens_per_s * input_usd_per_million + output_tokens_per_s * output_usd_per_million
-    ) / 1e6
-    return usd_per_s * 3600.0
+    return hosted_per_hour_of(
+        input_tokens_per_s, output_tokens_per_s, input_usd_per_million, output_usd_per_million
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,29 +176,39 @@ def hosted_run_cost(
     )
 
 
-#: A stored run's cost per million output tokens in SQL, priced with its own snapshot: the
-#: same arithmetic, in the same order, as `run_cost` on its usd_per_hour, or
-#: `hosted_run_cost` on its per-token prices (api/domain/jobs/services.py stored_price). It
-#: is a generated column of `runs` so comparisons sort and aggregate it in the database;
-#: tests/api/test_comparisons.py holds it equal to the run summary's figure.
-RUN_PER_MILLION_OUTPUT_TOKENS_SQL = (
-    "CASE WHEN output_tokens_per_s > 0 THEN"
-    " CASE WHEN usd_per_million_input_tokens IS NOT NULL THEN"
-    " CASE WHEN input_tokens_per_s IS NOT NULL THEN"
-    " (input_tokens_per_s * usd_per_million_input_tokens"
-    " + output_tokens_per_s * coalesce(usd_per_million_output_tokens, 0.0)) / 1e6 * 3600.0"
-    " / (output_tokens_per_s * 3600.0) * 1e6 END"
-    " ELSE usd_per_hour / (output_tokens_per_s * 3600.0) * 1e6 END END"
+def _stored_run_cost_sql(per_s: str, hosted_needs: str) -> str:
+    """A stored run's cost per million `per_s` units in SQL, priced with its own snapshot:
+    `per_million_of` on its usd_per_hour, or on what `hosted_per_hour_of` charges at its
+    token prices (api/domain/jobs/services.py stored_price), under the guards `per_million`
+    and `hosted_run_cost` apply (no rate, no figure; hosted prices need `hosted_needs`)."""
+    rate = SqlExpr(per_s)
+    hosted = per_million_of(
+        hosted_per_hour_of(
+            SqlExpr("input_tokens_per_s"),
+            SqlExpr("output_tokens_per_s"),
+            SqlExpr("usd_per_million_input_tokens"),
+            SqlExpr("coalesce(usd_per_million_output_tokens, 0.0)"),
+        ),
+        rate,
+    )
+    hourly = per_million_of(SqlExpr("usd_per_hour"), rate)
+    return (
+        f"CASE WHEN {per_s} > 0 THEN"
+        " CASE WHEN usd_per_million_input_tokens IS NOT NULL THEN"
+        f" CASE WHEN {hosted_needs} THEN {hosted.text} END"
+        f" ELSE {hourly.text} END END"
+    )
+
+
+#: A stored run's cost per million output tokens, as the generated column of `runs` that
+#: comparisons sort and aggregate in the database: generated from the definition above,
+#: and equal, text for text, to the expression the migrations gave the column
+#: (tests/infercost/test_cost.py), so the database computes exactly this.
+RUN_PER_MILLION_OUTPUT_TOKENS_SQL = _stored_run_cost_sql(
+    "output_tokens_per_s", "input_tokens_per_s IS NOT NULL"
 )
 
-#: The same for the cost per million total (input + output) tokens: `run_cost`'s
-#: per_million_total_tokens_usd, on the run's usd_per_hour or its hosted token prices.
-RUN_PER_MILLION_TOTAL_TOKENS_SQL = (
-    "CASE WHEN total_tokens_per_s > 0 THEN"
-    " CASE WHEN usd_per_million_input_tokens IS NOT NULL THEN"
-    " CASE WHEN input_tokens_per_s IS NOT NULL AND output_tokens_per_s IS NOT NULL THEN"
-    " (input_tokens_per_s * usd_per_million_input_tokens"
-    " + output_tokens_per_s * coalesce(usd_per_million_output_tokens, 0.0)) / 1e6 * 3600.0"
-    " / (total_tokens_per_s * 3600.0) * 1e6 END"
-    " ELSE usd_per_hour / (total_tokens_per_s * 3600.0) * 1e6 END END"
+#: The same for the cost per million total (input + output) tokens.
+RUN_PER_MILLION_TOTAL_TOKENS_SQL = _stored_run_cost_sql(
+    "total_tokens_per_s", "input_tokens_per_s IS NOT NULL AND output_tokens_per_s IS NOT NULL"
 )

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 
-from infercost.cost import blended_per_million, hosted_run_cost, per_million, run_cost
+from infercost.cost import (
+    RUN_PER_MILLION_OUTPUT_TOKENS_SQL,
+    RUN_PER_MILLION_TOTAL_TOKENS_SQL,
+    SqlExpr,
+    blended_per_million,
+    hosted_per_hour_of,
+    hosted_run_cost,
+    per_million,
+    per_million_of,
+    run_cost,
+)
 
 
 def test_worked_example_h200() -> None:
@@ -141,3 +155,42 @@ def test_hosted_run_costs_its_tokens() -> None:
     assert cost.at_slo_per_million_output_tokens_usd == pytest.approx(7.00)
     # Blended: (3 x 0.50 + 2.00) / 4 = 0.875.
     assert cost.blended_usd_per_million_tokens == pytest.approx(0.875)
+
+
+def _migration(name: str) -> ModuleType:
+    path = next((Path(__file__).parents[2] / "migrations" / "versions").glob(f"*_{name}.py"))
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_cost_columns_are_the_python_definition() -> None:
+    """The SQL of the runs table's cost columns is generated from per_million_of and
+    hosted_per_hour_of, and is, text for text, what the migrations gave the columns: the
+    database computes the one definition (no second copy to hold equal)."""
+    output = _migration("comparisons").PER_MILLION_OUTPUT_TOKENS
+    total = _migration("total_token_cost").PER_MILLION_TOTAL_TOKENS
+    assert output == RUN_PER_MILLION_OUTPUT_TOKENS_SQL
+    assert total == RUN_PER_MILLION_TOTAL_TOKENS_SQL
+
+
+def test_sql_expressions_keep_pythons_grouping() -> None:
+    """Operands are parenthesised where Python grouped them, so the database evaluates in
+    the same order: written out by hand."""
+    a, b, c = SqlExpr("a"), SqlExpr("b"), SqlExpr("c")
+    assert per_million_of(a, b).text == "a / (b * 3600.0) * 1e6"
+    assert (a * (b + c)).text == "a * (b + c)"
+    assert (a + b + c).text == "a + b + c"
+    assert (a + (b + c)).text == "a + (b + c)"
+    assert (a / (b / c)).text == "a / (b / c)"
+    assert (a / b / c).text == "a / b / c"
+    assert hosted_per_hour_of(a, b, c, a).text == "(a * c + b * a) / 1e6 * 3600.0"
+
+
+def test_hosted_per_hour_of_numbers() -> None:
+    """2,000 input tokens/s at USD 3 and 500 output tokens/s at USD 15 per million:
+    (6,000 + 7,500) / 1e6 USD a second, x 3,600 = USD 48.6 an hour."""
+    assert hosted_per_hour_of(2000.0, 500.0, 3.0, 15.0) == pytest.approx(48.6)
+    assert per_million_of(48.6, 500.0) == pytest.approx(27.0)
