@@ -98,6 +98,16 @@ ENDINGS: dict[str, list[bytes]] = {
         *_TWO,
         b'event: error\ndata: {"message":"Request failed during generation: CUDA out of memory"}\n\n',
     ],
+    # The same named error event, its `event:` field split across two reads.
+    "error-event-split": [
+        _ROLE,
+        *_TWO,
+        b"even",
+        b't: error\ndata: {"message":"split across reads"}\n\n',
+    ],
+    # An event named `error` that carries no data: the blank line ends it, and the events
+    # after it are plain data again, so the stream succeeds.
+    "empty-error-event": [_ROLE, b"event: error\n\n", *_TWO, _FINISH],
     # An error object in a plain data event (vLLM's and SGLang's form).
     "error-object": [
         _ROLE,
@@ -142,6 +152,17 @@ class ReplayApp:
             await _stall(receive, send)
         elif scenario in ENDINGS:
             await _replay_sse(send, ENDINGS[scenario])
+        elif scenario == "finish-then-hold":
+            # A finish_reason and no [DONE], then the body stays open a second before it
+            # ends; `written` gets the finish event's time, then the end's.
+            self.written = []
+            await _start(send, 200, b"text/event-stream")
+            for event in [_ROLE, *_TWO, _FINISH]:
+                self.written.append(time.perf_counter_ns())
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+            await asyncio.sleep(1.0)
+            self.written.append(time.perf_counter_ns())
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
         elif scenario == "tgi-nostream":
             headers = [
                 (b"content-type", b"application/json"),
@@ -311,6 +332,28 @@ async def test_finish_reason_without_done_is_a_proper_end(replay: tuple[str, Rep
     assert len(rec.chunk_ns) == 2
 
 
+async def test_without_done_the_request_ends_with_its_last_event(
+    replay: tuple[str, ReplayApp],
+) -> None:
+    # The server held the body open a second after the finish event: the request ended
+    # with that event, not when the server got round to closing the body.
+    base, app = replay
+    rec = await fetch(f"{base}/finish-then-hold/v1")
+    assert rec.error_class is None, rec.error
+    finish_sent, end_sent = app.written[-2], app.written[-1]
+    assert rec.t_end is not None
+    assert finish_sent <= rec.t_end < end_sent
+
+
+async def test_an_error_event_without_data_ends_at_its_blank_line(
+    replay: tuple[str, ReplayApp],
+) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/empty-error-event/v1")
+    assert rec.error_class is None, rec.error
+    assert len(rec.chunk_ns) == 2
+
+
 # --- failures ---------------------------------------------------------------------------------
 
 
@@ -327,7 +370,11 @@ async def test_a_body_that_just_stops_is_stream_broken(replay: tuple[str, Replay
 
 @pytest.mark.parametrize(
     ("scenario", "said"),
-    [("error-event", "CUDA out of memory"), ("error-object", "engine dead")],
+    [
+        ("error-event", "CUDA out of memory"),
+        ("error-event-split", "split across reads"),
+        ("error-object", "engine dead"),
+    ],
 )
 async def test_an_error_in_the_stream_is_a_protocol_error(
     replay: tuple[str, ReplayApp], scenario: str, said: str
@@ -495,6 +542,8 @@ def test_target_routes_and_headers() -> None:
     chat = Target.for_endpoint("http://h:1/v1/", "openai-chat", "m", "sk-1", 5.0)
     assert chat.url == "http://h:1/v1/chat/completions"
     assert chat.headers["Authorization"] == "Bearer sk-1"
+    # Bodies as sent: a compressed stream could not be stamped read by read.
+    assert chat.headers["Accept-Encoding"] == "identity"
     completions = Target.for_endpoint("http://h:1/v1", "openai-completions", "m", None, 5.0)
     assert completions.url == "http://h:1/v1/completions"
     assert "Authorization" not in completions.headers

@@ -24,7 +24,7 @@ import msgspec
 from infercost.metrics import RequestTiming, ServerTimings
 from workers.loadgen.embeddings import EMBEDDINGS_API, embeddings_body, read_embeddings
 from workers.loadgen.embeddings import ROUTE as EMBEDDINGS_ROUTE
-from workers.loadgen.transport import READS, SLOT, SlotBody
+from workers.loadgen.transport import READS, SLOT, SlotBody, read_whole
 
 _NS = 1e-9
 
@@ -90,6 +90,7 @@ class RawRequest:
         "error_class",
         "finished",
         "keep_answer",
+        "llamacpp_timings",
         "n_in",
         "n_in_target",
         "n_out",
@@ -99,8 +100,10 @@ class RawRequest:
         "t_content",
         "t_end",
         "t_first_byte",
+        "t_last_read",
         "t_sched",
         "t_send",
+        "t_slot",
         "text",
         "tokens_at_chunk",
         "warmup",
@@ -120,7 +123,11 @@ class RawRequest:
         self.warmup = warmup
         self.t_sched = t_sched
         self.t_send = t_sched
+        # When a load.max_concurrency slot let it go (open loop with a cap); None without one.
+        self.t_slot: int | None = None
         self.t_first_byte: int | None = None
+        # The stamp of the body's latest read: its end when no [DONE] came.
+        self.t_last_read: int | None = None
         self.t_content: int | None = None
         self.t_end: int | None = None
         self.chunk_ns: list[int] = []
@@ -138,8 +145,10 @@ class RawRequest:
         self.finished = False
         # Prompt tokens the server says came from its prefix cache (usage or its timings).
         self.cached_tokens: int | None = None
-        # The server's own timings of this request, where it reports them (ServerTimings).
+        # The server's own timings of this request, where it reports them (ServerTimings);
+        # llama.cpp's come in its events, kept as sent until the body ends (_settle_timings).
         self.server: ServerTimings | None = None
+        self.llamacpp_timings: _Timings | None = None
         # The received text, kept only to count it with the endpoint's tokenizer when the
         # server sent no usage (dropped by the first event that carries usage); None: not
         # collected.
@@ -155,6 +164,7 @@ class RawRequest:
             warmup=self.warmup,
             t_sched=(self.t_sched - origin_ns) * _NS,
             t_send=(self.t_send - origin_ns) * _NS,
+            cap_wait=None if self.t_slot is None else (self.t_slot - self.t_sched) * _NS,
             t_first_byte=None
             if self.t_first_byte is None
             else (self.t_first_byte - origin_ns) * _NS,
@@ -177,15 +187,21 @@ class RawRequest:
 _DONE = b"[DONE]"
 
 
-#: What an event carries (`_scan`): no text, reasoning text only, or visible content.
+#: What an event carries (`_scan`): no text, reasoning text only, or visible content; and,
+#: as a flag beside it, whether a choice finished (carried a finish_reason).
 _NO_TEXT, _REASONING, _CONTENT = 0, 1, 2
+_TEXT, _FINISHED = 3, 4
 
 
 def _scan(event: _Event, keep: list[str] | None) -> int:
     """What text an event carries: content (chat) or text (completions) is visible output,
-    reasoning_content / reasoning is reasoning. Its text is appended to `keep` when given."""
+    reasoning_content / reasoning is reasoning; `| _FINISHED` when a choice has a
+    finish_reason. Its text is appended to `keep` when given."""
     kind = _NO_TEXT
+    finished = 0
     for choice in event.choices:
+        if choice.finish_reason:
+            finished = _FINISHED
         if choice.text:
             kind = _CONTENT
             if keep is not None:
@@ -203,7 +219,7 @@ def _scan(event: _Event, keep: list[str] | None) -> int:
             kind = _CONTENT
             if keep is not None:
                 keep.append(part.content)
-    return kind
+    return kind | finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +247,12 @@ class Target:
     ) -> Target:
         """The target for a registered endpoint (base_url ends before /chat/completions)."""
         route = "/chat/completions" if api == "openai-chat" else "/completions"
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        # identity: a compressed stream could not be stamped read by read (_read_stream).
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Accept-Encoding": "identity",
+        }
         if api == EMBEDDINGS_API:
             route, headers["Accept"] = EMBEDDINGS_ROUTE, "application/json"
         if api_key:
@@ -349,8 +370,10 @@ async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int])
     else:
         # The shared pool, a proxy, or a compressed body: stamped as httpx hands it on.
         error_event = await _read_chunks(response, rec, ns)
+    _settle_timings(rec)
     if rec.t_end is None:
-        rec.t_end = perf_counter_ns()
+        # No [DONE]: the body ended with its last read (or now, when nothing came).
+        rec.t_end = rec.t_last_read or perf_counter_ns()
         if error_event:
             raise _Failure("protocol", "the server sent an error event and closed the stream")
         if not rec.finished:
@@ -371,6 +394,7 @@ async def _read_stamped(reads: SlotBody, rec: RawRequest, ns: list[int]) -> bool
         stamps, pieces = batch
         if rec.t_first_byte is None:
             rec.t_first_byte = stamps[0]
+        rec.t_last_read = stamps[-1]
         i, count = 0, len(stamps)
         while i < count and rec.t_end is None:
             now = stamps[i]
@@ -380,9 +404,10 @@ async def _read_stamped(reads: SlotBody, rec: RawRequest, ns: list[int]) -> bool
                 j += 1
             chunk = pieces[i] if j == i + 1 else b"".join(pieces[i:j])
             i = j
-            lines = (pending + chunk).split(b"\n")
+            read = pending + chunk if pending else chunk
+            lines = read.split(b"\n")
             pending = lines.pop()
-            if error_event or b"event:" in chunk:
+            if error_event or b"event:" in read:
                 # Named events are rare (an engine's `event: error`): a slower path reads them.
                 error_event = _feed_named(lines, rec, ns, now, error_event)
             else:
@@ -403,9 +428,11 @@ async def _read_chunks(response: httpx.Response, rec: RawRequest, ns: list[int])
                 continue
             if rec.t_first_byte is None:
                 rec.t_first_byte = now
-            lines = (pending + chunk).split(b"\n")
+            rec.t_last_read = now
+            read = pending + chunk if pending else chunk
+            lines = read.split(b"\n")
             pending = lines.pop()
-            if error_event or b"event:" in chunk:
+            if error_event or b"event:" in read:
                 error_event = _feed_named(lines, rec, ns, now, error_event)
             else:
                 _feed(lines, rec, ns, now)
@@ -442,6 +469,8 @@ def _feed_named(
     for line in lines:
         if line.startswith(b"event:"):
             error_event = line[6:].strip() == b"error"
+        elif not line.strip():
+            error_event = False  # a blank line ends the event, and its name with it
         elif line.startswith(b"data:"):
             payload = line[5:].strip()
             if error_event:
@@ -492,17 +521,17 @@ def _parse(payload: bytes) -> _Event:
 
 
 def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
-    kind = _scan(event, rec.text)
+    scanned = _scan(event, rec.text)
+    kind = scanned & _TEXT
     if kind:
         ns.append(now)
         if kind == _CONTENT and rec.t_content is None:
             rec.t_content = now
-    if not rec.finished:
-        for choice in event.choices:
-            if choice.finish_reason:
-                rec.finished = True
+    if scanned & _FINISHED:
+        rec.finished = True
     if event.timings is not None:
-        _on_timings(event.timings, rec)
+        # Kept as sent; turned into ServerTimings once, when the request ends.
+        rec.llamacpp_timings = event.timings
     usage = event.usage
     if usage is not None:
         completion = usage.completion_tokens
@@ -525,8 +554,12 @@ def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
             rec.cached_tokens = details.cached_tokens
 
 
-def _on_timings(timings: _Timings, rec: RawRequest) -> None:
-    """llama.cpp's own timings of the request (the last event that carries them wins)."""
+def _settle_timings(rec: RawRequest) -> None:
+    """At the body's end: llama.cpp's own timings of the request, from the last event that
+    carried them, and its cached prompt tokens when usage did not say."""
+    timings = rec.llamacpp_timings
+    if timings is None:
+        return
     rec.server = ServerTimings(
         source="llamacpp",
         prefill_ms=timings.prompt_ms,
@@ -542,37 +575,22 @@ async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) 
     """Consume a non-streamed JSON body: the whole text arrives at once, at the read that
     completed it (on a slot's connection; else when httpx has it all), and its first byte
     at the first read."""
-    reads = response.extensions.get(READS)
-    if isinstance(reads, SlotBody) and "content-encoding" not in response.headers:
-        pieces: list[bytes] = []
-        first = now = 0
-        while (batch := await reads.next_reads()) is not None:
-            stamps, got = batch
-            first = first or stamps[0]
-            now = stamps[-1]
-            pieces.extend(got)
-        body = b"".join(pieces)
-        if not pieces:
-            first = now = perf_counter_ns()
-    else:
-        body = await response.aread()
-        first = now = perf_counter_ns()
-    rec.t_first_byte = first
-    rec.t_end = now
+    body, rec.t_first_byte, rec.t_end = await read_whole(response)
     try:
         event = _decode_event(body)
     except msgspec.DecodeError as exc:
         raise _Failure("protocol", f"malformed response body: {str(exc)[:200]}") from None
-    _on_event(event, rec, ns, now)
+    _on_event(event, rec, ns, rec.t_end)
+    _settle_timings(rec)
 
 
 #: TGI's timing headers (ms, whole numbers), sent with responses that are not streamed.
 _TGI_TIMING_HEADER = "x-time-per-token"
 
 
-def _tgi_timings(headers: httpx.Headers) -> ServerTimings | None:
+def _tgi_timings(headers: httpx.Headers) -> ServerTimings:
     """The server's own timings from TGI's response headers: time in its queue, time per
-    generated token, tokens generated; None when a header is not a number."""
+    generated token, tokens generated; each None when its header is absent or not a number."""
 
     def number(name: str) -> float | None:
         value = headers.get(name)
