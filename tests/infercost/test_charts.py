@@ -489,6 +489,41 @@ def test_points_sit_at_their_level_and_value_on_the_axes() -> None:
         assert value_at(y, yticks) == pytest.approx(tokens, rel=0.005)
 
 
+def test_latency_and_gpu_marks_read_off_their_axes() -> None:
+    """TTFT p95 is 50 + 5 n ms (55, 70, 130, 370 at 1, 4, 16, 64 users) on the latency
+    chart's log axis; mean GPU utilisation 0.2 + n / 50 (22, 28, 52 and, capped, 100 %)."""
+    root = parse(job_chart("latency", deployment()))
+    (xticks,), (yticks,) = tick_labels(root, "x"), tick_labels(root, "y")
+    found = marks(root, "series-latency-ttft-p95")
+    for (x, y), (n, ttft) in zip(found, {1: 55, 4: 70, 16: 130, 64: 370}.items(), strict=True):
+        assert x == pytest.approx(tick_x(xticks, str(n)), abs=0.01)
+        assert value_at(y, yticks, log=True) == pytest.approx(ttft, rel=0.005)
+    root = parse(job_chart("gpu-utilization", deployment()))
+    (yticks,) = tick_labels(root, "y")
+    found = marks(root, "series-gpu-utilization-util-mean")
+    assert [value_at(y, yticks) for _, y in found] == pytest.approx([22, 28, 52, 100], rel=0.005)
+
+
+def test_comparison_marks_are_each_deployments_figures() -> None:
+    """Two deployments with the same throughput, one at twice the price: its cost marks sit
+    at twice the other's ($20.66 against $10.33 a million at 1 user, $1.519 against $0.760
+    at 64); on latency against throughput each mark is at its (tokens/s, TTFT p95)."""
+    pair = [deployment("alpha"), deployment("beta", price=7.0)]
+    root = parse(comparison_chart("cost", pair))
+    (yticks,) = tick_labels(root, "y")
+    for gid, first, last in (("0", 10.330, 0.7595), ("1", 20.660, 1.519)):
+        found = marks(root, f"series-cost-all-{gid}")
+        assert value_at(found[0][1], yticks, log=True) == pytest.approx(first, rel=0.005)
+        assert value_at(found[-1][1], yticks, log=True) == pytest.approx(last, rel=0.005)
+    root = parse(comparison_chart("latency-vs-throughput", pair))
+    (xticks,), (yticks,) = tick_labels(root, "x"), tick_labels(root, "y")
+    found = marks(root, "series-latency-vs-throughput-ttft-p95-1")
+    expected = [(94.1176, 55.0), (320.0, 70.0), (800.0, 130.0), (1280.0, 370.0)]
+    for (x, y), (tokens, ttft) in zip(found, expected, strict=True):
+        assert value_at(x, xticks, log=True) == pytest.approx(tokens, rel=0.005)
+        assert value_at(y, yticks, log=True) == pytest.approx(ttft, rel=0.005)
+
+
 def test_cost_marks_read_off_the_log_axis() -> None:
     """USD 3.50 an hour over 94.1 and 1,280 tokens/s: $10.33 and $0.760 per million."""
     root = parse(job_chart("cost", deployment()))
