@@ -90,8 +90,11 @@ def planned_requests(load: Mapping[str, Any], level: float) -> int:
 
     Exact with `requests_per_level`; rate x duration_s for a rate level of fixed duration
     (the worker replaces it with the schedule's own count when the level starts); 0 for a
-    concurrency level of fixed duration, whose count is known only when it ends.
+    concurrency level of fixed duration, whose count is known only when it ends. A burst
+    level is its own count: that many requests at once.
     """
+    if load.get("mode") == "burst":
+        return int(level)
     duration = load.get("duration_s")
     if duration is None:
         return int(load.get("requests_per_level") or DEFAULT_REQUESTS_PER_LEVEL) + int(
@@ -100,3 +103,13 @@ def planned_requests(load: Mapping[str, Any], level: float) -> int:
     if load.get("mode") == "rate":
         return max(1, round(float(level) * float(duration)))
     return 0
+
+
+def level_cap(mode: str, level_mode: str, max_concurrency: int | None) -> int | None:
+    """The cap on requests in flight of a level measured in `level_mode` by a job whose
+    load.mode is `mode`: load.max_concurrency for a rate or burst job's levels; None
+    otherwise (a sweep's max_concurrency is the users of its throughput level, not a cap on
+    its rate levels)."""
+    if mode not in ("rate", "burst") or level_mode != mode:
+        return None
+    return max_concurrency

@@ -256,6 +256,7 @@ def timing_of(sample: RequestSample) -> RequestTiming:
             n_out=sample.server_n_out,
             n_prefilled=sample.server_n_prefilled,
         ),
+        cap_wait=None if sample.cap_wait_ms is None else sample.cap_wait_ms / 1000.0,
     )
 
 

@@ -207,6 +207,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     cache: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Whether the level's evidence supports its figures: {"ok", "reasons"} (metrics.py).
     adequacy: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # A level with a cap on requests in flight (load.max_concurrency): whether it was
+    # reached and how often requests waited for a slot (metrics.concurrency_cap_block).
+    concurrency_cap: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # The figures so far of a level being measured (workers/live.py), written by the
     # worker's heartbeat for progress bars; null once the level ends and its summary stands.
     live: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
@@ -281,6 +284,9 @@ class RequestSample(Base):
     server_queue_ms: Mapped[float | None]
     server_n_out: Mapped[int | None]
     server_n_prefilled: Mapped[int | None]
+    # How long it waited for a slot under the level's load.max_concurrency (part of its
+    # queue delay, asked for by the plan); null without a cap.
+    cap_wait_ms: Mapped[float | None]
 
 
 class TelemetrySample(Base):

@@ -44,6 +44,7 @@ SAMPLE_COLUMNS = (
     "server_queue_ms",
     "server_n_out",
     "server_n_prefilled",
+    "cap_wait_ms",
 )
 
 

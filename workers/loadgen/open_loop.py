@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter_ns
@@ -28,9 +29,11 @@ _SPIN_NS = 1_000_000
 class RatePlan:
     """One open-loop level: when each request is due, and how to build request `seq`.
 
-    `offsets_ns[seq]` is when request `seq` is due, in ns from the level's start, ascending.
-    The first `warmup` requests are warm-up. `make_request`, `on_done` and `keep_text` are
-    as in `LevelPlan`.
+    `offsets_ns[seq]` is when request `seq` is due, in ns from the level's start, ascending
+    (all 0 for a burst: every request at once). The first `warmup` requests are warm-up.
+    `make_request`, `on_done` and `keep_text` are as in `LevelPlan`. `max_concurrency`
+    (load.max_concurrency) caps the requests in flight: one due while that many are out
+    waits for one to end, in order, and its wait is part of its queue delay.
     """
 
     offsets_ns: Sequence[int]
@@ -39,6 +42,7 @@ class RatePlan:
     make_request: Callable[[int], tuple[bytes, int]]
     on_done: Callable[[RawRequest], None]
     keep_text: bool = False
+    max_concurrency: int | None = None
 
     @property
     def total(self) -> int:
@@ -59,6 +63,35 @@ async def wait_until(deadline_ns: int) -> None:
             await asyncio.sleep(0)
 
 
+class _Cap:
+    """Requests in flight under load.max_concurrency, as slots that each remember when they
+    became free. The dispatcher alone takes them, in order of due time; a request gives its
+    slot back when it ends."""
+
+    __slots__ = ("free_at", "freed")
+
+    def __init__(self, limit: int) -> None:
+        # When each free slot became free (perf_counter_ns; 0: free from the start), oldest
+        # first, so the request due next gets the slot that has been free longest.
+        self.free_at: deque[int] = deque([0] * limit)
+        self.freed = asyncio.Event()
+
+    async def take(self, due_ns: int) -> int:
+        """Wait for a free slot and take it; return when a slot let the request go: its due
+        time, or the moment its slot became free if later. That is never when the dispatcher
+        got to it, so a dispatcher held up by earlier requests' waits does not hide the wait
+        of the requests queued behind them, and its own lateness stays its own."""
+        while not self.free_at:
+            self.freed.clear()
+            await self.freed.wait()
+        return max(due_ns, self.free_at.popleft())
+
+    def give(self) -> None:
+        """A request ended: its slot is free from now."""
+        self.free_at.append(perf_counter_ns())
+        self.freed.set()
+
+
 async def run_open_loop(
     client: httpx.AsyncClient,
     target: Target,
@@ -73,21 +106,29 @@ async def run_open_loop(
     agreed instant, so every shard's t_sched lies on the level's one schedule however late
     this process woke up; otherwise from the moment the first request is ready.
 
-    Requests in flight are not capped here: the HTTP client's pool size is the only limit,
-    and a wait for it counts as queue delay. `done` belongs to the caller, so requests that
-    finished survive a cancellation; a cancel also cancels the requests still in flight.
+    Without `plan.max_concurrency` requests in flight are not capped here: the HTTP
+    client's pool size is the only limit, and a wait for it counts as queue delay (the
+    client's own lateness). With it, a request due while the cap is reached waits for a
+    request to end, and the requests due meanwhile queue behind it in order; each one's
+    `t_slot` is when a slot let it go (its due time, or the moment the slot it took was
+    freed), so the wait the plan asked for (t_slot - t_sched) and the client's own lateness
+    (t_send - t_slot) stay apart. `done` belongs to the caller, so requests that finished
+    survive a cancellation; a cancel also cancels the requests still in flight.
     """
     in_flight: set[asyncio.Task[None]] = set()
     # Connection slots: a request takes the lowest free one and gives it back when it ends,
     # so connections are reused and each slot has at most one request at a time.
     free_slots: list[int] = []
     slots_made = 0
+    cap = None if plan.max_concurrency is None else _Cap(plan.max_concurrency)
 
     async def one(body: bytes, rec: RawRequest, slot: int) -> None:
         try:
             await send(client, target, body, rec, stream=plan.stream, slot=slot)
         finally:
             heapq.heappush(free_slots, slot)
+            if cap is not None:
+                cap.give()
         done.append(rec)
         plan.on_done(rec)
 
@@ -103,6 +144,8 @@ async def run_open_loop(
             due = start + offset
             await wait_until(due)
             rec = RawRequest(seq, seq < plan.warmup, due, n_in, keep_text=plan.keep_text)
+            if cap is not None:
+                rec.t_slot = await cap.take(due)
             if free_slots:
                 slot = heapq.heappop(free_slots)
             else:
