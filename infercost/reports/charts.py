@@ -388,13 +388,16 @@ def _points(
 def load_axis(
     deployments: Sequence[Deployment],
 ) -> tuple[str, Callable[[LevelFigures], float | None]]:
-    """The x axis of the load charts: the level when every run shares one mode, otherwise
-    (a sweep mixes users and request rates) the measured requests/s."""
+    """The x axis of the load charts: the level when every run shares one mode (users,
+    requests/s, or requests sent at once), otherwise (a sweep mixes users and request
+    rates) the measured requests/s."""
     modes = {r.mode for d in deployments for r in d.runs}
     if modes == {"concurrency"}:
         return "concurrency (users in flight)", lambda r: r.level
     if modes == {"rate"}:
         return "offered load (requests/s)", lambda r: r.level
+    if modes == {"burst"}:
+        return "burst (requests sent at once)", lambda r: r.level
     return "measured load (requests/s; levels mix users and rates)", lambda r: r.requests_per_s
 
 

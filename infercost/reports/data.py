@@ -14,7 +14,10 @@ from infercost.reports.numbers import rounded
 
 def level_label(level: float, mode: str) -> str:
     """A load level as reports, the API and the CLI name it: '1 user', '8 users' (closed
-    loop) or '12.9 req/s' (open loop), rounded to three significant figures."""
+    loop), '12.9 req/s' (open loop) or '200 at once' (a burst), rounded to three
+    significant figures."""
+    if mode == "burst":
+        return f"{rounded(level)} at once"
     if mode != "concurrency":
         return f"{rounded(level)} req/s"
     return "1 user" if level == 1 else f"{rounded(level)} users"

@@ -171,8 +171,11 @@ async def test_fixed_sim_figures_match_ground_truth(
         "server_queue_ms",
         "server_n_out",
         "server_n_prefilled",
+        "cap_wait_ms",
     ]
     assert len(table) == 54
+    # no load.max_concurrency: no request waited for a slot (an empty cell, not 0)
+    assert {row["cap_wait_ms"] for row in table} == {""}
     # the default simulator reports no cache and no timings of its own: empty cells
     assert {row["cached_tokens"] for row in table} == {""}
     assert {row["server_source"] for row in table} == {""}

@@ -94,10 +94,32 @@ def passes(run: Run, slo: Mapping[str, Mapping[str, float]]) -> tuple[bool, floa
 
 
 def inadequate_reasons(run: Run) -> list[dict[str, str]]:
-    """Why a run cannot be capacity evidence (see planning.capacity.inadequate_reasons)."""
-    return run_inadequacy(
+    """Why a run cannot be capacity evidence (see planning.capacity.inadequate_reasons), and
+    load that is not a sustained rate: a burst, or a rate level held back by its cap on
+    requests in flight (the server never saw the offered rate, and the queueing the cap
+    caused is outside every latency, so its SLO verdict would flatter it)."""
+    reasons = run_inadequacy(
         run.adequacy, client_bound=run.client_bound, requests_succeeded=run.requests_succeeded
     )
+    if run.mode == "burst":
+        reasons.append(
+            {
+                "code": "burst",
+                "detail": f"a burst of {run.level:g} requests sent at once shows how the "
+                "endpoint absorbs a spike, not a rate it sustains",
+            }
+        )
+    cap = run.concurrency_cap or {}
+    if cap.get("waited"):
+        reasons.append(
+            {
+                "code": "concurrency_capped",
+                "detail": f"{cap.get('waited_share') or 0:.0%} of requests waited for a "
+                f"load.max_concurrency slot ({cap.get('max_concurrency')}): the endpoint "
+                "never saw the offered rate; measure without the cap for capacity",
+            }
+        )
+    return reasons
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,11 @@ def plan_size(load: Load) -> PlanSize:
     uncounted = 0
     for level in load.levels or []:
         seconds += load.cooldown_s
-        if load.mode == "rate":
+        if load.mode == "burst":
+            # That many requests at once: how long they take depends on the server.
+            requests += level
+            uncounted += 1
+        elif load.mode == "rate":
             if load.duration_s is not None:
                 requests += level * (load.duration_s + warmup_s)
                 seconds += load.duration_s + warmup_s

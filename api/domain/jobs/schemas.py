@@ -251,6 +251,20 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     measured part (requests_per_level or duration_s) comes after those seconds.
     `cooldown_s` pauses that long after each level before the next one starts.
 
+    A rate level may cap its requests in flight with `max_concurrency` (vLLM's
+    `--max-concurrency` beside `--request-rate`): a request due while that many are out
+    waits for one to end, in order, and is sent then; its wait is part of its queue delay
+    (t_send - t_sched) but not of the client's own lateness, and the run's `concurrency_cap`
+    block says whether the cap was reached and how many requests waited, for how long.
+
+    "burst" sends every request of a level at once (vLLM's `--request-rate inf`): each level
+    is a number of requests, all due at the level's start (connections opened beforehand),
+    so the level shows how the server absorbs and drains them. It takes no
+    requests_per_level, duration_s or warm-up (a burst has no steady state); it may take
+    `max_concurrency` (then at most that many are in flight, the rest queued from the
+    start). Its runs have mode "burst" and level = the requests sent at once; they are never
+    evidence of a sustainable rate (capacity and estimates leave them out).
+
     "sweep" chooses its own levels (give no `levels`): one synchronous level (1 user), one
     throughput level (`max_concurrency` users, default 64, at most the server's limit), then
     `rate_levels` (default 5) request rates evenly spaced strictly between the two levels'
@@ -263,10 +277,11 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     """
 
     mode: Annotated[
-        Literal["concurrency", "rate", "sweep"],
+        Literal["concurrency", "rate", "burst", "sweep"],
         msgspec.Meta(
             description="concurrency: levels are users in a closed loop; rate: levels are "
-            "requests/s in an open loop; sweep: levels chosen by infercost",
+            "requests/s in an open loop; burst: levels are requests all sent at once "
+            "(an unbounded rate); sweep: levels chosen by infercost",
             examples=["concurrency"],
         ),
     ]
@@ -279,8 +294,9 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
         ]
         | None,
         msgspec.Meta(
-            description="The load levels, in users (concurrency) or requests/s (rate), "
-            "0.001 to 100,000; required for those modes, never given for a sweep",
+            description="The load levels, in users (concurrency), requests/s (rate) or "
+            "requests sent at once (burst), 0.001 to 100,000; required for those modes, never "
+            "given for a sweep",
             examples=[[1, 8, 32]],
         ),
     ] = None
@@ -367,9 +383,11 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     max_concurrency: Annotated[
         Annotated[int, msgspec.Meta(ge=1)] | None,
         msgspec.Meta(
-            description="Sweep only: users of the throughput level (default 64, at most the "
-            "server's limit)",
-            examples=[64],
+            description="Rate and burst: the most requests in flight at once; a request due "
+            "while that many are out waits for one to end (its wait counts as queue delay, "
+            "not as client lateness). Sweep: users of the throughput level (default 64). At "
+            "most the server's limit; not for concurrency levels (their users are the cap)",
+            examples=[16],
         ),
     ] = None
     max_error_rate: Annotated[
@@ -683,7 +701,9 @@ class AdequacyReason(msgspec.Struct):
         str,
         msgspec.Meta(
             description="few_requests, short, client_bound, rate_not_held, concurrency_not_held, "
-            "errors or prompt_cache",
+            "errors or prompt_cache; a level skipped as capacity evidence may also say burst "
+            "(requests sent at once) or concurrency_capped (requests waited for "
+            "load.max_concurrency)",
             examples=["few_requests"],
         ),
     ]
@@ -1179,7 +1199,8 @@ class ClientHealth(msgspec.Struct):
         float | None,
         msgspec.Meta(
             description="99th percentile of the delay between a request's scheduled and actual "
-            "send, in ms (over 10 ms: client-bound)",
+            "send, in ms (waits for a load.max_concurrency slot included: send_late_p99_ms is "
+            "the client's own part)",
             examples=[0.8],
         ),
     ]
@@ -1214,6 +1235,16 @@ class ClientHealth(msgspec.Struct):
         bool | None,
         msgspec.Meta(
             description="Rate levels: whether the requested rate was sent", examples=[None]
+        ),
+    ] = None
+    # The client's own lateness: queue delay less waits for a load.max_concurrency slot.
+    send_late_p99_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="99th percentile of the client's own lateness in sending: queue delay "
+            "less any wait for a load.max_concurrency slot, in ms (over 10 ms: client-bound); "
+            "equal to queue_delay_p99_ms without a cap",
+            examples=[0.8],
         ),
     ] = None
     # With load.shards > 1: cpu_util is the busiest shard's, and each shard is listed.
@@ -1280,6 +1311,50 @@ class ClientHealth(msgspec.Struct):
             examples=[[]],
         ),
     ] = None
+
+
+class ConcurrencyCap(msgspec.Struct):
+    """A level run under load.max_concurrency: whether its requests in flight reached the
+    cap, and how many measured requests waited for a slot and for how long. Those waits
+    are part of queue_delay_ms (the plan's, not the client's lateness: client.send_late_p99_ms
+    leaves them out, so they never make a run client-bound); latencies count from the send."""
+
+    max_concurrency: Annotated[
+        int, msgspec.Meta(description="The cap: load.max_concurrency", examples=[16])
+    ]
+    reached: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Whether the requests in flight reached the cap at some point",
+            examples=[True],
+        ),
+    ]
+    inflight_max: Annotated[
+        int,
+        msgspec.Meta(
+            description="The most requests in flight at once, send to end, as the client "
+            "counted them (warm-up included)",
+            examples=[16],
+        ),
+    ]
+    waited: Annotated[
+        int,
+        msgspec.Meta(description="Measured requests that waited for a slot", examples=[120]),
+    ]
+    waited_share: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Share (0 to 1) of measured requests that waited for a slot",
+            examples=[0.6],
+        ),
+    ]
+    wait_ms: Annotated[
+        Distribution,
+        msgspec.Meta(
+            description="How long those that waited waited for a slot, in ms",
+            examples=[{"count": 120, "mean": 310.0, "max": 802.5}],
+        ),
+    ]
 
 
 class Efficiency(msgspec.Struct):
@@ -1407,10 +1482,15 @@ class RunSummary(msgspec.Struct):
     level: Annotated[
         float,
         msgspec.Meta(
-            description="The load level: users (concurrency) or requests/s (rate)", examples=[8.0]
+            description="The load level: users (concurrency), requests/s (rate) or requests "
+            "sent at once (burst)",
+            examples=[8.0],
         ),
     ]
-    mode: Annotated[str, msgspec.Meta(description="concurrency or rate", examples=["concurrency"])]
+    mode: Annotated[
+        str,
+        msgspec.Meta(description="concurrency, rate or burst", examples=["concurrency"]),
+    ]
     status: Annotated[
         str,
         msgspec.Meta(description="queued, running, succeeded or failed", examples=["succeeded"]),
@@ -1639,6 +1719,16 @@ class RunSummary(msgspec.Struct):
             examples=[{"ok": True, "reasons": []}],
         ),
     ] = None
+    # A level with load.max_concurrency: whether the cap was reached and how often requests
+    # waited for a slot; null without a cap.
+    concurrency_cap: Annotated[
+        ConcurrencyCap | None,
+        msgspec.Meta(
+            description="Levels with load.max_concurrency: whether the cap was reached and how "
+            "often requests waited for a slot; null without a cap",
+            examples=[None],
+        ),
+    ] = None
     # Figures that do not exist for this kind of run, with why (embeddings: the streaming
     # figures and output throughput); null when every figure applies.
     not_measured: Annotated[
@@ -1848,6 +1938,9 @@ class Sample(msgspec.Struct):
     server_queue_ms: float | None = None
     server_n_out: int | None = None
     server_n_prefilled: int | None = None
+    # How long it waited for a slot under load.max_concurrency (part of t_send - t_sched,
+    # asked for by the plan); null without a cap.
+    cap_wait_ms: float | None = None
 
 
 class SamplePage(msgspec.Struct):
@@ -1881,4 +1974,5 @@ CSV_COLUMNS = (
     "server_queue_ms",
     "server_n_out",
     "server_n_prefilled",
+    "cap_wait_ms",
 )

@@ -29,6 +29,7 @@ from api.domain.jobs.schemas import (
     Adequacy,
     CacheBlock,
     ClientHealth,
+    ConcurrencyCap,
     Cost,
     Distribution,
     Efficiency,
@@ -188,6 +189,9 @@ def run_summary(
         else None,
         cache=msgspec.convert(run.cache, CacheBlock) if run.cache else None,
         adequacy=msgspec.convert(run.adequacy, Adequacy) if run.adequacy else None,
+        concurrency_cap=msgspec.convert(run.concurrency_cap, ConcurrencyCap)
+        if run.concurrency_cap
+        else None,
         not_measured=dict(stats["not_measured"]) if stats.get("not_measured") else None,
         workload_fingerprint=run.workload_fingerprint,
         live=msgspec.convert(run.live, LiveFigures) if run.live else None,
@@ -259,8 +263,9 @@ def _check_embeddings(data: JobCreate) -> None:
 
 
 def _arrival(load: Load) -> Arrival:
-    """The plan's arrival process: as given, else constant for a sweep, poisson otherwise."""
-    return load.arrival or ("constant" if load.mode == "sweep" else "poisson")
+    """The plan's arrival process: as given, else constant for a sweep (and a burst, whose
+    requests are all due at 0), poisson otherwise."""
+    return load.arrival or ("constant" if load.mode in ("sweep", "burst") else "poisson")
 
 
 class JobService:
@@ -324,7 +329,11 @@ class JobService:
                 "give load.warmup_requests (a count) or load.warmup_s (seconds), not both",
             )
         self._check_sweep_fields(load)
+        self._check_cap(load)
         levels = load.levels or []
+        if load.mode == "burst":
+            self._check_burst(load, levels)
+            return
         if load.mode == "concurrency":
             fractional = [lvl for lvl in levels if not float(lvl).is_integer()]
             if fractional:
@@ -367,6 +376,83 @@ class JobService:
                         f"(about {planned} requests); lower it or raise load.duration_s",
                     )
 
+    def _check_cap(self, load: Load) -> None:
+        """load.max_concurrency caps a rate or burst level's requests in flight (a sweep's is
+        its throughput users): at most this server's limit, held in one process."""
+        cap = load.max_concurrency
+        if cap is None or load.mode == "sweep":
+            return
+        if load.mode == "concurrency":
+            raise InvalidInput(
+                "load.max_concurrency",
+                "a concurrency level's users are already its cap on requests in flight: leave "
+                "max_concurrency out, or use mode 'rate' (requests/s) with max_concurrency",
+            )
+        if cap > self.max_concurrency:
+            raise InvalidInput(
+                "load.max_concurrency",
+                f"{cap} exceeds this server's limit of {self.max_concurrency} concurrent "
+                "requests (INFERCOST_MAX_CONCURRENCY); lower it",
+            )
+        if load.shards > 1:
+            raise InvalidInput(
+                "load.max_concurrency",
+                "a cap on requests in flight is kept by one worker process: leave load.shards "
+                "out (or 1), or leave max_concurrency out",
+            )
+
+    def _check_burst(self, load: Load, levels: list[float]) -> None:
+        """A burst level is a count of requests sent at once: whole, within the per-level
+        limit, and with nothing that assumes a schedule over time."""
+        for name in ("requests_per_level", "duration_s", "warmup_s"):
+            if getattr(load, name) is not None:
+                raise InvalidInput(
+                    f"load.{name}",
+                    "a burst level is the number of requests sent at once (load.levels), all "
+                    f"due at its start: leave {name} out",
+                )
+        if load.warmup_requests:
+            raise InvalidInput(
+                "load.warmup_requests",
+                "a burst sends every request at once, so no request warms the server for the "
+                "others: leave warmup_requests out (run a short concurrency job first to warm "
+                "the server)",
+            )
+        if load.arrival not in (None, "constant") or load.burstiness != 1.0:
+            raise InvalidInput(
+                "load.arrival",
+                "a burst has no arrival process (every request is due at once): leave arrival "
+                "and burstiness out",
+            )
+        fractional = [lvl for lvl in levels if not float(lvl).is_integer()]
+        if fractional:
+            raise InvalidInput(
+                "load.levels",
+                f"{fractional[0]:g} is not a whole number; a burst level is a number of "
+                "requests sent at once",
+            )
+        too_many = [lvl for lvl in levels if lvl > MAX_REQUESTS_PER_LEVEL]
+        if too_many:
+            raise InvalidInput(
+                "load.levels",
+                f"{too_many[0]:g} requests at once is over the limit of "
+                f"{MAX_REQUESTS_PER_LEVEL:,} per level",
+            )
+        # All in flight at once unless capped; shards split a level's requests among them.
+        in_flight = [
+            lvl
+            for lvl in levels
+            if min(-(-lvl // load.shards), load.max_concurrency or lvl) > self.max_concurrency
+        ]
+        if in_flight:
+            raise InvalidInput(
+                "load.levels",
+                f"{in_flight[0]:g} requests at once exceeds this server's limit of "
+                f"{self.max_concurrency} concurrent requests (INFERCOST_MAX_CONCURRENCY)"
+                + (f" per shard ({load.shards} shards)" if load.shards > 1 else "")
+                + "; lower the level, raise load.shards or set load.max_concurrency",
+            )
+
     def _check_sweep_fields(self, load: Load) -> None:
         """A sweep chooses its own levels; the sweep's own fields apply to nothing else."""
         if load.mode == "sweep":
@@ -388,13 +474,14 @@ class JobService:
             raise InvalidInput(
                 "load.levels",
                 f"mode '{load.mode}' needs levels ("
-                + ("users" if load.mode == "concurrency" else "requests/s")
+                + {"concurrency": "users", "burst": "requests sent at once"}.get(
+                    load.mode, "requests/s"
+                )
                 + ", e.g. [1, 8, 32]); or use mode 'sweep' to have them chosen",
             )
+        # max_concurrency also caps rate and burst levels (_check_cap).
         given = [
-            name
-            for name in ("rate_levels", "max_concurrency", "max_error_rate")
-            if getattr(load, name) is not None
+            name for name in ("rate_levels", "max_error_rate") if getattr(load, name) is not None
         ]
         if given:
             raise InvalidInput(
@@ -432,9 +519,12 @@ class JobService:
                 if load.levels is None
                 else [int(x) if float(x).is_integer() else x for x in load.levels]
             ),
+            # A burst level is its own count of requests.
             requests_per_level=(
                 load.requests_per_level
-                if load.requests_per_level is not None or load.duration_s is not None
+                if load.requests_per_level is not None
+                or load.duration_s is not None
+                or load.mode == "burst"
                 else DEFAULT_REQUESTS_PER_LEVEL
             ),
         )
