@@ -13,11 +13,19 @@ from typing import Annotated, Any, Final
 
 import msgspec
 from litestar import Litestar, MediaType, Request, Router, get
+from litestar.enums import ParamType
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.plugins import SwaggerRenderPlugin
-from litestar.openapi.spec import Components, Example, SecurityScheme
+from litestar.openapi.spec import (
+    Components,
+    Example,
+    OpenAPIType,
+    Parameter,
+    Schema,
+    SecurityScheme,
+)
 from litestar.routes import HTTPRoute
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
@@ -329,11 +337,130 @@ def unique_titles(app: Litestar) -> None:
             schema.title = name
 
 
+#: No text in a URL may hold NUL (api/guards.py refuses it with 400): said on every text
+#: parameter that has no pattern, enum or format of its own.
+NO_NUL: Final = "^[^\\u0000]*$"
+
+
+def _choices() -> dict[tuple[str, str], dict[str, Any]]:
+    """Parameters whose values the route checks by hand against a fixed set (or count): the
+    document names it, so a client (and a generated request) knows what is valid. (Imported
+    here: the domains import this module for their error answers.)"""
+    from api.domain.history.services import MODES
+    from api.domain.reports.services import MAX_COMPARED, MIN_COMPARED
+    from infercost.planning.presets import PRESETS
+    from infercost.status.figures import WINDOWS
+
+    return {
+        ("/v1/status", "window"): {"enum": list(WINDOWS)},
+        ("/v1/status/page", "window"): {"enum": list(WINDOWS)},
+        ("/v1/endpoints/{endpoint_id}/history", "mode"): {"enum": list(MODES)},
+        ("/v1/endpoints/{endpoint_id}/history", "limit"): {"minimum": 1, "maximum": 1000},
+        ("/v1/comparisons", "preset"): {"enum": sorted(PRESETS)},
+        ("/v1/presets/{name}", "name"): {"enum": sorted(PRESETS)},
+        ("/v1/reports/compare", "job_id"): {"min_items": MIN_COMPARED, "max_items": MAX_COMPARED},
+    }
+
+
+#: Litestar's parameter bounds (QueryParameter(ge=...)) by JSON Schema keyword.
+_BOUNDS: Final = {
+    "ge": "minimum",
+    "le": "maximum",
+    "gt": "exclusive_minimum",
+    "lt": "exclusive_maximum",
+    "min_length": "min_length",
+    "max_length": "max_length",
+    "min_items": "min_items",
+    "max_items": "max_items",
+    "pattern": "pattern",
+}
+
+
+def _branches(schema: Schema) -> list[Schema]:
+    """The schema and every non-null member of its oneOf/anyOf, and their array items."""
+    found = [schema]
+    for member in [*(schema.one_of or []), *(schema.any_of or [])]:
+        if isinstance(member, Schema) and member.type != OpenAPIType.NULL:
+            found.extend(_branches(member))
+    if isinstance(schema.items, Schema):
+        found.extend(_branches(schema.items))
+    return found
+
+
+def _set_missing(schema: Schema, keyword: str, value: Any) -> None:
+    """Set `keyword` on the branch of `schema` it applies to, unless already set."""
+    textual = keyword in ("enum", "pattern", "min_length", "max_length")
+    listy = keyword in ("min_items", "max_items")
+    for branch in _branches(schema):
+        kind = branch.type
+        if listy and kind != OpenAPIType.ARRAY:
+            continue
+        if textual and kind != OpenAPIType.STRING:
+            continue
+        if not (listy or textual) and kind not in (OpenAPIType.INTEGER, OpenAPIType.NUMBER):
+            continue
+        if getattr(branch, keyword) is None:
+            setattr(branch, keyword, value)
+
+
+def _kwarg(handler: HTTPRouteHandler | None, name: str) -> Any:
+    """The Litestar parameter definition (bounds) of the parameter `name` in the URL."""
+    if handler is None:
+        return None
+    for field_name, field in handler.parsed_fn_signature.parameters.items():
+        alias = getattr(field.kwarg_definition, "query", None)
+        if (alias or field_name) == name:
+            return field.kwarg_definition
+    return None
+
+
+def _describe(schema: Schema, kwarg: Any, choices: dict[str, Any]) -> None:
+    """Fill in one parameter's schema (see describe_parameters)."""
+    for name, keyword in _BOUNDS.items():
+        value = getattr(kwarg, name, None)
+        if value is not None:
+            _set_missing(schema, keyword, value)
+    for keyword, value in choices.items():
+        _set_missing(schema, keyword, value)
+    for branch in _branches(schema):
+        if branch.type == OpenAPIType.STRING and not (
+            branch.enum or branch.pattern or branch.format
+        ):
+            branch.pattern = NO_NUL
+
+
+def describe_parameters(app: Litestar) -> None:
+    """State in the document what the routes check on their parameters: the bounds Litestar
+    leaves out of an optional parameter's schema, the fixed choices some routes check by
+    hand, and that no text in a URL may hold NUL."""
+    handlers: dict[tuple[str, str], HTTPRouteHandler] = {}
+    for route in app.routes:
+        if isinstance(route, HTTPRoute):
+            for verb, (handler, _) in route.route_handler_map.items():
+                handlers[(route.path_format, str(verb).lower())] = handler
+    choices = _choices()
+    for path, item in (app.openapi_schema.paths or {}).items():
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method, None)
+            for parameter in operation.parameters or [] if operation else []:
+                if (
+                    isinstance(parameter, Parameter)
+                    and isinstance(parameter.schema, Schema)
+                    and parameter.param_in in (ParamType.QUERY, ParamType.PATH)
+                ):
+                    _describe(
+                        parameter.schema,
+                        _kwarg(handlers.get((path, method)), parameter.name),
+                        choices.get((path, parameter.name), {}),
+                    )
+
+
 def document(app: Litestar) -> None:
     """Finish the app's OpenAPI document: error answers on every route, strict bodies,
-    one title per schema."""
+    what each parameter accepts, one title per schema."""
     declare_errors(app)
     refuse_unknown_fields(app)
+    describe_parameters(app)
     unique_titles(app)
 
 

@@ -112,3 +112,22 @@ async def test_method_not_allowed_lists_the_methods(team: TeamClient) -> None:
         "OPTIONS",
         "POST",
     ]
+
+
+async def test_the_document_states_what_parameters_accept(team: TeamClient) -> None:
+    document = (await team.http.get("/schema/openapi.json")).json()
+
+    def schema(path: str, name: str) -> dict[str, object]:
+        (found,) = [p for p in document["paths"][path]["get"]["parameters"] if p["name"] == name]
+        return dict(found["schema"])
+
+    assert schema("/v1/status", "window")["enum"] == ["24h", "72h", "7d", "30d"]
+    # A bound Litestar left off an optional parameter, and the NUL no URL text may hold.
+    price = schema("/v1/jobs/{job_id}", "usd_per_hour")["oneOf"]
+    assert {"type": "number", "minimum": 0} in price  # type: ignore[operator]
+    sort = schema("/v1/status", "sort")["oneOf"]
+    assert {"type": "string", "pattern": "^[^\\u0000]*$"} in sort  # type: ignore[operator]
+    compare = schema("/v1/reports/compare", "job_id")
+    assert (compare["minItems"], compare["maxItems"]) == (2, 8)
+    nul = await team.http.get("/v1/status", params={"sort": "a\x00b"})
+    assert nul.status_code == 400, nul.text
