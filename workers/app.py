@@ -59,7 +59,12 @@ def run_job_task(job_id: str) -> None:
 
 
 @app.task(name=RUN_SHARD_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)
-def run_shard_task(job_id: str, run_id: str, shard: int, shards: int) -> None:
-    """Run one shard of a sharded level (load.shards); its samples go to Postgres."""
+def run_shard_task(
+    job_id: str, run_id: str, shard: int, shards: int, token: int | None = None
+) -> None:
+    """Run one shard of a sharded level (load.shards); its samples go to Postgres. `token`:
+    the fencing token of the coordinator's lease, which every write of the shard checks."""
     rt = runtime()
-    rt.loop.run_until_complete(run_shard(rt, uuid.UUID(job_id), uuid.UUID(run_id), shard, shards))
+    rt.loop.run_until_complete(
+        run_shard(rt, uuid.UUID(job_id), uuid.UUID(run_id), shard, shards, token=token)
+    )

@@ -1,9 +1,14 @@
 """Shards: K worker processes run one load level together (load.shards, README "Shards").
 
-The coordinator is the worker running the job. For a level it inserts K shard rows,
-queues `benchmark.run_shard` for shards 1..K-1 and runs shard 0 itself. Every shard claims
-its row (a guarded queued -> running, so a duplicate delivery never runs it twice), builds
-its part of the level (infercost.sharding), opens its connections and says it is ready.
+The coordinator is the worker running the job. For a level it inserts K shard rows and,
+in the same transaction, a `benchmark.run_shard` task for each of shards 1..K-1 in the
+task outbox (infercost/jobs/outbox.py), sends them once that commits (the maintenance
+relay sends whatever the broker refused), and runs shard 0 itself. Each task carries the
+fencing token of the coordinator's lease on the job: every shard write checks it
+(infercost/jobs/shards.py), so shards of a runner that lost the job write nothing.
+Every shard claims its row (a guarded queued -> running, so a duplicate delivery never
+runs it twice), builds its part of the level (infercost.sharding), opens its
+connections and says it is ready.
 Once every shard is ready the coordinator writes the agreed instant, START_LEAD_S ahead;
 each shard sleeps until that instant on its own clock and takes it as the origin of its
 samples and of its part of the level's schedule (never the moment it woke: a shard that woke
@@ -29,12 +34,14 @@ from time import perf_counter_ns
 from typing import Any
 
 from infercost.db.base import utcnow
+from infercost.jobs import outbox
 from infercost.jobs.models import RequestSample
 from infercost.jobs.shards import SHARD_DONE, RunShard, ShardRepository
 from infercost.metrics import RequestTiming, ServerTimings, distribution
 from infercost.queue import RUN_SHARD_TASK
 from infercost.sharding import shard_share
 from workers.broker import make_celery
+from workers.lease import Lease
 from workers.loadgen.closed_loop import LevelPlan
 from workers.loadgen.open_loop import RatePlan, wait_until
 from workers.loadgen.stream import RawRequest
@@ -135,6 +142,8 @@ class ShardSlot:
     run_id: uuid.UUID
     index: int
     count: int
+    # The fencing token of the coordinator's lease on the job: every write checks it.
+    token: int
     done: Callable[[], int] = lambda: 0
     ready: bool = False
     start_at: datetime | None = None
@@ -147,7 +156,9 @@ class ShardSlot:
     async def claim(self) -> bool:
         """Take this shard; False when another delivery already did (or it was stopped)."""
         async with self.rt.sessionmaker() as session:
-            claimed = await ShardRepository(session).claim(self.run_id, self.index, worker_name())
+            claimed = await ShardRepository(session).claim(
+                self.run_id, self.index, worker_name(), job_id=self.job_id, token=self.token
+            )
             await session.commit()
         return claimed
 
@@ -155,7 +166,12 @@ class ShardSlot:
         """One heartbeat: progress, readiness; learn the start instant or that it must stop."""
         async with self.rt.sessionmaker() as session:
             go_on, start_at = await ShardRepository(session).beat(
-                self.run_id, self.index, self.job_id, self.done(), ready=self.ready
+                self.run_id,
+                self.index,
+                self.job_id,
+                self.done(),
+                ready=self.ready,
+                token=self.token,
             )
             await session.commit()
         if not go_on:
@@ -309,17 +325,29 @@ def _shard_health(
     return health
 
 
-def _queue_shards(
-    rt: Runtime, tasks: list[list[Any]], enqueue: Callable[[str, list[Any]], None] | None
+async def _send_shards(
+    rt: Runtime, ids: list[int], enqueue: Callable[[str, list[Any]], None] | None
 ) -> None:
-    """Send each other shard's task (default: to the broker by name, as the API does)."""
-    if enqueue is not None:
-        for args in tasks:
-            enqueue(RUN_SHARD_TASK, args)
-        return
-    with make_celery(rt.settings) as celery:
-        for args in tasks:
-            celery.send_task(RUN_SHARD_TASK, args=args)
+    """Send the other shards' tasks from the outbox now (default: to the broker by name, as
+    the API does); what the broker refuses stays for the maintenance relay."""
+
+    def send(row: outbox.Pending) -> None:
+        if enqueue is not None:
+            enqueue(row.task, row.args)
+            return
+        with make_celery(rt.settings) as celery:
+            celery.send_task(row.task, args=row.args)
+
+    try:
+        async with rt.sessionmaker() as session:
+            await outbox.publish(session, await outbox.take(session, ids=ids), send)
+            await session.commit()
+    except Exception as exc:  # noqa: BLE001 - the rows stay for the relay
+        log.warning(
+            "shard tasks %s: the broker did not take them (%s); the maintenance relay will",
+            ids,
+            type(exc).__name__,
+        )
 
 
 def _why_stop(
@@ -360,22 +388,36 @@ async def coordinate(
     run_id: uuid.UUID,
     count: int,
     *,
+    token: int,
     own_shard: Callable[[ShardSlot], Awaitable[None]],
     heartbeat: Callable[[int], Awaitable[bool]],
     enqueue: Callable[[str, list[Any]], None] | None = None,
 ) -> Coordinated:
     """Run one level on `count` shards: queue the others, run shard 0 here (`own_shard`),
-    start them together, watch them, then read back every shard's samples.
+    start them together, watch them, then read back every shard's samples. Every write
+    is made under the job's lease with fencing token `token` (LeaseLost once it is gone).
 
     `heartbeat(requests done by all shards)` records the job's progress and returns False
     once the job is no longer running (cancelled); the shards see that themselves and stop.
     `enqueue(task name, args)` replaces sending the tasks to the broker.
     """
+    lease = Lease(job_id, token)
     async with rt.sessionmaker() as session:
+        await lease.hold(session)
         await ShardRepository(session).add(run_id, count)
+        # The other shards' tasks commit with their rows: a broker that is down or loses
+        # them delays the level (up to START_TIMEOUT_S), never leaves rows nobody runs.
+        tasks = [
+            outbox.add_task(
+                session, RUN_SHARD_TASK, [str(job_id), str(run_id), i, count, token], None
+            )
+            for i in range(1, count)
+        ]
+        await session.flush()
+        ids = [task.id for task in tasks]
         await session.commit()
-    _queue_shards(rt, [[str(job_id), str(run_id), i, count] for i in range(1, count)], enqueue)
-    own = asyncio.ensure_future(own_shard(ShardSlot(rt, job_id, run_id, 0, count)))
+    await _send_shards(rt, ids, enqueue)
+    own = asyncio.ensure_future(own_shard(ShardSlot(rt, job_id, run_id, 0, count, token)))
     claim_deadline = time.monotonic() + START_TIMEOUT_S
     cancel_deadline: float | None = None
     stop: str | None = None
@@ -399,8 +441,10 @@ async def coordinate(
             )
             cancelled = cancel_deadline is not None
             if stop is not None:
+                await lease.hold(session)
                 await repo.stop(run_id, "cancelled" if cancelled else "failed", stop)
             elif not start_set and all(r.ready_at is not None for r in rows):
+                await lease.hold(session)
                 await repo.set_start(run_id, now + timedelta(seconds=START_LEAD_S))
                 start_set = True
             await session.commit()

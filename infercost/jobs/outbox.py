@@ -66,19 +66,30 @@ class Pending:
     job_id: uuid.UUID | None
 
 
-def add_task(session: AsyncSession, task: str, args: list[Any], job_id: uuid.UUID | None) -> None:
-    """Write a task to send in the session's transaction (it is sent once that commits)."""
-    session.add(TaskOutbox(task=task, args=args, job_id=job_id))
+def add_task(
+    session: AsyncSession, task: str, args: list[Any], job_id: uuid.UUID | None
+) -> TaskOutbox:
+    """Write a task to send in the session's transaction (it is sent once that commits);
+    the row has its id once the session flushes."""
+    row = TaskOutbox(task=task, args=args, job_id=job_id)
+    session.add(row)
+    return row
 
 
 async def take(
-    session: AsyncSession, *, job_id: uuid.UUID | None = None, limit: int = 100
+    session: AsyncSession,
+    *,
+    job_id: uuid.UUID | None = None,
+    ids: Sequence[int] | None = None,
+    limit: int = 100,
 ) -> list[Pending]:
-    """Lock up to `limit` unsent rows (a job's, or the oldest), skipping rows another
-    sender holds; the caller publishes them, then calls sent() and commits."""
+    """Lock up to `limit` unsent rows (a job's, those of `ids`, or the oldest), skipping
+    rows another sender holds; the caller publishes them, then calls sent() and commits."""
     query = select(TaskOutbox).order_by(TaskOutbox.id).limit(limit)
     if job_id is not None:
         query = query.where(TaskOutbox.job_id == job_id)
+    if ids is not None:
+        query = query.where(TaskOutbox.id.in_(ids))
     rows = await session.scalars(query.with_for_update(skip_locked=True))
     return [Pending(r.id, r.task, list(r.args), r.job_id) for r in rows]
 

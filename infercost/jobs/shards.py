@@ -6,6 +6,11 @@ its row with a guarded status change, prepares its requests, says it is ready, w
 the agreed instant (`start_at`, written by the coordinator once every shard is ready),
 runs, COPYs its samples and finishes its row. While it lives it sends a heartbeat with its
 request count, so the coordinator can count progress and notice a shard that died.
+
+Every shard write is fenced like the job's own (workers/lease.py): the coordinator's task
+carries the fencing token of its lease on the job, and a shard's claim, heartbeat and finish
+go through only while the job still holds that token (running, or cancelled by its user).
+A shard of a runner that lost its job writes nothing and stops.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import (
     CheckConstraint,
+    ColumnElement,
     Float,
     ForeignKey,
     SmallInteger,
@@ -25,6 +31,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy import exists as sql_exists
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
@@ -67,8 +74,20 @@ class RunShard(Base):
     error: Mapped[str | None] = mapped_column(Text)
 
 
+def lease_held(job_id: uuid.UUID, token: int) -> ColumnElement[bool]:
+    """True while the job's lease still has fencing token `token` (running, or cancelled by
+    its user and so still storing its last level): the guard of every shard write."""
+    return sql_exists().where(
+        Job.id == job_id,
+        Job.lease_token == token,
+        Job.status.in_(("running", "cancelled")),
+    )
+
+
 class ShardRepository:
-    """Shard rows and a run's samples read back; callers commit."""
+    """Shard rows and a run's samples read back; callers commit. The coordinator's writes
+    (add, set_start, stop) run after it checked its lease in the same transaction
+    (JobRepository.hold_lease); a shard's own take its job and token."""
 
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -79,24 +98,40 @@ class ShardRepository:
             insert(RunShard).values([{"run_id": run_id, "shard": i} for i in range(shards)])
         )
 
-    async def claim(self, run_id: uuid.UUID, shard: int, worker: str) -> bool:
-        """queued -> running, guarded, so a duplicate delivery finds nothing to claim."""
+    async def claim(
+        self, run_id: uuid.UUID, shard: int, worker: str, *, job_id: uuid.UUID, token: int
+    ) -> bool:
+        """queued -> running, guarded, so a duplicate delivery finds nothing to claim (nor a
+        shard of a runner that lost the job's lease)."""
         now = utcnow()
         claimed = await self.session.scalar(
             update(RunShard)
-            .where(RunShard.run_id == run_id, RunShard.shard == shard, RunShard.status == "queued")
+            .where(
+                RunShard.run_id == run_id,
+                RunShard.shard == shard,
+                RunShard.status == "queued",
+                lease_held(job_id, token),
+            )
             .values(status="running", worker=worker, claimed_at=now, heartbeat_at=now)
             .returning(RunShard.shard)
         )
         return claimed is not None
 
     async def beat(
-        self, run_id: uuid.UUID, shard: int, job_id: uuid.UUID, done: int, *, ready: bool
+        self,
+        run_id: uuid.UUID,
+        shard: int,
+        job_id: uuid.UUID,
+        done: int,
+        *,
+        ready: bool,
+        token: int,
     ) -> tuple[bool, datetime | None]:
         """Record that the shard lives, its requests so far, and (once) that it is ready.
 
-        Returns whether it should go on (its row still running and its job still running)
-        and the agreed start instant once the coordinator has set it.
+        Returns whether it should go on (its row still running, its job still running and
+        still under lease `token`) and the agreed start instant once the coordinator has
+        set it.
         """
         values: dict[str, Any] = {"heartbeat_at": utcnow(), "requests_done": done}
         if ready:
@@ -106,7 +141,10 @@ class ShardRepository:
             await self.session.execute(
                 update(RunShard)
                 .where(
-                    RunShard.run_id == run_id, RunShard.shard == shard, RunShard.status == "running"
+                    RunShard.run_id == run_id,
+                    RunShard.shard == shard,
+                    RunShard.status == "running",
+                    lease_held(job_id, token),
                 )
                 .values(**values)
                 .returning(RunShard.start_at)
@@ -117,11 +155,27 @@ class ShardRepository:
         job_status = await self.session.scalar(select(Job.status).where(Job.id == job_id))
         return job_status == "running", row[0]
 
-    async def finish(self, run_id: uuid.UUID, shard: int, status: str, **values: Any) -> bool:
-        """running -> a final status with its figures; False if it was stopped meanwhile."""
+    async def finish(
+        self,
+        run_id: uuid.UUID,
+        shard: int,
+        status: str,
+        *,
+        job_id: uuid.UUID,
+        token: int,
+        **values: Any,
+    ) -> bool:
+        """running -> a final status with its figures; False if it was stopped meanwhile or
+        the job's lease moved on (call JobRepository.hold_lease first in the transaction
+        that also stores the shard's samples)."""
         result = await self.session.execute(
             update(RunShard)
-            .where(RunShard.run_id == run_id, RunShard.shard == shard, RunShard.status == "running")
+            .where(
+                RunShard.run_id == run_id,
+                RunShard.shard == shard,
+                RunShard.status == "running",
+                lease_held(job_id, token),
+            )
             .values(status=status, finished_at=utcnow(), heartbeat_at=utcnow(), **values)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -178,6 +178,10 @@ async def test_a_level_fails_when_too_few_shards_start(
     monkeypatch.setattr(workers.shards, "START_TIMEOUT_S", 1.0)
     endpoint = await team.create_endpoint()
     job_id, run_id = await insert_finished_run(db, team.team_id, endpoint["id"])
+    # Its runner holds the job's lease with token 1 (the coordinator writes under it).
+    await db.execute(
+        "UPDATE jobs SET status = 'running', lease_token = 1 WHERE id = $1", uuid.UUID(job_id)
+    )
     rt: Any = SimpleNamespace(sessionmaker=sessions)
     queued: list[tuple[str, list[Any]]] = []
     outcomes: list[str] = []
@@ -200,14 +204,16 @@ async def test_a_level_fails_when_too_few_shards_start(
         uuid.UUID(job_id),
         uuid.UUID(run_id),
         2,
+        token=1,
         own_shard=own_shard,
         heartbeat=heartbeat,
         enqueue=lambda name, args: queued.append((name, args)),
     )
     # A late or duplicate delivery of shard 1 finds nothing to claim.
-    late = ShardSlot(rt, uuid.UUID(job_id), uuid.UUID(run_id), 1, 2)
+    late = ShardSlot(rt, uuid.UUID(job_id), uuid.UUID(run_id), 1, 2, 1)
     assert not await late.claim()
-    assert queued == [("benchmark.run_shard", [job_id, run_id, 1, 2])]
+    # Sent from the outbox, with the token every write of the shard checks.
+    assert queued == [("benchmark.run_shard", [job_id, run_id, 1, 2, 1])]
     assert outcome.error == (
         "only 1 of 2 shards started within 1 s: run more workers, e.g. `infercost worker` "
         "2 times or `infercost worker --concurrency 2`"

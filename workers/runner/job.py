@@ -330,6 +330,7 @@ class JobRunner:
             self.job.id,
             run_id,
             shards,
+            token=self.lease.token,
             own_shard=own_shard,
             heartbeat=heartbeat,
         )
@@ -403,10 +404,16 @@ class JobRunner:
         finally:
             await slot.stop_beating()
         async with self.rt.sessionmaker() as session:
-            if await ShardRepository(session).finish(
+            # Under the lease (its row locked until commit): a runner that lost the job stores
+            # nothing of it.
+            if await JobRepository(session).hold_lease(
+                slot.job_id, slot.token
+            ) and await ShardRepository(session).finish(
                 slot.run_id,
                 slot.index,
                 status,
+                job_id=slot.job_id,
+                token=slot.token,
                 error=error,
                 requests_done=len(timings),
                 cpu_util=cpu_util,
@@ -519,10 +526,17 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
 
 
 async def run_shard(
-    rt: Runtime, job_id: uuid.UUID, run_id: uuid.UUID, shard: int, count: int
+    rt: Runtime,
+    job_id: uuid.UUID,
+    run_id: uuid.UUID,
+    shard: int,
+    count: int,
+    *,
+    token: int | None = None,
 ) -> None:
-    """The body of `benchmark.run_shard`: one shard of a sharded level. A duplicate delivery,
-    or a shard of a job no longer running, does nothing."""
+    """The body of `benchmark.run_shard`: one shard of a sharded level, fenced by `token`
+    (the coordinator's lease on the job; a task queued without one takes the job's token
+    now). A duplicate delivery, or a shard of a job no longer running, does nothing."""
     async with rt.sessionmaker() as session:
         found = await ShardRepository(session).run_and_job(run_id)
         endpoint = (
@@ -534,8 +548,12 @@ async def run_shard(
         log.info("shard %d of run %s: its job is not running; skipping", shard, run_id)
         return
     run, job = found
+    token = job.lease_token if token is None else token
+    if token != job.lease_token:
+        log.info("shard %d of run %s: its job's lease moved on; skipping", shard, run_id)
+        return
     mode: Mode = "rate" if run.mode == "rate" else "burst" if run.mode == "burst" else "concurrency"
-    runner = JobRunner(rt, job, endpoint)
+    runner = JobRunner(rt, job, endpoint, Lease(job.id, token))
     await runner.run_shard(
-        ShardSlot(rt, job_id, run_id, shard, count), run.level_index, run.level, mode
+        ShardSlot(rt, job_id, run_id, shard, count, token), run.level_index, run.level, mode
     )

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.datasets.schemas import DatasetRead
 from api.domain.jobs.schemas import Workload
+from api.rows import from_row
 from infercost.datasets.models import Dataset
 from infercost.datasets.parse import DatasetError, parse_dataset
 from infercost.datasets.repository import DatasetRepository
@@ -25,19 +26,7 @@ class TooLarge(InfercostError):
 
 def to_read(dataset: Dataset) -> DatasetRead:
     """The response shape of a dataset."""
-    return DatasetRead(
-        id=dataset.id,
-        name=dataset.name,
-        format=dataset.format,
-        content_sha256=dataset.content_sha256,
-        size_bytes=dataset.size_bytes,
-        items=dataset.item_count,
-        chat_items=dataset.chat_items,
-        max_tokens_items=dataset.max_tokens_items,
-        max_turns=dataset.max_turns,
-        skipped=dataset.skipped_items,
-        created_at=dataset.created_at,
-    )
+    return from_row(dataset, DatasetRead, items=dataset.item_count, skipped=dataset.skipped_items)
 
 
 class DatasetService:

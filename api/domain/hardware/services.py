@@ -7,6 +7,7 @@ import uuid
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.hardware.schemas import HardwareCreate, HardwareRead
+from api.rows import from_row
 from infercost.errors import Conflict, NotFound
 from infercost.hardware.models import Hardware
 from infercost.hardware.repository import HardwareRepository
@@ -14,17 +15,7 @@ from infercost.hardware.repository import HardwareRepository
 
 def to_read(hw: Hardware) -> HardwareRead:
     """The response shape of a catalog row."""
-    return HardwareRead(
-        id=hw.id,
-        name=hw.name,
-        vendor=hw.vendor,
-        memory_gb=hw.memory_gb,
-        memory_bandwidth_gbps=hw.memory_bandwidth_gbps,
-        bf16_tflops=hw.bf16_tflops,
-        fp8_tflops=hw.fp8_tflops,
-        power_w=hw.power_w,
-        public=hw.team_id is None,
-    )
+    return from_row(hw, HardwareRead, public=hw.team_id is None)
 
 
 class HardwareService:

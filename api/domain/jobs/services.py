@@ -51,6 +51,7 @@ from api.domain.jobs.schemas import (
     Telemetry,
 )
 from api.queue import TaskQueue
+from api.rows import from_row
 from api.schemas import aware
 from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 from infercost.cost import hosted_run_cost, run_cost
@@ -219,17 +220,7 @@ def _progress(job: Job) -> Progress:
 
 def job_list_item(job: Job) -> JobListItem:
     """A job without its runs."""
-    return JobListItem(
-        id=job.id,
-        endpoint_id=job.endpoint_id,
-        status=job.status,
-        progress=_progress(job),
-        created_at=job.created_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-        error=job.error,
-        load=job.load,
-    )
+    return from_row(job, JobListItem, progress=_progress(job))
 
 
 def sample_read(sample: RequestSample) -> Sample:

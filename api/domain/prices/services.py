@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.prices.schemas import PriceCreate, PriceRead
+from api.rows import from_row
 from api.schemas import aware
 from infercost.db.base import utcnow
 from infercost.errors import Conflict, InvalidInput
@@ -20,16 +21,7 @@ from infercost.prices.repository import PriceRepository
 
 def to_read(price: Price, hardware_name: str) -> PriceRead:
     """The response shape of an entry, with its hardware's name."""
-    return PriceRead(
-        id=price.id,
-        provider=price.provider,
-        hardware=hardware_name,
-        hardware_id=price.hardware_id,
-        pricing_model=price.pricing_model,
-        usd_per_gpu_hour=price.usd_per_gpu_hour,
-        effective_from=price.effective_from,
-        created_at=price.created_at,
-    )
+    return from_row(price, PriceRead, hardware=hardware_name)
 
 
 class PriceService:

@@ -16,6 +16,7 @@ from api.domain.webhooks.schemas import (
     WebhookCreated,
     WebhookRead,
 )
+from api.rows import from_row
 from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.outbound import Policy
 from infercost.security import Vault
@@ -44,37 +45,12 @@ def _receiver_url(url: str) -> str:
 
 def to_read(webhook: Webhook) -> WebhookRead:
     """The response shape of a webhook (never its secret)."""
-    return WebhookRead(
-        id=webhook.id,
-        url=webhook.url,
-        events=list(webhook.events),
-        description=webhook.description,
-        created_at=webhook.created_at,
-    )
-
-
-def _attempt_read(attempt: WebhookAttempt) -> AttemptRead:
-    return AttemptRead(
-        attempt=attempt.attempt,
-        at=attempt.at,
-        response_status=attempt.response_status,
-        error=attempt.error,
-        duration_ms=attempt.duration_ms,
-    )
+    return from_row(webhook, WebhookRead)
 
 
 def _delivery_read(delivery: WebhookDelivery, attempts: list[WebhookAttempt]) -> DeliveryRead:
-    return DeliveryRead(
-        id=delivery.id,
-        event=delivery.event,
-        status=delivery.status,  # type: ignore[arg-type]  # checked by the table
-        attempts=delivery.attempts,
-        next_attempt_at=delivery.next_attempt_at,
-        delivered_at=delivery.delivered_at,
-        created_at=delivery.created_at,
-        payload=delivery.payload,
-        attempt_log=[_attempt_read(a) for a in attempts],
-    )
+    log = msgspec.convert(attempts, list[AttemptRead], from_attributes=True)
+    return from_row(delivery, DeliveryRead, attempt_log=log)
 
 
 class WebhookService:
