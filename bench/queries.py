@@ -20,8 +20,9 @@
 
 `--status` measures GET /v1/status instead: 300 watched deployments (an endpoint each, with
 a schedule), each measured 8 times a day for --status-days (default 365) days by one-level
-scheduled jobs, loaded by COPY (run-level columns only: the board reads nothing else), then
-GET /v1/status over each window, JSON and CSV, timed as above.
+scheduled jobs, loaded by COPY (run-level columns only; the COPY's statement triggers fill
+the board's summaries, infercost.status.models, as the worker's writes do), then GET
+/v1/status over each window, JSON and CSV, timed as above.
 """
 
 from __future__ import annotations

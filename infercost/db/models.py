@@ -10,6 +10,7 @@ from infercost.jobs.outbox import TaskOutbox
 from infercost.jobs.shards import RunShard
 from infercost.prices.models import Price
 from infercost.schedules.models import Schedule, ScheduleRun
+from infercost.status.models import StatusJobSeries, StatusSeries
 from infercost.teams.models import ApiKey, Team
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 
@@ -28,6 +29,8 @@ __all__ = [
     "RunShard",
     "Schedule",
     "ScheduleRun",
+    "StatusJobSeries",
+    "StatusSeries",
     "TaskOutbox",
     "Team",
     "Webhook",

@@ -71,6 +71,18 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
             "heartbeat_at",
             postgresql_where=text("status IN ('queued', 'running')"),
         ),
+        # The status board's job summary (infercost.status.models) rebuilds an endpoint and
+        # workload's finished scheduled jobs from this when one of them changes.
+        Index(
+            "ix_jobs_scheduled_outcomes",
+            "team_id",
+            "endpoint_id",
+            "workload_fingerprint",
+            "created_at",
+            postgresql_where=text(
+                "schedule_id IS NOT NULL AND status IN ('succeeded', 'failed')"
+            ),
+        ),
     )
 
     team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))

@@ -208,3 +208,209 @@ async def test_bad_parameters_are_422(team: TeamClient, params: dict[str, Any], 
     response = await team.http.get("/v1/status", params=params)
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == field
+
+
+async def schedule_for(
+    db: asyncpg.Connection, team: TeamClient, endpoint: dict[str, Any], **columns: Any
+) -> uuid.UUID:
+    """A schedule of `endpoint` written straight to the database (every 3 h)."""
+    values = {"enabled": True, "next_slot_at": None, **columns}
+    schedule: uuid.UUID = await db.fetchval(
+        "INSERT INTO schedules (id, team_id, endpoint_id, template, interval_s, timezone,"
+        " created_at, enabled, next_slot_at) VALUES (gen_random_uuid(), $1, $2, '{}', 10800,"
+        " 'UTC', now(), $3, $4) RETURNING id",
+        uuid.UUID(team.team_id),
+        uuid.UUID(endpoint["id"]),
+        values["enabled"],
+        values["next_slot_at"],
+    )
+    return schedule
+
+
+async def test_watched_endpoint_without_runs_has_a_row(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    fresh = await team.create_endpoint(name="fresh")
+    failing = await team.create_endpoint(name="failing")
+    paused = await team.create_endpoint(name="paused")
+    measured = await team.create_endpoint(name="measured")
+    next_slot = datetime.now(UTC).replace(microsecond=0) + 2 * HOUR
+    await schedule_for(db, team, fresh, next_slot_at=next_slot)
+    watch = await schedule_for(db, team, failing, next_slot_at=next_slot)
+    await schedule_for(db, team, paused, enabled=False)
+    await schedule_for(db, team, measured, next_slot_at=next_slot)
+    # Failing: its only succeeded run is 4 days old, and two scheduled jobs failed since.
+    await run(db, team, failing, schedule=watch, ago=96 * HOUR, ttft=100.0)
+    for hours in (5, 2):
+        await db.execute(
+            "INSERT INTO jobs (id, team_id, endpoint_id, status, workload, load, progress_done,"
+            " progress_total, created_at, finished_at, workload_fingerprint, schedule_id)"
+            " VALUES (gen_random_uuid(), $1, $2, 'failed', '{}', '{}', 0, 1,"
+            " now() - make_interval(hours => $3), now(), $4, $5)",
+            uuid.UUID(team.team_id),
+            uuid.UUID(failing["id"]),
+            hours,
+            FP,
+            watch,
+        )
+    await run(db, team, measured, ago=HOUR, ttft=80.0)
+
+    body = await board(team, all="false", sort="endpoint")
+    rows = {r["endpoint"]["name"]: r for r in body["rows"]}
+    assert sorted(rows) == ["failing", "fresh", "measured", "paused"]
+    for name in ("fresh", "failing", "paused"):
+        row = rows[name]
+        assert (row["mode"], row["level"], row["runs"], row["latest"]) == (None, None, 0, None)
+        assert all(f["median"] is None and f["latest"] is None for f in row["figures"].values())
+        assert row["scheduled"] is True
+    assert rows["fresh"]["note"] == "no run yet"
+    assert datetime.fromisoformat(rows["fresh"]["next_run_at"]) == next_slot
+    assert rows["failing"]["note"] == "no succeeded run in this window"
+    availability = rows["failing"]["availability"]
+    assert (availability["jobs_succeeded"], availability["jobs_finished"]) == (0, 2)
+    assert rows["paused"]["note"] == "no run yet; its schedules are paused"
+    assert rows["paused"]["next_run_at"] is None
+    assert rows["measured"]["note"] is None and rows["measured"]["runs"] == 1
+    # Over 7 days the failing endpoint's old run counts: a row with figures, no note.
+    week = {r["endpoint"]["name"]: r for r in (await board(team, window="7d"))["rows"]}
+    assert week["failing"]["note"] is None
+    assert week["failing"]["figures"]["ttft_p50_ms"]["median"] == 100.0
+    assert (week["failing"]["availability"]["jobs_finished"]) == 3
+    # CSV carries the note and the next run.
+    response = await team.http.get(
+        "/v1/status", params={"sort": "endpoint"}, headers={"Accept": "text/csv"}
+    )
+    lines = list(csv.DictReader(io.StringIO(response.text)))
+    assert [line["note"] for line in lines][:2] == ["no succeeded run in this window", "no run yet"]
+    # The page says why instead of drawing empty charts.
+    page = await team.http.get("/v1/status/page")
+    assert page.status_code == 200 and "no run yet" in page.text
+
+
+async def test_figures_follow_updates_and_deletes(team: TeamClient, db: asyncpg.Connection) -> None:
+    """The summaries follow every write: a run finishing as the worker stores it (an
+    UPDATE of a running run), a verdict decided later, a job deleted with its runs."""
+    e = await team.create_endpoint(name="echo")
+    await schedule_for(db, team, e)
+    job_a, _ = await run(db, team, e, ago=2 * HOUR, ttft=100.0)
+    job_b, run_b = await run(db, team, e, ago=HOUR, ttft=300.0)
+    # As the worker stores a level: the run is inserted running, then updated.
+    await db.execute(
+        "UPDATE runs SET status = 'running', finished_at = NULL WHERE id = $1", uuid.UUID(run_b)
+    )
+    figures = (await board(team))["rows"][0]
+    assert figures["runs"] == 1 and figures["figures"]["ttft_p50_ms"]["median"] == 100.0
+    await db.execute(
+        "UPDATE runs SET status = 'succeeded', finished_at = now() - interval '1 hour'"
+        " WHERE id = $1",
+        uuid.UUID(run_b),
+    )
+    row = (await board(team))["rows"][0]
+    assert row["runs"] == 2 and row["figures"]["ttft_p50_ms"]["median"] == 200.0
+    assert row["latest"]["run_id"] == run_b and row["last_verdict"] is None
+    await db.execute(
+        "UPDATE runs SET change_verdict = 'regression' WHERE id = $1", uuid.UUID(run_b)
+    )
+    row = (await board(team))["rows"][0]
+    assert row["last_verdict"] == {"verdict": "regression", "run_id": run_b}
+    await db.execute("DELETE FROM jobs WHERE id = $1", uuid.UUID(job_b))
+    row = (await board(team))["rows"][0]
+    assert row["runs"] == 1 and row["figures"]["ttft_p50_ms"]["median"] == 100.0
+    assert row["last_verdict"] is None
+    await db.execute("DELETE FROM jobs WHERE id = $1", uuid.UUID(job_a))
+    row = (await board(team))["rows"][0]
+    assert row["note"] == "no run yet" and row["runs"] == 0
+    # A team deleted with its history takes its summaries along (no error on the way).
+    await run(db, team, e, ago=HOUR, ttft=100.0, schedule=await schedule_for(db, team, e))
+    team_id = uuid.UUID(team.team_id)
+    assert await db.fetchval("SELECT count(*) FROM status_series WHERE team_id = $1", team_id)
+    await db.execute("DELETE FROM schedules WHERE team_id = $1", team_id)
+    await db.execute("DELETE FROM teams WHERE id = $1", team_id)
+    for table in ("status_series", "status_job_series"):
+        assert await db.fetchval(f"SELECT count(*) FROM {table} WHERE team_id = $1", team_id) == 0
+
+
+_REFERENCE_SQL = """
+WITH r AS (
+  SELECT r.level, r.finished_at, r.ttft_p50_ms,
+         least(greatest(floor(extract(epoch FROM r.finished_at - $3) / $5)::int, 0), 23) AS b,
+         coalesce((r.adequacy ->> 'ok')::boolean, false) AND r.client_bound IS NOT TRUE AS counted,
+         CASE WHEN r.goodput_output_tokens_per_s > 0
+              THEN r.cost_per_million_output_tokens_usd * r.output_tokens_per_s
+                   / r.goodput_output_tokens_per_s
+              ELSE 'Infinity'::float8 END AS cost
+  FROM runs r WHERE r.team_id = $1 AND r.endpoint_id = $2 AND r.status = 'succeeded'
+    AND r.finished_at >= $3 AND r.finished_at <= $4
+)
+SELECT level, NULL::int AS b, count(*),
+       percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY ttft_p50_ms)
+         FILTER (WHERE counted),
+       percentile_cont(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY cost) FILTER (WHERE counted)
+FROM r GROUP BY level
+UNION ALL
+SELECT level, b, count(*),
+       ARRAY[percentile_cont(0.5) WITHIN GROUP (ORDER BY ttft_p50_ms) FILTER (WHERE counted)],
+       ARRAY[percentile_cont(0.5) WITHIN GROUP (ORDER BY cost) FILTER (WHERE counted)]
+FROM r GROUP BY level, b
+"""
+
+
+def _shown(value: float | None) -> float | None:
+    return (
+        None if value is None or value != value or value in (float("inf"), -float("inf")) else value
+    )
+
+
+async def test_figures_equal_postgres_percentiles_over_the_runs(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    """Random history (several runs per trend slice, ties, runs that met no SLO, runs left
+    out of the figures): every window's medians, p95s and slice medians equal PostgreSQL's
+    percentile_cont over the runs themselves."""
+    import random
+
+    rng = random.Random(15)
+    e = await team.create_endpoint(name="random")
+    await schedule_for(db, team, e)
+    for level in (1.0, 4.0):
+        for _ in range(45):
+            ago = timedelta(hours=rng.choice([rng.uniform(0, 24), rng.uniform(0, 720)]))
+            await run(
+                db,
+                team,
+                e,
+                ago=ago,
+                ttft=float(rng.choice([100, 150, 150, rng.uniform(50, 500)])),
+                goodput=rng.choice([0.0, 400.0, rng.uniform(100, 1000)]),
+                adequate=rng.random() > 0.1,
+                client_bound=rng.random() < 0.05,
+                level=level,
+            )
+    for window in ("24h", "72h", "7d", "30d"):
+        body = await board(team, window=window)
+        since = datetime.fromisoformat(body["since"])
+        until = datetime.fromisoformat(body["until"])
+        reference = await db.fetch(
+            _REFERENCE_SQL,
+            uuid.UUID(team.team_id),
+            uuid.UUID(e["id"]),
+            since,
+            until,
+            body["bucket_seconds"],
+        )
+        assert [r["level"] for r in body["rows"]] == [1.0, 4.0], window
+        # Some slices hold several runs: their medians are interpolated, not picked.
+        assert max(r["count"] for r in reference if r["b"] is not None) > 1, window
+        for row in body["rows"]:
+            whole = next(r for r in reference if r["level"] == row["level"] and r["b"] is None)
+            assert row["runs"] == whole["count"], window
+            for name, column in (("ttft_p50_ms", 3), ("cost_per_million_at_slo_usd", 4)):
+                figure = row["figures"][name]
+                expected = whole[column] or [None, None]
+                assert figure["median"] == pytest.approx(_shown(expected[0])), (window, name)
+                assert figure["p95"] == pytest.approx(_shown(expected[1])), (window, name)
+                trend: list[float | None] = [None] * 24
+                for r in reference:
+                    if r["level"] == row["level"] and r["b"] is not None and r[column]:
+                        trend[r["b"]] = _shown(r[column][0])
+                assert figure["trend"] == pytest.approx(trend), (window, name)

@@ -67,7 +67,10 @@ class StatusController(Controller):
             "One row per endpoint, workload fingerprint and load level with succeeded runs in "
             "the window: the latest run, rolling median and p95 of "
             f"{', '.join(FIGURES)} over adequate, not client-bound runs, a trend per figure, "
-            "availability and the last regression verdict. `Accept: text/csv` for CSV, "
+            "availability and the last regression verdict; a watched endpoint without a "
+            "succeeded run in the window has one row with null figures, a `note` and its "
+            "`next_run_at`. Figures are exact over the window's runs, read from summaries the "
+            "database keeps as runs are stored. `Accept: text/csv` for CSV, "
             "`Accept: text/html` for the board (also at /v1/status/page)."
         ),
         responses={

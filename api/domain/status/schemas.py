@@ -63,13 +63,18 @@ class StatusRow(msgspec.Struct):
     """One watched deployment: endpoint, workload fingerprint, mode and load level.
 
     `runs` counts its succeeded runs in the window; `runs_counted` those the figures use
-    (adequate evidence, not client-bound)."""
+    (adequate evidence, not client-bound). A watched endpoint without a succeeded run in
+    the window still has a row: no mode, level or figures, and `note` saying why ("no run
+    yet", "no succeeded run in this window"), with its scheduled jobs' availability.
+    `next_run_at`: the endpoint's next scheduled slot (null when none is enabled)."""
 
     endpoint: StatusEndpoint
     workload_fingerprint: str | None
-    mode: str
-    level: float
+    mode: str | None
+    level: float | None
     scheduled: bool
+    next_run_at: datetime | None
+    note: str | None
     runs: int
     runs_counted: int
     latest: LatestRun | None

@@ -87,8 +87,8 @@ def sort_rows(rows: list[StatusRow], keys: Sequence[tuple[str, bool]]) -> list[S
             r.endpoint.name.lower(),
             str(r.endpoint.id),
             r.workload_fingerprint or "",
-            r.mode,
-            r.level,
+            r.mode or "",
+            -1.0 if r.level is None else r.level,
         ),
     )
     # Stable sorts, least significant key first.
@@ -116,6 +116,8 @@ def _row(row: repository.StatusRow) -> StatusRow:
         mode=row.mode,
         level=row.level,
         scheduled=row.scheduled,
+        next_run_at=row.next_run_at,
+        note=row.note,
         runs=f.runs,
         runs_counted=f.runs_counted,
         latest=None
@@ -154,19 +156,16 @@ class StatusService:
     async def board(
         self, window: str, *, all_endpoints: bool, sort: str | None, now: datetime | None = None
     ) -> StatusBoard:
-        """Rows of watched deployments (every endpoint with runs when `all_endpoints`)."""
+        """Rows of watched deployments (every endpoint with runs when `all_endpoints`), and
+        a row for each watched endpoint without a run in the window."""
         if window not in WINDOWS:
             raise InvalidInput("window", f"'{window}' is not one of {', '.join(WINDOWS)}")
         keys = parse_sort(sort)
         until = now or datetime.now(UTC)
         since = until - WINDOWS[window]
-        watched = (
-            None
-            if all_endpoints
-            else await repository.scheduled_endpoints(self.session, self.team_id)
-        )
+        watched = await repository.scheduled_endpoints(self.session, self.team_id)
         found = await repository.status_rows(
-            self.session, self.team_id, since, until, watched=watched
+            self.session, self.team_id, since, until, watched=watched, everything=all_endpoints
         )
         rows = sort_rows([_row(r) for r in found], keys)
         return StatusBoard(
@@ -192,6 +191,8 @@ CSV_HEADER = [
     "mode",
     "level",
     "scheduled",
+    "next_run_at",
+    "note",
     "runs",
     "runs_counted",
     "latest_run_id",
@@ -224,6 +225,8 @@ def status_csv(board: StatusBoard) -> str:
             r.mode,
             r.level,
             r.scheduled,
+            r.next_run_at,
+            r.note,
             r.runs,
             r.runs_counted,
             None if r.latest is None else r.latest.run_id,
