@@ -304,7 +304,7 @@ def jobs_show(job: str, as_json: bool, client: ApiClient) -> None:
         out.print(runs)
 
 
-_MODES = click.Choice(["concurrency", "rate"])
+_MODES = click.Choice(["concurrency", "rate", "burst"])
 
 
 @jobs.command("submit")
@@ -318,6 +318,11 @@ _MODES = click.Choice(["concurrency", "rate"])
 @click.option("--requests", "requests_per_level", type=click.IntRange(1), help="Per level.")
 @click.option("--duration-s", type=click.FloatRange(min=0, min_open=True), help="Per level.")
 @click.option("--warmup", type=click.IntRange(0), help="Warm-up requests per level.")
+@click.option(
+    "--max-concurrency",
+    type=click.IntRange(1),
+    help="Rate or burst: the most requests in flight; later ones wait (as queue delay).",
+)
 @click.option("--slo-ttft-p95", type=float, help="SLO: TTFT p95 in ms.")
 @click.option("--slo-tpot-p95", type=float, help="SLO: TPOT p95 in ms.")
 @click.option("--watch", is_flag=True, help="Follow the job until it ends.")
@@ -337,6 +342,7 @@ def jobs_submit(  # click passes every option by name
     requests_per_level: int | None,
     duration_s: float | None,
     warmup: int | None,
+    max_concurrency: int | None,
     slo_ttft_p95: float | None,
     slo_tpot_p95: float | None,
     watch: bool,
@@ -367,6 +373,7 @@ def jobs_submit(  # click passes every option by name
             requests_per_level=requests_per_level,
             duration_s=duration_s,
             warmup=warmup,
+            max_concurrency=max_concurrency,
             slo_ttft_p95=slo_ttft_p95,
             slo_tpot_p95=slo_tpot_p95,
         )
@@ -402,6 +409,7 @@ def job_body(
     requests_per_level: int | None = None,
     duration_s: float | None = None,
     warmup: int | None = None,
+    max_concurrency: int | None = None,
     slo_ttft_p95: float | None = None,
     slo_tpot_p95: float | None = None,
 ) -> dict[str, Any]:
@@ -420,6 +428,8 @@ def job_body(
         load["requests_per_level"] = requests_per_level
     if warmup is not None:
         load["warmup_requests"] = warmup
+    if max_concurrency is not None:
+        load["max_concurrency"] = max_concurrency
     body: dict[str, Any] = {"endpoint": endpoint, "workload": workload, "load": load}
     slo: dict[str, Any] = {}
     if slo_ttft_p95 is not None:
@@ -449,7 +459,7 @@ def jobs_watch(job: str, as_json: bool, client: ApiClient) -> None:
 @click.option("--tag", multiple=True, help="Endpoint tag key:value (or key); all must match.")
 @click.option("--workload-fingerprint", multiple=True, help="Repeatable.")
 @click.option("--preset", multiple=True, help="Runs of jobs that named this workload preset.")
-@click.option("--mode", type=click.Choice(["concurrency", "rate"]), multiple=True)
+@click.option("--mode", type=_MODES, multiple=True)
 @click.option("--level", multiple=True, type=float, help="Only these load levels; repeatable.")
 @click.option("--since", help="RFC 3339: runs finished at or after this time.")
 @click.option("--until", help="RFC 3339: runs finished before this time.")

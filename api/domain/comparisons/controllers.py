@@ -95,8 +95,11 @@ class ComparisonController(Controller):
             ),
         ] = None,
         mode: Annotated[
-            list[Literal["concurrency", "rate"]] | None,
-            QueryParameter(description="concurrency (closed loop) or rate (open loop)"),
+            list[Literal["concurrency", "rate", "burst"]] | None,
+            QueryParameter(
+                description="concurrency (closed loop), rate (open loop) or burst (requests "
+                "sent at once)"
+            ),
         ] = None,
         level: Annotated[
             list[float] | None,
