@@ -92,7 +92,7 @@ def test_page_markers(page: Path) -> None:
     runner under another fence name."""
     text = page.read_text()
     for number, line in enumerate(text.splitlines(), 1):
-        if "docs-test" in line:
+        if line.lstrip().startswith("<!--") and "docs-test" in line:
             m = SKIP.match(line)
             assert m is not None, f"{page.name}:{number}: unreadable docs-test marker: {line}"
             assert (m.group(1) or "").strip(), f"{page.name}:{number}: a skip needs a (reason)"
@@ -105,6 +105,39 @@ def test_page_markers(page: Path) -> None:
             assert block.lang == "sh", (
                 f"{block.page}:{block.line}: a docs-test marker above a ```{block.lang} block"
             )
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    in_fence = False
+    found = set()
+    for line in path.read_text().splitlines():
+        if FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and line.startswith("#"):
+            found.add(_slug(line.lstrip("#")))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_page_links(page: Path) -> None:
+    """Every relative link names a file that exists, and a heading in it when it has #anchor."""
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        path = (page.parent / file).resolve() if file else page
+        assert path.exists(), f"{page.name}: link to {target}: no such file"
+        if anchor and path.suffix == ".md":
+            assert anchor in _anchors(path), f"{page.name}: link to {target}: no such heading"
 
 
 # ------------------------------------------------------------------------- the stack
@@ -152,6 +185,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("docs")
     venv = Path(sys.prefix)
     (work / ".venv").symlink_to(venv)
+    (work / "bench").symlink_to(ROOT / "bench")  # the pages run from the repository's root
     database = f"infercost_docs_{uuid.uuid4().hex[:10]}"
     _run_sql(f'CREATE DATABASE "{database}"')
     api_port, sim_port, sim_gpu_port = free_port(), free_port(), free_port()
