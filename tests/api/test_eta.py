@@ -111,3 +111,17 @@ def test_a_sweep_of_durations_is_planned_by_its_levels() -> None:
     # 2 + 3 levels of 30 s each (rate_levels 3): 150 s.
     sweep = job("queued", {"mode": "sweep", "rate_levels": 3, "duration_s": 30}, created_min=0)
     assert estimate(sweep, [sweep], NOW).estimated_end_at == NOW + timedelta(seconds=150)
+
+
+def test_a_burst_lasts_as_long_as_its_requests_at_its_concurrency() -> None:
+    # At 0.5 s a request: 30 requests at once take 0.5 s, and so do 12 at once; with 2 s of
+    # cool-down per level the first job takes 4 + 0.5 + 0.5 = 5 s. 12 at once with at most 3
+    # in flight take four rounds, 2 s, plus 2 s of cool-down.
+    burst = {"mode": "burst", "levels": [30, 12], "max_concurrency": None, "cooldown_s": 2}
+    capped = {**burst, "levels": [12], "max_concurrency": 3}
+    first = job("queued", burst, created_min=1, pace=Pace(0.5, True))
+    second = job("queued", capped, created_min=2, pace=Pace(0.5, True))
+    a = estimate(first, [first, second], NOW)
+    assert a.estimated_end_at == NOW + timedelta(seconds=5)
+    b = estimate(second, [first, second], NOW)
+    assert b.estimated_end_at - b.estimated_start_at == timedelta(seconds=2 + 2)

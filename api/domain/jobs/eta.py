@@ -77,6 +77,14 @@ def planned_seconds(load: Mapping[str, Any], pace: Pace | None) -> float | None:
         return size.seconds
     if pace is None:
         return None
+    if plan.mode == "burst":
+        # N requests at once, at most max_concurrency of them in flight: about as long as N
+        # requests at that concurrency.
+        served = sum(
+            level * pace.seconds_per_request / min(level, plan.max_concurrency or level)
+            for level in plan.levels or []
+        )
+        return size.seconds + served
     per_level = (plan.requests_per_level or DEFAULT_REQUESTS_PER_LEVEL) + plan.warmup_requests
     served = sum(per_level * pace.seconds_per_request / level for level in plan.levels or [])
     return size.seconds + served
