@@ -1,7 +1,7 @@
 """The status board (GET /v1/status/page) opened in headless Chromium with the API's own
 headers (its CSP included): one row per watched deployment with drawn sparklines, nothing
 fetched but the page, user text escaped, sort links that reorder the rows and links to each
-job's report. Screenshot: test-artifacts/status.png."""
+job's report; a watched endpoint without a run says so. Screenshot: test-artifacts/status.png."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ _BOARD = """
     }),
     report: tr.querySelector('td:last-child a')?.getAttribute('href') ?? null,
     verdict: tr.querySelector('.badge').textContent,
+    latest: tr.querySelector('td:last-child').textContent,
   })),
   sortTtft: [...document.querySelectorAll('thead a')]
     .find(a => a.textContent.startsWith('TTFT')).getAttribute('href'),
@@ -85,6 +86,16 @@ async def test_status_board_in_headless_chromium(
             if k == 0:
                 jobs[endpoint["name"]] = job
 
+    # A fourth watched endpoint, its schedule just created: no run yet, a row that says so.
+    fresh = await team.create_endpoint(name="zephyr-7b.new", model="zephyr-7b")
+    await db.execute(
+        "INSERT INTO schedules (id, team_id, endpoint_id, template, interval_s, timezone,"
+        " created_at, next_slot_at) VALUES (gen_random_uuid(), $1, $2, '{}', 10800, 'UTC',"
+        " now(), now() + interval '2 hours')",
+        uuid.UUID(team.team_id),
+        uuid.UUID(fresh["id"]),
+    )
+
     errors: list[str] = []
     requests: list[str] = []
     async with async_playwright() as playwright:
@@ -115,8 +126,12 @@ async def test_status_board_in_headless_chromium(
     # The pages themselves and nothing else: no font, style, script or image was fetched.
     assert all("/v1/status/page" in url for url in requests), requests
     assert board["scripts"] == 0  # the model named <script> is text, not a script
-    assert sorted(r["name"] for r in board["rows"]) == sorted(names)
-    for row in board["rows"]:
+    assert sorted(r["name"] for r in board["rows"]) == sorted([*names, "zephyr-7b.new"])
+    waiting = next(r for r in board["rows"] if r["name"] == "zephyr-7b.new")
+    # No charts and no report link for it: the reason, and when its first run is due.
+    assert waiting["verdict"] == "no run yet" and waiting["sparks"] == [], waiting
+    assert waiting["report"] is None and "next" in waiting["latest"], waiting
+    for row in (r for r in board["rows"] if r["name"] != "zephyr-7b.new"):
         # Five figures, each a sparkline with one unbroken drawn line over 24 slices.
         assert len(row["sparks"]) == 5, row
         for spark in row["sparks"]:
@@ -127,7 +142,8 @@ async def test_status_board_in_headless_chromium(
     assert verdicts[names[0]] == "regression" and verdicts[names[2]] == "none"
     # Medians: 120, 240 and 360 ms times the same drift, so TTFT order is the creation order.
     assert "sort=ttft_p50_ms" in board["sortTtft"]
-    assert [r["name"] for r in by_ttft["rows"]] == names
+    # (The row without figures sorts last, nulls last whichever the direction.)
+    assert [r["name"] for r in by_ttft["rows"]] == [*names, "zephyr-7b.new"]
     # Every column in view: the table fits the window, nothing scrolled away.
     assert board["width"] <= 1440
     assert board["tableFits"], board
