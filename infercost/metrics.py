@@ -406,7 +406,8 @@ def adequacy_block(
         reason(
             "few_requests",
             f"{succeeded} successful measured requests: a p99 needs at least "
-            f"{ADEQUATE_MIN_REQUESTS} (p95 20); raise requests_per_level or duration_s",
+            f"{ADEQUATE_MIN_REQUESTS} (p95 20); raise requests_per_level or duration_s (a "
+            "burst: its level)",
         )
     minimum = ADEQUATE_MIN_DURATION_S
     if telemetry_interval_s:
@@ -416,7 +417,8 @@ def adequacy_block(
         reason(
             "short",
             f"the measured window lasted {lasted}, under {minimum:g} s (at least "
-            f"{ADEQUATE_MIN_TELEMETRY_INTERVALS} telemetry intervals): give duration_s",
+            f"{ADEQUATE_MIN_TELEMETRY_INTERVALS} telemetry intervals): give duration_s (a "
+            "burst lasts as long as the endpoint takes to drain it: a larger one)",
         )
     if client.get("rate_held") is False:
         reason(
