@@ -50,7 +50,8 @@ class HistoryController(Controller):
             str | None, QueryParameter(description="only this workload (a run's fingerprint)")
         ] = None,
         mode: Annotated[
-            str | None, QueryParameter(description="only runs of this mode: concurrency or rate")
+            str | None,
+            QueryParameter(description="only runs of this mode: concurrency, rate or burst"),
         ] = None,
         level: Annotated[
             float | None, QueryParameter(description="only this load level (concurrency or rate)")
