@@ -22,33 +22,22 @@ from api.domain.estimates.evidence import (
     replica_hardware,
     run_physics,
 )
-from api.domain.history.services import change_read
 from api.domain.jobs.eta import queue_estimate
 from api.domain.jobs.schemas import (
     CSV_COLUMNS,
-    Adequacy,
-    CacheBlock,
-    ClientHealth,
-    ConcurrencyCap,
     Cost,
-    Distribution,
     Efficiency,
     JobCreate,
     JobListItem,
     JobRead,
     Lengths,
-    LiveFigures,
     Load,
     Progress,
-    PromptTokenizer,
-    RequestCounts,
     RunSummary,
     Sample,
     SamplePage,
-    ServerTimingsBlock,
     Slo,
     Sweep,
-    Telemetry,
 )
 from api.queue import TaskQueue
 from api.rows import from_row
@@ -107,6 +96,18 @@ def stored_price(run: Run) -> HourlyPrice:
     return HourlyPrice(run.usd_per_hour, "run", priced_at, run.price_note)
 
 
+#: The distributions of a run summary, kept by name in runs.stats.
+_DISTRIBUTIONS = (
+    "ttft_ms",
+    "ttfo_ms",
+    "tpot_ms",
+    "itl_ms",
+    "e2e_ms",
+    "queue_delay_ms",
+    "per_user_tokens_per_s",
+)
+
+
 def run_summary(
     run: Run, price: HourlyPrice | None = None, physics: Efficiency | None = None
 ) -> RunSummary:
@@ -114,10 +115,6 @@ def run_summary(
     stored snapshot), with its roofline efficiency when known. The run is only read."""
     stats: dict[str, Any] = run.stats or {}
     empty = distribution([])
-
-    def dist(name: str) -> Distribution:
-        return msgspec.convert(stats.get(name) or empty, Distribution)
-
     price = price or stored_price(run)
     if price.per_token is not None:
         cost = hosted_run_cost(
@@ -138,65 +135,34 @@ def run_summary(
             reason=price.note,
             input_tokens_per_s=run.input_tokens_per_s,
         )
-    client = stats.get("client")
-    return RunSummary(
-        id=run.id,
-        job_id=run.job_id,
-        level=run.level,
-        mode=run.mode,
-        status=run.status,
-        error=run.error,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        requests=RequestCounts(
-            total=run.requests_total,
-            succeeded=run.requests_succeeded,
-            failed=run.requests_failed,
-            errors=dict(stats.get("errors") or {}),
-        ),
-        duration_s=run.duration_s,
-        count_source=run.count_source,
-        prompt_lengths=run.prompt_lengths,
-        ttft_ms=dist("ttft_ms"),
-        ttfo_ms=dist("ttfo_ms"),
-        tpot_ms=dist("tpot_ms"),
-        itl_ms=dist("itl_ms"),
-        e2e_ms=dist("e2e_ms"),
-        queue_delay_ms=dist("queue_delay_ms"),
-        per_user_tokens_per_s=dist("per_user_tokens_per_s"),
-        output_tokens_per_s=run.output_tokens_per_s,
-        input_tokens_per_s=run.input_tokens_per_s,
-        total_tokens_per_s=run.total_tokens_per_s,
-        requests_per_s=run.requests_per_s,
-        mean_concurrency=run.mean_concurrency,
-        error_rate=run.error_rate,
-        goodput_rps=run.goodput_rps,
-        slo_attainment=run.slo_attainment,
-        slo_passed=run.slo_passed,
-        client_bound=run.client_bound,
-        client=msgspec.convert(client, ClientHealth) if client else None,
-        telemetry=msgspec.convert(run.telemetry, Telemetry) if run.telemetry else Telemetry(),
+    # The run's columns of the same name (its figures, and the JSONB blocks that become
+    # their structs) are converted by msgspec; given here is only what the row keeps under
+    # other names or inside `stats`, and the blocks an empty object leaves out.
+    return from_row(
+        run,
+        RunSummary,
+        requests={
+            "total": run.requests_total,
+            "succeeded": run.requests_succeeded,
+            "failed": run.requests_failed,
+            "errors": stats.get("errors") or {},
+        },
+        **{name: stats.get(name) or empty for name in _DISTRIBUTIONS},
+        client=stats.get("client") or None,
+        telemetry=run.telemetry or {},
         cost=msgspec.structs.replace(
             msgspec.convert(cost, Cost, from_attributes=True),
             priced_at=price.priced_at,
             price_source=price.source,
         ),
         efficiency=physics,
-        prompt_tokenizer=msgspec.convert(stats["prompt_tokenizer"], PromptTokenizer)
-        if stats.get("prompt_tokenizer")
-        else None,
-        server_timings=msgspec.convert(run.server_timings, ServerTimingsBlock)
-        if run.server_timings
-        else None,
-        cache=msgspec.convert(run.cache, CacheBlock) if run.cache else None,
-        adequacy=msgspec.convert(run.adequacy, Adequacy) if run.adequacy else None,
-        concurrency_cap=msgspec.convert(run.concurrency_cap, ConcurrencyCap)
-        if run.concurrency_cap
-        else None,
-        not_measured=dict(stats["not_measured"]) if stats.get("not_measured") else None,
-        workload_fingerprint=run.workload_fingerprint,
-        live=msgspec.convert(run.live, LiveFigures) if run.live else None,
-        change=change_read(run.change),
+        prompt_tokenizer=stats.get("prompt_tokenizer") or None,
+        server_timings=run.server_timings or None,
+        cache=run.cache or None,
+        adequacy=run.adequacy or None,
+        concurrency_cap=run.concurrency_cap or None,
+        not_measured=stats.get("not_measured") or None,
+        live=run.live or None,
     )
 
 
