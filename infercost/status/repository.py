@@ -58,8 +58,9 @@ FROM schedules WHERE team_id = :team GROUP BY endpoint_id
 """
 _ENDPOINTS_SQL = """
 SELECT e.id, e.name, e.model, e.engine, h.name, e.gpu_count,
-       EXISTS (SELECT 1 FROM runs r WHERE r.team_id = e.team_id AND r.endpoint_id = e.id
-               AND r.status = 'succeeded')
+       e.id = ANY(:missing) AND EXISTS (
+         SELECT 1 FROM runs r WHERE r.team_id = e.team_id AND r.endpoint_id = e.id
+           AND r.status = 'succeeded')
 FROM endpoints e LEFT JOIN hardware h ON h.id = e.hardware_id
 WHERE e.team_id = :team AND e.id = ANY(:ids)
 """
@@ -268,8 +269,10 @@ async def status_rows(
     endpoints: dict[uuid.UUID, Sequence[Any]] = {}
     if shown or missing:
         info = await connection.execute(
-            text(_ENDPOINTS_SQL).bindparams(bindparam("ids", type_=uuids)),
-            {"team": team_id, "ids": sorted(shown | set(missing))},
+            text(_ENDPOINTS_SQL).bindparams(
+                bindparam("ids", type_=uuids), bindparam("missing", type_=uuids)
+            ),
+            {"team": team_id, "ids": sorted(shown | set(missing)), "missing": missing},
         )
         endpoints = {r[0]: r for r in info}
 
