@@ -455,11 +455,102 @@ def describe_parameters(app: Litestar) -> None:
                     )
 
 
+#: msgspec's JSON Schema bound keywords, by the name of the Schema attribute that holds them.
+_BOUND_KEYWORDS: Final = {
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "exclusiveMinimum": "exclusive_minimum",
+    "exclusiveMaximum": "exclusive_maximum",
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "pattern": "pattern",
+    "minItems": "min_items",
+    "maxItems": "max_items",
+    "minProperties": "min_properties",
+    "maxProperties": "max_properties",
+    "multipleOf": "multiple_of",
+}
+
+
+def _merge_bounds(schema: Schema, exact: dict[str, Any]) -> None:
+    """Copy the bounds of msgspec's schema of a value (`exact`) onto Litestar's (`schema`),
+    branch by branch of the same type, where Litestar left them out."""
+    members = [m for m in exact.get("anyOf", exact.get("oneOf", [exact])) if isinstance(m, dict)]
+    for member in members:
+        kind = member.get("type")
+        if kind is None or kind == "null":
+            continue
+        for branch in _branches(schema):
+            if not isinstance(branch.type, OpenAPIType) or branch.type.value != kind:
+                continue
+            for keyword, attribute in _BOUND_KEYWORDS.items():
+                if keyword in member and getattr(branch, attribute) is None:
+                    setattr(branch, attribute, member[keyword])
+            items = member.get("items")
+            if kind == "array" and isinstance(items, dict) and isinstance(branch.items, Schema):
+                _merge_bounds(branch.items, items)
+            break
+
+
+def body_bounds(app: Litestar) -> None:
+    """State on every request body the bounds its msgspec types check. Litestar leaves out
+    a bound on an optional field (`Annotated[float, Meta(gt=0)] | None` is documented as a
+    bare number), so a client could send what the API refuses: each field's schema gets
+    the bounds msgspec's own JSON Schema of it has."""
+    structs = {name for name, _ in _request_structs(app).items()}
+    components = app.openapi_schema.components
+    schemas = (components.schemas or {}) if components else {}
+    classes = _request_classes(app)
+    for name in structs:
+        cls = classes.get(name)
+        matching = [s for s in schemas.values() if s.title == name]
+        if cls is None or len(matching) != 1:
+            continue  # two structs of one name: leave them as Litestar wrote them
+        (_, exact) = msgspec.json.schema_components([cls])
+        for field, field_schema in (exact.get(name, {}).get("properties") or {}).items():
+            target = (matching[0].properties or {}).get(field)
+            if isinstance(target, Schema):
+                _merge_bounds(target, field_schema)
+
+
+def _request_classes(app: Litestar) -> dict[str, type]:
+    """Every Struct class a JSON body can hold, by class name (the last one seen)."""
+    found: dict[str, type] = {}
+
+    def walk(info: Any) -> None:
+        if isinstance(info, msgspec.inspect.StructType):
+            if info.cls.__name__ in found:
+                return
+            found[info.cls.__name__] = info.cls
+            for field in info.fields:
+                walk(field.type)
+        elif isinstance(info, msgspec.inspect.Metadata):
+            walk(info.type)
+        elif isinstance(info, msgspec.inspect.UnionType):
+            for member in info.types:
+                walk(member)
+        elif isinstance(info, msgspec.inspect.ListType | msgspec.inspect.SetType):
+            walk(info.item_type)
+        elif isinstance(info, msgspec.inspect.DictType):
+            walk(info.value_type)
+
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", ()):
+            data = getattr(handler, "parsed_data_field", None)
+            if data is not None:
+                try:
+                    walk(msgspec.inspect.type_info(data.annotation))
+                except TypeError:
+                    continue
+    return found
+
+
 def document(app: Litestar) -> None:
     """Finish the app's OpenAPI document: error answers on every route, strict bodies,
     what each parameter accepts, one title per schema."""
     declare_errors(app)
     refuse_unknown_fields(app)
+    body_bounds(app)
     describe_parameters(app)
     unique_titles(app)
 
