@@ -1,43 +1,58 @@
 """The `infercost` command: server parts, the all-in-one launcher, the simulator, and the
 client commands that use the HTTP API (endpoints, prices, datasets, jobs, runs, compare,
-estimate, report, bench, schedules; submit and cancel as shortcuts)."""
+estimate, report, bench, schedules; submit and cancel as shortcuts).
+
+Each command's module is imported when the command runs (or lists its help), so a client
+command never pays for the launcher's database layer or the simulator."""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from infercost.cli.bench import bench
-from infercost.cli.commands import cancel, compare, jobs, report, submit
-from infercost.cli.export import export
-from infercost.cli.resources import datasets, endpoints, estimate, prices, runs
-from infercost.cli.schedules import schedules
-from infercost.cli.serve import api, maintenance, migrate, worker
-from infercost.cli.sim import sim
-from infercost.cli.up import up
+#: Command name -> "module:attribute" of its click command.
+COMMANDS = {
+    "api": "infercost.cli.serve:api",
+    "worker": "infercost.cli.serve:worker",
+    "maintenance": "infercost.cli.serve:maintenance",
+    "migrate": "infercost.cli.serve:migrate",
+    "sim": "infercost.cli.sim:sim",
+    "up": "infercost.cli.up:up",
+    "submit": "infercost.cli.commands:submit",
+    "jobs": "infercost.cli.commands:jobs",
+    "compare": "infercost.cli.commands:compare",
+    "report": "infercost.cli.commands:report",
+    "cancel": "infercost.cli.commands:cancel",
+    "endpoints": "infercost.cli.resources:endpoints",
+    "prices": "infercost.cli.resources:prices",
+    "datasets": "infercost.cli.resources:datasets",
+    "runs": "infercost.cli.resources:runs",
+    "estimate": "infercost.cli.resources:estimate",
+    "bench": "infercost.cli.bench:bench",
+    "export": "infercost.cli.export:export",
+    "schedules": "infercost.cli.schedules:schedules",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose commands are imported by name when first used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="infercost")
 def main() -> None:
     """infercost: how fast is this LLM deployment, and what does each token cost."""
-
-
-main.add_command(api)
-main.add_command(worker)
-main.add_command(maintenance)
-main.add_command(migrate)
-main.add_command(sim)
-main.add_command(up)
-main.add_command(submit)
-main.add_command(jobs)
-main.add_command(compare)
-main.add_command(report)
-main.add_command(cancel)
-main.add_command(endpoints)
-main.add_command(prices)
-main.add_command(datasets)
-main.add_command(runs)
-main.add_command(estimate)
-main.add_command(bench)
-main.add_command(export)
-main.add_command(schedules)

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, TypeVar
 import click
 import httpx
 
-from infercost.cli.up import TEAM_KEY_FILE
+from infercost.cli.datadir import TEAM_KEY_FILE
 from infercost.settings import Settings
 
 TIMEOUT_S = 30.0
