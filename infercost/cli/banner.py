@@ -49,10 +49,16 @@ def banner_lines(
                 f"simulator at {demo.base_url}"
             )
     endpoint_id = ids.get(SIM_ENDPOINT)
+    # The CLI finds the API at 127.0.0.1:8000 unless told (INFERCOST_URL or --url).
+    url_option = "" if api_url == "http://127.0.0.1:8000" else f" --url {api_url}"
     if endpoint_id is not None:
         lines += [
             "",
-            "Submit a first job:",
+            "A first job with the CLI, in another terminal in this directory:",
+            "  export PATH=$PWD/.venv/bin:$PATH",
+            f"  infercost jobs submit --endpoint {SIM_ENDPOINT} --levels 1,8 --input-tokens 128 "
+            f"--output-tokens 64 --requests 50 --warmup 4 --watch{url_option}",
+            "Or over HTTP:",
             f"  curl -s -X POST {api_url}/v1/jobs -H {key_arg} \\",
             "    -H 'Content-Type: application/json' \\",
             f'    -d \'{{"endpoint_id": "{endpoint_id}", '
