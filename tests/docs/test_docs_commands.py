@@ -286,12 +286,17 @@ def test_page_commands(page: Path, stack: Stack) -> None:
         code = -1
     finally:
         _cancel_unfinished(stack)
-    (ARTIFACTS / f"docs-{page.stem}.log").write_text(output)
+    log_name = str(page.relative_to(ROOT).with_suffix("")).replace("/", "-")
+    (ARTIFACTS / f"docs-page-{log_name}.log").write_text(output)
     if code != 0:
         failed = re.findall(r"docs-test: block (\d+):", output)
         number = int(failed[-1]) if failed else None
-        block = next((b for b in blocks if b.number == number), None)
-        where = f"block {number} (line {block.line}):\n{block.text}" if block else "(block unknown)"
+        failing = next((b for b in blocks if b.number == number), None)
+        where = (
+            f"block {number} (line {failing.line}):\n{failing.text}"
+            if failing
+            else "(block unknown)"
+        )
         pytest.fail(
             f"{page.relative_to(ROOT)}: exit {code} in {where}\n--- output (last 6000 "
             f"characters) ---\n{output[-6000:]}"
