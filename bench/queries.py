@@ -422,6 +422,7 @@ STATUS_RUN_COLUMNS = (
     "requests_succeeded", "requests_failed", "duration_s", "output_tokens_per_s",
     "goodput_output_tokens_per_s", "ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "tpot_p95_ms",
     "client_bound", "workload_fingerprint", "adequacy", "change_verdict",
+    "per_user_tokens_per_s_p50",
 )  # fmt: skip
 
 
@@ -487,6 +488,7 @@ async def load_status(database: str, api: Api, args: argparse.Namespace) -> str:
                     out * rng.uniform(0.7, 1.0), ttft, ttft * 1.6, tpot, tpot * 1.6,
                     rng.random() < 0.01, fp, '{"ok": true, "reasons": []}',
                     "regression" if rng.random() < 0.02 else None,
+                    1000 / tpot,
                 ))  # fmt: skip
         started = time.perf_counter()
         await conn.copy_records_to_table(
