@@ -22,6 +22,33 @@ _PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9
 SLO_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 SLO_STATS = ("mean", "p50", "p90", "p95", "p99", "p999", "max")
 
+#: The percentile columns of `runs` (comparisons, history and the status board sort and
+#: aggregate them), each a statistic of a distribution the run keeps in `stats`.
+PERCENTILE_COLUMNS: dict[str, tuple[str, str]] = {
+    "ttft_p50_ms": ("ttft_ms", "p50"),
+    "ttft_p95_ms": ("ttft_ms", "p95"),
+    "tpot_p50_ms": ("tpot_ms", "p50"),
+    "tpot_p95_ms": ("tpot_ms", "p95"),
+    "itl_p50_ms": ("itl_ms", "p50"),
+    "itl_p95_ms": ("itl_ms", "p95"),
+    "e2e_p50_ms": ("e2e_ms", "p50"),
+    "e2e_p95_ms": ("e2e_ms", "p95"),
+    "per_user_tokens_per_s_p50": ("per_user_tokens_per_s", "p50"),
+}
+
+
+def percentile_columns(stats: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """Every percentile column of a run from its `stats`, made one way for all of them:
+    the statistic as `stats` holds it, null where the distribution or statistic is not
+    there. JobRepository.update_run writes them whenever a run's stats are written."""
+    columns: dict[str, float | None] = {}
+    for column, (name, key) in PERCENTILE_COLUMNS.items():
+        block = (stats or {}).get(name)
+        value = block.get(key) if isinstance(block, Mapping) else None
+        columns[column] = None if value is None else float(value)
+    return columns
+
+
 #: Error classes of METRICS.md, in a fixed order.
 ERROR_CLASSES = ("connect", "timeout", "http_4xx", "http_5xx", "stream_broken", "protocol", "empty")
 

@@ -8,6 +8,7 @@ INFERCOST_TEST_REDIS (a redis:// URL).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -30,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.db.migrate import upgrade_head
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
+from infercost.metrics import percentile_columns
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, start_sim_process
 
@@ -387,7 +389,12 @@ async def insert_finished_run(
     )
     # The deployment the endpoint describes now, as the worker records it for a run.
     deployment_id = await db.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, endpoint)
+    # The percentile columns from the stats given, as JobRepository.update_run writes them
+    # (a column given explicitly wins).
+    stats = columns.get("stats")
+    derived = percentile_columns(json.loads(stats)) if isinstance(stats, str) else {}
     values = {
+        **derived,
         "deployment_id": deployment_id,
         "level": 1.0,
         "mode": "concurrency",

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
 from infercost.jobs.models import Job, RequestSample, Run
+from infercost.metrics import percentile_columns
 from infercost.teams.scope import owned_by, readable, unscoped
 
 #: Column order of the COPY into request_samples; rows from `sample_row` follow it.
@@ -305,7 +306,10 @@ class JobRepository:
         return run
 
     async def update_run(self, run_id: uuid.UUID, **values: Any) -> None:
-        """Record a run's outcome and figures."""
+        """Record a run's outcome and figures; with its `stats`, every percentile column is
+        written from them in the same statement (infercost.metrics.percentile_columns)."""
+        if "stats" in values:
+            values = {**values, **percentile_columns(values["stats"])}
         await self.session.execute(update(Run).where(Run.id == run_id).values(**values))
 
     async def runs_of_jobs(self, team_id: uuid.UUID, job_ids: Sequence[uuid.UUID]) -> list[Run]:
