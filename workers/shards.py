@@ -35,9 +35,9 @@ from typing import Any
 
 from infercost.db.base import utcnow
 from infercost.jobs import outbox
-from infercost.jobs.models import RequestSample
+from infercost.jobs.samples import timing_of
 from infercost.jobs.shards import SHARD_DONE, RunShard, ShardRepository
-from infercost.metrics import RequestTiming, ServerTimings, distribution
+from infercost.metrics import RequestTiming, distribution
 from infercost.queue import RUN_SHARD_TASK
 from infercost.sharding import shard_share
 from workers.broker import make_celery
@@ -234,46 +234,6 @@ class ShardSlot:
             level_task.cancel()
             return True
         return False
-
-
-def timing_of(sample: RequestSample) -> RequestTiming:
-    """A stored sample back as the metric definitions take it (seconds from the origin)."""
-    t_send = sample.t_send
-
-    def at(ms: float | None) -> float | None:
-        return None if ms is None else t_send + ms / 1000.0
-
-    return RequestTiming(
-        seq=sample.seq,
-        warmup=sample.warmup,
-        t_sched=sample.t_sched,
-        t_send=t_send,
-        t_first_byte=at(sample.ttfb_ms),
-        t_end=at(sample.e2e_ms),
-        chunk_times=[t_send + c / 1000.0 for c in sample.chunk_times_ms],
-        n_in=sample.n_in,
-        n_out=sample.n_out,
-        count_source=sample.count_source,
-        status=sample.status,
-        error_class=sample.error_class,
-        error=sample.error,
-        t_first_content=at(sample.ttfo_ms),
-        chunk_tokens=sample.chunk_tokens,
-        n_in_target=sample.n_in_target,
-        prompt_length=sample.prompt_length,
-        cached_tokens=sample.cached_tokens,
-        server=None
-        if sample.server_source is None
-        else ServerTimings(
-            source=sample.server_source,
-            prefill_ms=sample.server_prefill_ms,
-            per_token_ms=sample.server_tpot_ms,
-            queue_ms=sample.server_queue_ms,
-            n_out=sample.server_n_out,
-            n_prefilled=sample.server_n_prefilled,
-        ),
-        cap_wait=None if sample.cap_wait_ms is None else sample.cap_wait_ms / 1000.0,
-    )
 
 
 @dataclass(frozen=True, slots=True)

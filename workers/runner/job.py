@@ -29,6 +29,7 @@ from infercost.endpoints.repository import EndpointRepository
 from infercost.jobs.models import Job
 from infercost.jobs.plan import LoadPlan, Mode, Plan, decode_plan
 from infercost.jobs.repository import JobRepository
+from infercost.jobs.samples import sample_rows
 from infercost.jobs.shards import ShardRepository
 from infercost.metrics import RequestTiming, summarize
 from infercost.outbound import OutboundRefused, Policy, pinned
@@ -40,7 +41,7 @@ from workers.loadgen.embeddings import EMBEDDINGS_API
 from workers.loadgen.stream import Target
 from workers.progress import PROGRESS_INTERVAL_S, MeasuredLevel, Progress
 from workers.runner.driver import DrivenLevel, drive_level, plan_level
-from workers.runner.recorder import Recorder, failure_message, sample_rows
+from workers.runner.recorder import Recorder, failure_message
 from workers.runner.sources import RequestSource, request_source
 from workers.runtime import Runtime
 from workers.shards import (

@@ -24,7 +24,8 @@ from infercost.endpoints.models import Endpoint
 from infercost.jobs.deployments import deployment_of
 from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
-from infercost.metrics import RequestTiming, RunFigures, ServerTimings
+from infercost.jobs.samples import sample_rows
+from infercost.metrics import RequestTiming, RunFigures
 from infercost.prices.pricing import hourly_price
 from infercost.telemetry.store import TelemetryRepository
 from workers.lease import Lease, LeaseLost, LevelNotStored, stored
@@ -35,63 +36,11 @@ from workers.telemetry import LevelTelemetry
 log = logging.getLogger("infercost.worker")
 
 
-def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tuple[Any, ...]]:
-    """Rows for COPY into request_samples, in SAMPLE_COLUMNS order; times in ms from t_send."""
-
-    def ms(value: float | None) -> float | None:
-        return None if value is None else value * 1000.0
-
-    return [
-        (
-            run_id,
-            t.seq,
-            t.warmup,
-            t.t_sched,
-            t.t_send,
-            ms(t.ttfb),
-            ms(t.ttft),
-            ms(t.tpot),
-            ms(t.e2e),
-            t.n_in,
-            t.n_out,
-            t.count_source,
-            t.status,
-            t.error_class,
-            t.error,
-            [(c - t.t_send) * 1000.0 for c in t.chunk_times],
-            ms(t.ttfo),
-            t.chunk_tokens,
-            t.n_in_target,
-            t.prompt_length,
-            t.cached_tokens,
-            *_server_columns(t.server),
-            ms(t.cap_wait),
-        )
-        for t in timings
-    ]
-
-
-def _server_columns(server: ServerTimings | None) -> tuple[Any, ...]:
-    """The sample's server_* columns, in SAMPLE_COLUMNS order."""
-    if server is None:
-        return (None,) * 6
-    return (
-        server.source,
-        server.prefill_ms,
-        server.per_token_ms,
-        server.queue_ms,
-        server.n_out,
-        server.n_prefilled,
-    )
-
-
 def figures_to_columns(figures: RunFigures) -> dict[str, Any]:
-    """The runs-table columns of a run's figures: scalars as columns, distributions as JSONB."""
+    """The runs-table columns of a run's figures: scalars as columns, distributions as JSONB
+    (JobRepository.update_run writes the percentile columns from those)."""
     nested = {"errors", "client", "stats", "not_measured"}
     columns = {f.name: getattr(figures, f.name) for f in fields(figures) if f.name not in nested}
-    for name in ("ttft_ms", "tpot_ms"):
-        for stat in ("p50", "p95"):
-            columns[f"{name[:-3]}_{stat}_ms"] = figures.stat(name, stat)
     columns["stats"] = {**figures.stats, "errors": figures.errors, "client": figures.client}
     if figures.not_measured:
         columns["stats"]["not_measured"] = figures.not_measured
