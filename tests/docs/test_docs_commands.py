@@ -204,7 +204,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         INFERCOST_RATE_LIMIT_PER_MINUTE="100000",
         PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
     )
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = ARTIFACTS / "docs-up.log"
     argv = [str(venv / "bin" / "infercost"), "up", "--port", str(api_port)]
     argv += ["--sim-port", str(sim_port), "--sim-gpu-port", str(sim_gpu_port)]
