@@ -279,19 +279,15 @@ def declare_errors(app: Litestar) -> None:
             handler.responses = declared
 
 
-def _request_structs(app: Litestar) -> dict[str, bool]:
-    """Every Struct a JSON body can hold, by class name: whether it refuses unknown fields
-    (False when two structs of one name disagree)."""
-    found: dict[str, bool] = {}
-    seen: set[type] = set()
+def _body_structs(app: Litestar) -> list[msgspec.inspect.StructType]:
+    """Every Struct a JSON body can hold (each class once)."""
+    found: dict[type, msgspec.inspect.StructType] = {}
 
     def walk(info: Any) -> None:
         if isinstance(info, msgspec.inspect.StructType):
-            if info.cls in seen:  # a struct that holds itself, or met before
+            if info.cls in found:  # a struct that holds itself, or met before
                 return
-            seen.add(info.cls)
-            name = info.cls.__name__
-            found[name] = found.get(name, True) and info.forbid_unknown_fields
+            found[info.cls] = info
             for field in info.fields:
                 walk(field.type)
         elif isinstance(info, msgspec.inspect.Metadata):
@@ -312,6 +308,16 @@ def _request_structs(app: Litestar) -> dict[str, bool]:
                     walk(msgspec.inspect.type_info(data.annotation))
                 except TypeError:  # not a msgspec type (a DTO, raw bytes): nothing to mark
                     continue
+    return list(found.values())
+
+
+def _request_structs(app: Litestar) -> dict[str, bool]:
+    """Every Struct a JSON body can hold, by class name: whether it refuses unknown fields
+    (False when two structs of one name disagree)."""
+    found: dict[str, bool] = {}
+    for info in _body_structs(app):
+        name = info.cls.__name__
+        found[name] = found.get(name, True) and info.forbid_unknown_fields
     return found
 
 
@@ -497,52 +503,20 @@ def body_bounds(app: Litestar) -> None:
     a bound on an optional field (`Annotated[float, Meta(gt=0)] | None` is documented as a
     bare number), so a client could send what the API refuses: each field's schema gets
     the bounds msgspec's own JSON Schema of it has."""
-    structs = {name for name, _ in _request_structs(app).items()}
+    by_name: dict[str, list[type]] = {}
+    for info in _body_structs(app):
+        by_name.setdefault(info.cls.__name__, []).append(info.cls)
     components = app.openapi_schema.components
     schemas = (components.schemas or {}) if components else {}
-    classes = _request_classes(app)
-    for name in structs:
-        cls = classes.get(name)
+    for name, classes in by_name.items():
         matching = [s for s in schemas.values() if s.title == name]
-        if cls is None or len(matching) != 1:
+        if len(classes) != 1 or len(matching) != 1:
             continue  # two structs of one name: leave them as Litestar wrote them
-        (_, exact) = msgspec.json.schema_components([cls])
+        (_, exact) = msgspec.json.schema_components(classes)
         for field, field_schema in (exact.get(name, {}).get("properties") or {}).items():
             target = (matching[0].properties or {}).get(field)
             if isinstance(target, Schema):
                 _merge_bounds(target, field_schema)
-
-
-def _request_classes(app: Litestar) -> dict[str, type]:
-    """Every Struct class a JSON body can hold, by class name (the last one seen)."""
-    found: dict[str, type] = {}
-
-    def walk(info: Any) -> None:
-        if isinstance(info, msgspec.inspect.StructType):
-            if info.cls.__name__ in found:
-                return
-            found[info.cls.__name__] = info.cls
-            for field in info.fields:
-                walk(field.type)
-        elif isinstance(info, msgspec.inspect.Metadata):
-            walk(info.type)
-        elif isinstance(info, msgspec.inspect.UnionType):
-            for member in info.types:
-                walk(member)
-        elif isinstance(info, msgspec.inspect.ListType | msgspec.inspect.SetType):
-            walk(info.item_type)
-        elif isinstance(info, msgspec.inspect.DictType):
-            walk(info.value_type)
-
-    for route in app.routes:
-        for handler in getattr(route, "route_handlers", ()):
-            data = getattr(handler, "parsed_data_field", None)
-            if data is not None:
-                try:
-                    walk(msgspec.inspect.type_info(data.annotation))
-                except TypeError:
-                    continue
-    return found
 
 
 def document(app: Litestar) -> None:
