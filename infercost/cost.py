@@ -176,16 +176,17 @@ def hosted_run_cost(
     )
 
 
-def _stored_run_cost_sql(per_s: str, hosted_needs: str) -> str:
+def _stored_run_cost_sql(per_s: str, output_per_s: str) -> str:
     """A stored run's cost per million `per_s` units in SQL, priced with its own snapshot:
     `per_million_of` on its usd_per_hour, or on what `hosted_per_hour_of` charges at its
     token prices (api/domain/jobs/services.py stored_price), under the guards `per_million`
-    and `hosted_run_cost` apply (no rate, no figure; hosted prices need `hosted_needs`)."""
+    and `hosted_run_cost` apply (no rate, no figure; hosted prices need an input rate, and
+    take no output tokens (an embeddings run) as none: `output_per_s`)."""
     rate = SqlExpr(per_s)
     hosted = per_million_of(
         hosted_per_hour_of(
             SqlExpr("input_tokens_per_s"),
-            SqlExpr("output_tokens_per_s"),
+            SqlExpr(output_per_s),
             SqlExpr("usd_per_million_input_tokens"),
             SqlExpr("coalesce(usd_per_million_output_tokens, 0.0)"),
         ),
@@ -195,7 +196,7 @@ def _stored_run_cost_sql(per_s: str, hosted_needs: str) -> str:
     return (
         f"CASE WHEN {per_s} > 0 THEN"
         " CASE WHEN usd_per_million_input_tokens IS NOT NULL THEN"
-        f" CASE WHEN {hosted_needs} THEN {hosted.text} END"
+        f" CASE WHEN input_tokens_per_s IS NOT NULL THEN {hosted.text} END"
         f" ELSE {hourly.text} END END"
     )
 
@@ -205,10 +206,11 @@ def _stored_run_cost_sql(per_s: str, hosted_needs: str) -> str:
 #: and equal, text for text, to the expression the migrations gave the column
 #: (tests/infercost/test_cost.py), so the database computes exactly this.
 RUN_PER_MILLION_OUTPUT_TOKENS_SQL = _stored_run_cost_sql(
-    "output_tokens_per_s", "input_tokens_per_s IS NOT NULL"
+    "output_tokens_per_s", "output_tokens_per_s"
 )
 
-#: The same for the cost per million total (input + output) tokens.
+#: The same for the cost per million total (input + output) tokens; a hosted embeddings
+#: run (no output tokens) pays for its prompt tokens, as its run summary says.
 RUN_PER_MILLION_TOTAL_TOKENS_SQL = _stored_run_cost_sql(
-    "total_tokens_per_s", "input_tokens_per_s IS NOT NULL AND output_tokens_per_s IS NOT NULL"
+    "total_tokens_per_s", "coalesce(output_tokens_per_s, 0.0)"
 )

@@ -1,5 +1,6 @@
-"""Migration c7e1f4a9d016 (every percentile column written from stats): the figures of runs
-stored before it stay exactly what they were, and going down regenerates the same values."""
+"""Migrations of derived run columns keep the figures of runs stored before them: c7e1f4a9d016
+(every percentile column written from stats) and d8f2a5b0e017 (the total-token cost of a
+hosted embeddings run, the one figure it changes, from null to what the run summary says)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ STATS = (
 )
 
 
-async def _seed(url: str) -> list[uuid.UUID]:
+async def _seed(url: str, runs_columns: list[dict[str, object]]) -> list[uuid.UUID]:
     conn = await asyncpg.connect(url)
     try:
         team = await conn.fetchval("INSERT INTO teams (id, name) VALUES ($1, 'm') RETURNING id",
@@ -51,20 +52,22 @@ async def _seed(url: str) -> list[uuid.UUID]:
         )
         deployment = await conn.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, endpoint)
         runs = []
-        for index, stats in enumerate(STATS):
+        for index, columns in enumerate(runs_columns):
+            names = ", ".join(columns)
+            params = ", ".join(f"${i}" for i in range(7, 7 + len(columns)))
             runs.append(
                 await conn.fetchval(
                     "INSERT INTO runs (id, team_id, job_id, endpoint_id, deployment_id,"
-                    " level_index, level, mode, status, requests_total, requests_succeeded,"
-                    " requests_failed, stats) VALUES ($1, $2, $3, $4, $5, $6, 1, 'concurrency',"
-                    " 'succeeded', 0, 0, 0, $7) RETURNING id",
+                    f" level_index, level, mode, status, requests_total, requests_succeeded,"
+                    f" requests_failed, {names}) VALUES ($1, $2, $3, $4, $5, $6, 1,"
+                    f" 'concurrency', 'succeeded', 0, 0, 0, {params}) RETURNING id",
                     uuid.uuid4(),
                     team,
                     job,
                     endpoint,
                     deployment,
                     index,
-                    json.dumps(stats),
+                    *columns.values(),
                 )
             )
         return runs
@@ -72,11 +75,13 @@ async def _seed(url: str) -> list[uuid.UUID]:
         await conn.close()
 
 
-async def _figures(url: str, runs: list[uuid.UUID]) -> list[tuple[float | None, ...]]:
+async def _figures(
+    url: str, runs: list[uuid.UUID], columns: tuple[str, ...] = COLUMNS
+) -> list[tuple[float | None, ...]]:
     conn = await asyncpg.connect(url)
     try:
         rows = [
-            await conn.fetchrow(f"SELECT {', '.join(COLUMNS)} FROM runs WHERE id = $1", run)
+            await conn.fetchrow(f"SELECT {', '.join(columns)} FROM runs WHERE id = $1", run)
             for run in runs
         ]
         return [tuple(row) for row in rows]
@@ -91,7 +96,7 @@ def test_stored_percentiles_survive_the_migration_unchanged() -> None:
     try:
         up = alembic(url, "upgrade", BEFORE)
         assert up.returncode == 0, up.stdout + up.stderr
-        runs = asyncio.run(_seed(plain))
+        runs = asyncio.run(_seed(plain, [{"stats": json.dumps(stats)} for stats in STATS]))
         before = asyncio.run(_figures(plain, runs))
         # What the database generated from the stats: each statistic exactly, null if absent.
         assert before == [
@@ -104,5 +109,46 @@ def test_stored_percentiles_survive_the_migration_unchanged() -> None:
         down = alembic(url, "downgrade", BEFORE)
         assert down.returncode == 0, down.stdout + down.stderr
         assert asyncio.run(_figures(plain, runs)) == before
+    finally:
+        _run_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+#: Per hour (USD 3.50, 1,000 tokens/s), hosted chat (2,000 in and 500 out a second at USD 3
+#: and 15 per million) and hosted embeddings (1,000 prompt tokens/s at USD 0.10 per million,
+#: no output tokens).
+COST_RUNS: list[dict[str, object]] = [
+    {"usd_per_hour": 3.5, "total_tokens_per_s": 1000.0, "output_tokens_per_s": 800.0,
+     "input_tokens_per_s": 200.0},
+    {"usd_per_million_input_tokens": 3.0, "usd_per_million_output_tokens": 15.0,
+     "input_tokens_per_s": 2000.0, "output_tokens_per_s": 500.0, "total_tokens_per_s": 2500.0},
+    {"usd_per_million_input_tokens": 0.1, "input_tokens_per_s": 1000.0,
+     "total_tokens_per_s": 1000.0},
+]  # fmt: skip
+
+
+def test_the_total_cost_migration_changes_only_hosted_embeddings() -> None:
+    """Before: 3.5 / (1,000 x 3,600) x 1e6 = 0.9722 USD; hosted chat (6,000 + 7,500) / 1e6 x
+    3,600 = 48.6 USD/h over 2,500 tokens/s = 5.4 USD; embeddings null. After: the same two,
+    and the embeddings run's 0.36 USD/h over 1,000 tokens/s = 0.10 USD, its input price."""
+    name = f"infercost_test_{uuid.uuid4().hex[:10]}"
+    _run_sql(f'CREATE DATABASE "{name}"')
+    url, plain = _pg_url(name, "postgresql+asyncpg"), _pg_url(name)
+    total = ("cost_per_million_total_tokens_usd",)
+    try:
+        up = alembic(url, "upgrade", REVISION)
+        assert up.returncode == 0, up.stdout + up.stderr
+        runs = asyncio.run(_seed(plain, COST_RUNS))
+        before = [row[0] for row in asyncio.run(_figures(plain, runs, total))]
+        assert before[0] == pytest.approx(3.5 / 3.6)
+        assert before[1] == pytest.approx(5.4)
+        assert before[2] is None
+        up = alembic(url, "upgrade", "d8f2a5b0e017")
+        assert up.returncode == 0, up.stdout + up.stderr
+        after = [row[0] for row in asyncio.run(_figures(plain, runs, total))]
+        assert after[:2] == before[:2]
+        assert after[2] == pytest.approx(0.1)
+        down = alembic(url, "downgrade", REVISION)
+        assert down.returncode == 0, down.stdout + down.stderr
+        assert [row[0] for row in asyncio.run(_figures(plain, runs, total))] == before
     finally:
         _run_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -171,7 +171,7 @@ def test_the_generated_cost_columns_are_the_python_definition() -> None:
     hosted_per_hour_of, and is, text for text, what the migrations gave the columns: the
     database computes the one definition (no second copy to hold equal)."""
     output = _migration("comparisons").PER_MILLION_OUTPUT_TOKENS
-    total = _migration("total_token_cost").PER_MILLION_TOTAL_TOKENS
+    total = _migration("total_cost_embeddings").TOTAL
     assert output == RUN_PER_MILLION_OUTPUT_TOKENS_SQL
     assert total == RUN_PER_MILLION_TOTAL_TOKENS_SQL
 
