@@ -107,11 +107,21 @@ async def test_a_sharded_rate_level_keeps_the_level_schedule(
     # conversions (microseconds) separate it from the schedule, whenever a shard woke.
     gaps = [b["t_sched"] - a["t_sched"] for a, b in itertools.pairwise(rows)]
     assert all(abs(g - 0.05) < 0.0005 for g in gaps), gaps
-    # How late each shard actually sent is reported, not asserted (a loaded box is late).
+    # How late each shard sent depends on the machine, so it is reported, and the report
+    # must be within what the shard's stored samples show (shard i sent seqs i, i + 2, ...).
+    measured = [s for s in rows if not s["warmup"]]
     shards = run["client"]["shards"]
-    assert all(s["send_late_p99_ms"] is not None and s["send_late_p99_ms"] >= 0 for s in shards)
-    assert run["client"]["rate_held"] is True, run["client"]
-    assert run["requests_per_s"] == pytest.approx(20, rel=0.15)
+    assert len(shards) == 2
+    for i, shard in enumerate(shards):
+        late_ms = sorted((s["t_send"] - s["t_sched"]) * 1000 for s in rows if s["seq"] % 2 == i)
+        assert late_ms[0] - 0.01 <= shard["send_late_p99_ms"] <= late_ms[-1] + 0.01, shard
+    # The rate held if the sends kept 95% of the schedule's 20/s, as the samples show; the
+    # throughput is the 40 successes over the measured window.
+    sends = [s["t_send"] for s in measured]
+    sent_per_s = (len(sends) - 1) / (max(sends) - min(sends))
+    assert run["client"]["rate_held"] is (sent_per_s >= 0.95 * 20), run["client"]
+    ends = [s["t_send"] + s["e2e_ms"] / 1000 for s in measured]
+    assert run["requests_per_s"] == pytest.approx(40 / (max(ends) - min(sends)), rel=1e-3)
 
 
 async def test_cancelling_a_sharded_job_stops_every_shard(
@@ -121,9 +131,10 @@ async def test_cancelling_a_sharded_job_stops_every_shard(
     # About 20 s of load (2 users, ~1 s a request), cancelled after a few requests.
     body = sharded_job(endpoint["id"], mode="concurrency", levels=[2])
     body["workload"]["output_tokens"] = {"mean": 100}
+    submitted = time.monotonic()
     job_id = (await team.submit(body)).json()["id"]
-    deadline = time.monotonic() + 30
-    while (job := (await team.http.get(f"/v1/jobs/{job_id}")).json())["progress"]["done"] < 4:
+    deadline = time.monotonic() + 90  # only catches a hang: a loaded box starts shards late
+    while (job := (await team.http.get(f"/v1/jobs/{job_id}")).json())["progress"]["done"] < 8:
         assert time.monotonic() < deadline, job
         await asyncio.sleep(0.2)
     # While it runs, the coordinator writes the level's live block from the shards' counts
@@ -131,7 +142,12 @@ async def test_cancelling_a_sharded_job_stops_every_shard(
     [running] = job["runs"]
     live = running["live"]
     assert live is not None, running
-    assert live["done"] >= 4 and live["planned"] == 44 and live["elapsed_s"] >= 0, live
+    assert live["done"] >= 8 and live["planned"] == 44, live
+    # The simulator never answers early: a request of 100 tokens takes at least 50 + 99 x 10
+    # ms, so 2 users finish the requests past the 4 warm-ups (which may precede the agreed
+    # start) in no less than (done - 4) // 2 of those; and the level began after the submit.
+    least = (live["done"] - 4) // 2 * 1.04
+    assert least <= live["elapsed_s"] <= time.monotonic() - submitted, live
     assert (live["errors"], live["ttft_ms_p50"], live["output_tokens_per_s"]) == (None,) * 3
     assert (await team.http.post(f"/v1/jobs/{job_id}/cancel")).status_code == 200
     # Both shards notice within a heartbeat or two, store what they measured and stop.

@@ -56,8 +56,9 @@ class Receiver:
 
 
 @contextmanager
-def receiver(*statuses: int) -> Iterator[Receiver]:
-    """Serve a Receiver on a free loopback port for the block."""
+def receiver(*statuses: int, hold_s: float = 0.0) -> Iterator[Receiver]:
+    """Serve a Receiver on a free loopback port for the block; it holds each answer for
+    `hold_s` seconds after reading the request."""
     state = Receiver(url="", statuses=list(statuses) or [200])
 
     class Handler(BaseHTTPRequestHandler):
@@ -66,6 +67,7 @@ def receiver(*statuses: int) -> Iterator[Receiver]:
             index = len(state.got)
             state.got.append(Received(dict(self.headers.items()), body, time.time()))
             code = state.statuses[min(index, len(state.statuses) - 1)]
+            time.sleep(hold_s)
             self.send_response(code)
             self.send_header("Content-Length", "2")
             self.end_headers()
@@ -169,7 +171,8 @@ async def test_job_finished_payload_is_signed_and_verifies(
 
 async def test_failing_receivers_are_retried_with_backoff(team: TeamClient) -> None:
     # service_env: retries after 1, 2, 4 s; four attempts in all.
-    with receiver(500, 503, 200) as flaky, receiver(500) as broken:
+    # The recovering receiver holds each answer 0.3 s: every attempt lasts at least that.
+    with receiver(500, 503, 200, hold_s=0.3) as flaky, receiver(500) as broken:
         recovers = await create_webhook(team, flaky.url, ["job.finished"])
         never = await create_webhook(team, broken.url, ["job.finished"])
         for webhook in (recovers, never):
@@ -187,7 +190,7 @@ async def test_failing_receivers_are_retried_with_backoff(team: TeamClient) -> N
     assert log[0]["error"] == "the receiver answered HTTP 500" and log[2]["error"] is None
     gaps = gaps_s(log)
     assert gaps[0] >= 0.9 and gaps[1] >= 1.9, gaps
-    assert all(a["duration_ms"] >= 0 for a in log)
+    assert all(a["duration_ms"] >= 300 for a in log), log
 
     assert failed["attempts"] == 4 and failed["next_attempt_at"] is None
     assert failed["delivered_at"] is None
