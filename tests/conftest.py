@@ -4,16 +4,25 @@ its own on the loopback Redis, an API server, a worker process and a simulated e
 Defaults: Postgres at 127.0.0.1:5432 as user postgres, Redis at 127.0.0.1:6379. Override
 with INFERCOST_TEST_PG (a postgresql:// URL of a server, any database) and
 INFERCOST_TEST_REDIS (a redis:// URL).
+
+Under pytest-xdist (`pytest -n N`, as `make pytest` runs it) every worker is a session of its
+own: its own database, queue, processes, logs (test-artifacts/<worker>/) and data directory.
+Ports that tests pick with `free_port` come from a range the kernel never hands out on its
+own, reserved in a file shared by every test process on the machine, so two workers (or two
+concurrent sessions) never get the same one.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import random
 import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -38,14 +47,83 @@ from infercost.sim.process import SimProcess, start_sim_process
 ROOT = Path(__file__).resolve().parents[1]
 PG_SERVER = os.environ.get("INFERCOST_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS = os.environ.get("INFERCOST_TEST_REDIS", "redis://127.0.0.1:6379/0")
-ARTIFACTS = ROOT / "test-artifacts"
+#: This process's xdist worker ("gw0", "gw1", ...), or "" without xdist.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+#: Logs and screenshots: test-artifacts/, or test-artifacts/<worker>/ under xdist.
+ARTIFACTS = ROOT / "test-artifacts" / WORKER
+
+#: Ports `free_port` hands out: below the kernel's ephemeral range (32768-60999 on Linux), so
+#: no port the kernel picks for a bind to port 0 or an outgoing connection is among them.
+PORT_RANGE = (20000, 32000)
+#: How long a port handed out stays reserved for the process that asked for it.
+PORT_HOLD_S = 900.0
+_PORT_REGISTRY = Path(tempfile.gettempdir()) / "infercost-test-ports"
 
 
 def free_port() -> int:
-    """A TCP port free on loopback right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port free on loopback now and reserved for this caller: no other test process on
+    the machine (another xdist worker, another session) gets it in the next PORT_HOLD_S."""
+    with _PORT_REGISTRY.open("a+") as registry:
+        fcntl.flock(registry, fcntl.LOCK_EX)  # released when the file closes
+        registry.seek(0)
+        now = time.time()
+        held: dict[int, float] = {}
+        for line in registry.read().split():
+            port, _, until = line.partition("@")
+            if port.isdigit() and until and float(until) > now:
+                held[int(port)] = float(until)
+        for _ in range(1000):
+            port = random.randrange(*PORT_RANGE)
+            if port in held:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue  # something else listens there
+            held[port] = now + PORT_HOLD_S
+            registry.seek(0)
+            registry.truncate()
+            registry.write("\n".join(f"{p}@{t:.0f}" for p, t in held.items()))
+            return port
+    raise RuntimeError(f"no free port in {PORT_RANGE} after 1000 tries")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Make this process's artifacts directory, where tests write logs and screenshots."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+
+#: The longest test files (minutes, with `--durations`), run first: xdist hands out files in
+#: the order collected, so the long ones start at once and the short ones fill the gaps
+#: instead of one long file starting last and running alone.
+LONGEST_FIRST = (
+    "tests/integration/test_reports.py",
+    "tests/integration/test_estimates.py",
+    "tests/integration/test_cli.py",
+    "tests/integration/test_gpu_sim_jobs.py",
+    "tests/integration/test_sweep_jobs.py",
+    "tests/integration/test_shard_jobs.py",
+    "tests/integration/test_rate_jobs.py",
+    "tests/integration/test_schedules.py",
+    "tests/integration/test_regressions.py",
+    "tests/integration/test_up.py",
+    "tests/integration/test_preflight.py",
+    "tests/integration/test_jobs.py",
+    "tests/integration/test_workload_jobs.py",
+    "tests/infercost/test_charts.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FIRST first, in that order; the rest as collected."""
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        path = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+        return rank.get(path, len(rank))
+
+    items.sort(key=key)  # stable: tests keep their order within a file
 
 
 def _pg_url(database: str, driver: str = "postgresql") -> str:
@@ -95,7 +173,7 @@ def service_env(database_url: str) -> dict[str, str]:
         INFERCOST_QUEUE=f"test-{uuid.uuid4().hex[:8]}",
         INFERCOST_ADMIN_TOKEN=secrets.token_urlsafe(24),
         INFERCOST_SECRET_KEYS=Fernet.generate_key().decode(),
-        INFERCOST_DATA_DIR=str(ROOT / ".infercost-test"),
+        INFERCOST_DATA_DIR=str(ROOT / ".infercost-test" / WORKER),
         # Webhook retries after 1, 2, 4 s (four attempts), so retry tests take seconds.
         INFERCOST_WEBHOOK_BACKOFF_S="1",
         INFERCOST_WEBHOOK_MAX_ATTEMPTS="4",
@@ -115,9 +193,13 @@ def service_env(database_url: str) -> dict[str, str]:
     return env
 
 
+def _log_path(name: str) -> Path:
+    return ARTIFACTS / f"{name}.log"
+
+
 def _log_file(name: str) -> Any:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return (ARTIFACTS / f"{name}.log").open("wb")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return _log_path(name).open("wb")
 
 
 def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
@@ -134,7 +216,7 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], name: str, timeout: floa
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
+            pytest.fail(f"{name} exited with {proc.returncode}; see {_log_path(name)}")
         try:
             if httpx.get(url, timeout=1.0).status_code == 200:
                 return
@@ -177,7 +259,7 @@ def _still_running(proc: subprocess.Popen[bytes], name: str, settle_s: float) ->
     import error): processes without a health URL have no other readiness signal."""
     time.sleep(settle_s)
     if proc.poll() is not None:
-        pytest.fail(f"{name} exited with {proc.returncode}; see test-artifacts/{name}.log")
+        pytest.fail(f"{name} exited with {proc.returncode}; see {_log_path(name)}")
 
 
 @contextmanager
