@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# infercost against a real llama.cpp server on this machine's CPU (README, "A real engine in
-# the loop"). Prints figures and PASS/MISS lines; asserts nothing; not part of `make test`.
+# infercost against a real llama.cpp server on this machine's CPU (docs/engines.md, "A real engine
+# in the loop"). Prints figures and PASS/MISS lines; asserts nothing; not part of `make test`.
 #
 #   bench/engines/llamacpp.sh [--fixtures DIR] [--fixtures-only] [llamacpp.py options]
 #
@@ -29,6 +29,15 @@ cleanup() {
   fi
 }
 trap cleanup EXIT INT TERM
+
+for arg in "$@"; do
+  if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then
+    # The header above, then the driver's own options; nothing is built or started.
+    sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    echo
+    exec "$py" "$here/llamacpp.py" --help
+  fi
+done
 
 server="$(PYTHON="$py" "$here/build_llamacpp.sh" | tail -n1)"
 src="$(cd "$(dirname "$server")/../.." && pwd)"

@@ -223,7 +223,7 @@ class ComparisonService:
         if bound:
             warnings.append(
                 f"{bound} row(s) on this page include client-bound runs: the load generator, "
-                "not the deployment, may have set their pace (METRICS.md, client health)"
+                "not the deployment, may have set their pace (see each run's client block)"
             )
         left_out = await count_client_bound_left_out(self.session, self.team_id, query.filter)
         if left_out:
