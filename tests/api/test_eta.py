@@ -125,3 +125,14 @@ def test_a_burst_lasts_as_long_as_its_requests_at_its_concurrency() -> None:
     assert a.estimated_end_at == NOW + timedelta(seconds=5)
     b = estimate(second, [first, second], NOW)
     assert b.estimated_end_at - b.estimated_start_at == timedelta(seconds=2 + 2)
+
+
+def test_a_capped_rate_lasts_as_long_as_the_cap_lets_it() -> None:
+    # 1000 requests at 100/s would take 10 s, but at 2 s a request and 4 in flight they take
+    # 1000 x 2 / 4 = 500 s.
+    capped = {"mode": "rate", "levels": [100], "requests_per_level": 1000, "max_concurrency": 4}
+    alone = job("queued", capped, created_min=0, pace=Pace(2.0, True))
+    assert estimate(alone, [alone], NOW).estimated_end_at == NOW + timedelta(seconds=500)
+    # A cap the rate never reaches changes nothing: 0.1 s a request, 10 in flight at most.
+    loose = job("queued", {**capped, "max_concurrency": 50}, created_min=0, pace=Pace(0.1, True))
+    assert estimate(loose, [loose], NOW).estimated_end_at == NOW + timedelta(seconds=10)

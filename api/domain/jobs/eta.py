@@ -74,7 +74,7 @@ def planned_seconds(load: Mapping[str, Any], pace: Pace | None) -> float | None:
         counted = plan.duration_s is None and plan.requests_per_level is not None
         return None if counted else size.seconds
     if plan.mode == "rate" or plan.duration_s is not None:
-        return size.seconds
+        return size.seconds + _waits_for_cap(plan, pace)
     if pace is None:
         return None
     if plan.mode == "burst":
@@ -88,6 +88,24 @@ def planned_seconds(load: Mapping[str, Any], pace: Pace | None) -> float | None:
     per_level = (plan.requests_per_level or DEFAULT_REQUESTS_PER_LEVEL) + plan.warmup_requests
     served = sum(per_level * pace.seconds_per_request / level for level in plan.levels or [])
     return size.seconds + served
+
+
+def _waits_for_cap(plan: Load, pace: Pace | None) -> float:
+    """How much longer a capped rate plan runs than its schedule: requests beyond the cap
+    wait for a slot, so a level lasts at least as long as its requests take at the cap's
+    concurrency. 0 without a cap (or a pace to tell)."""
+    cap = plan.max_concurrency
+    if plan.mode != "rate" or not cap or pace is None:
+        return 0.0
+    longer = 0.0
+    for rate in plan.levels or []:
+        if plan.duration_s is not None:
+            count, scheduled = rate * plan.duration_s, plan.duration_s
+        else:
+            count = (plan.requests_per_level or DEFAULT_REQUESTS_PER_LEVEL) + plan.warmup_requests
+            scheduled = count / rate
+        longer += max(0.0, count * pace.seconds_per_request / cap - scheduled)
+    return longer
 
 
 def remaining_seconds(job: ActiveJob, now: datetime) -> float | None:
