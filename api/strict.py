@@ -61,13 +61,26 @@ def _body_type(handler: HTTPRouteHandler) -> Any:
     return data.annotation
 
 
+def _whole_numbers(value: Any) -> Any:
+    """`value` with every whole-valued float (100.0) as an int: JSON has one number type, and
+    JSON Schema's integer includes 100.0, so a client that writes counts as floats is right."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, list):
+        return [_whole_numbers(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    return value
+
+
 def check_body(handler: HTTPRouteHandler, value: Any) -> None:
-    """Refuse a decoded JSON body that only a lax conversion would accept (422)."""
+    """Refuse a decoded JSON body that only a lax conversion would accept (422): a string for
+    a number, a number for a time or a boolean. Whole-valued floats count as integers."""
     annotation = _body_type(handler)
     if annotation is None or value is None:
         return
     try:
-        msgspec.convert(value, annotation, strict=True, str_keys=True)
+        msgspec.convert(_whole_numbers(value), annotation, strict=True, str_keys=True)
     except msgspec.ValidationError as exc:
         raise _refused("data", str(exc)) from None
 

@@ -45,6 +45,13 @@ async def test_text_is_not_a_number_in_a_body(team: TeamClient) -> None:
     ok = await team.http.patch(f"/v1/endpoints/{endpoint['id']}", json={"usd_per_hour": 2})
     assert ok.status_code == 200, ok.text
     assert ok.json()["usd_per_hour"] == 2.0
+    # And a whole-valued JSON number where an integer is due is that integer (JSON has one
+    # number type); a fraction is not.
+    whole = await team.http.patch(f"/v1/endpoints/{endpoint['id']}", json={"gpu_count": 2.0})
+    assert whole.status_code == 200, whole.text
+    assert whole.json()["gpu_count"] == 2
+    half = await team.http.patch(f"/v1/endpoints/{endpoint['id']}", json={"gpu_count": 2.5})
+    assert half.status_code == 422, half.text
 
 
 @pytest.mark.parametrize(
