@@ -31,6 +31,7 @@ from infercost.sweep import (
     stop_after,
     sweep_rates,
 )
+from workers.lease import Lease
 from workers.progress import MeasuredLevel, Progress
 from workers.runtime import Runtime
 
@@ -44,6 +45,11 @@ class Measurer(Protocol):
     def rt(self) -> Runtime: ...
     @property
     def job_id(self) -> uuid.UUID: ...
+    @property
+    def lease(self) -> Lease:
+        """The claim every write of the job checks (workers/lease.py)."""
+        ...
+
     @property
     def load(self) -> LoadPlan: ...
     @property
@@ -99,6 +105,8 @@ class _Sweep:
             progress.level_planned = progress.planned_after = 0
             done = total = progress.done
         async with self.runner.rt.sessionmaker() as session:
+            # Under the lease, as every write: a runner that lost the job writes nothing.
+            await self.runner.lease.hold(session)
             await JobRepository(session).set_sweep(self.runner.job_id, self.block, done, total)
             await session.commit()
 

@@ -196,42 +196,53 @@ class JobRunner:
             # The run row must not stay 'running' after its level broke off.
             await self.recorder.fail_run(run_id, f"the level broke off ({type(exc).__name__})")
             raise
-        figures = summarize(
-            timings,
-            target_concurrency=int(level) if mode == "concurrency" else None,
-            target_rate=level if mode == "rate" else None,
-            max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
-            slo=self.plan.slo,
-            client_cpu_util=cpu_util,
-            # A sharded level's reading health stays in its shards' processes (not merged).
-            reading=reading,
-            telemetry_interval_s=load.telemetry_interval_s if self.endpoint.metrics_urls else None,
-            # Sessions resend their history and share a system prompt, shared prefixes are
-            # there to be cached: for them cache hits are the point, not a flaw.
-            cache_expected=(
-                self.plan.workload.sessions is not None or self.plan.workload.prefix is not None
-            ),
-            embeddings=target.api == EMBEDDINGS_API,
-        )
-        status = "cancelled" if self.progress.cancelled else "succeeded"
-        failed = failure_message(timings)
-        if sharded is not None:
-            figures.client["shards"] = sharded.shards
-            failed = sharded.error or failed
-        if failed and not self.progress.cancelled:
-            status = "failed"
-        await self.recorder.store_run(
-            run_id,
-            status,
-            timings,
-            figures,
-            self.progress,
-            # Without shard 0's scrapes (it never started), the level has no telemetry.
-            telemetry=driven.telemetry if driven else _no_telemetry(),
-            origin_s=driven.origin_s if driven else 0.0,
-            prompt_tokenizer=prompt_tokenizer,
-            samples=sharded is None,
-        )
+        try:
+            figures = summarize(
+                timings,
+                target_concurrency=int(level) if mode == "concurrency" else None,
+                target_rate=level if mode == "rate" else None,
+                max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
+                slo=self.plan.slo,
+                client_cpu_util=cpu_util,
+                # A sharded level's reading health stays in its shards' processes (not merged).
+                reading=reading,
+                telemetry_interval_s=load.telemetry_interval_s
+                if self.endpoint.metrics_urls
+                else None,
+                # Sessions resend their history and share a system prompt, shared prefixes are
+                # there to be cached: for them cache hits are the point, not a flaw.
+                cache_expected=(
+                    self.plan.workload.sessions is not None or self.plan.workload.prefix is not None
+                ),
+                embeddings=target.api == EMBEDDINGS_API,
+            )
+            status = "cancelled" if self.progress.cancelled else "succeeded"
+            failed = failure_message(timings)
+            if sharded is not None:
+                figures.client["shards"] = sharded.shards
+                failed = sharded.error or failed
+            if failed and not self.progress.cancelled:
+                status = "failed"
+            await self.recorder.store_run(
+                run_id,
+                status,
+                timings,
+                figures,
+                self.progress,
+                # Without shard 0's scrapes (it never started), the level has no telemetry.
+                telemetry=driven.telemetry if driven else _no_telemetry(),
+                origin_s=driven.origin_s if driven else 0.0,
+                prompt_tokenizer=prompt_tokenizer,
+                samples=sharded is None,
+            )
+        except (LeaseLost, LevelNotStored):
+            raise  # not ours to write any more, or already failed with why
+        except Exception as exc:
+            # Its figures could not be made or stored: the run must not stay 'running'.
+            await self.recorder.fail_run(
+                run_id, f"its figures could not be computed or stored ({type(exc).__name__})"
+            )
+            raise
         self.progress.done_before += self.progress.in_level
         self.progress.in_level = 0
         log.info(

@@ -218,6 +218,7 @@ class Recorder:
                 "the figures above were computed from them"
             )
             async with self.rt.sessionmaker() as session:
+                await self.lease.hold(session)  # as every write: only while the job is ours
                 await JobRepository(session).update_run(
                     run_id,
                     telemetry={
