@@ -94,10 +94,11 @@ def pytest_configure(config: pytest.Config) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
 
-#: The longest test files (minutes, with `--durations`), run first: xdist hands out files in
+#: The longest test files (minutes, with `--durations`), run first: xdist hands out work in
 #: the order collected, so the long ones start at once and the short ones fill the gaps
 #: instead of one long file starting last and running alone.
 LONGEST_FIRST = (
+    "tests/docs/test_docs_commands.py",
     "tests/integration/test_reports.py",
     "tests/integration/test_estimates.py",
     "tests/integration/test_cli.py",
@@ -115,15 +116,35 @@ LONGEST_FIRST = (
 )
 
 
+#: Files whose tests share no module fixture worth keeping together and are long in sum: under
+#: `--dist loadfile` their tests spread over the workers; every other file runs on one worker
+#: (its module fixtures built once).
+SPREAD = frozenset({"tests/docs/test_docs_commands.py", "tests/integration/test_cli.py"})
+
+
+def _path_of(item: pytest.Item) -> str:
+    return Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` with the tests of SPREAD files each a unit of their own. (xdist's
+    loadgroup would do it by markers, but it renames node ids, which pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SpreadSome(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPREAD else path
+
+    return SpreadSome(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files of LONGEST_FIRST first, in that order; the rest as collected."""
+    """The files of LONGEST_FIRST first, in that order, the rest as collected."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-
-    def key(item: pytest.Item) -> int:
-        path = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
-        return rank.get(path, len(rank))
-
-    items.sort(key=key)  # stable: tests keep their order within a file
+    items.sort(key=lambda item: rank.get(_path_of(item), len(rank)))  # stable within a file
 
 
 def _pg_url(database: str, driver: str = "postgresql") -> str:
