@@ -83,17 +83,18 @@ async def test_submit_watch_jobs_compare(
     # (9 requests with warm-up, about 0.55 s each at one user), then its final figures.
     assert f"job {job_id[1]}: running" in out
     assert re.search(r"^level 1 \(1 user\): [1-8]/9 requests, 0 errors, TTFT p50 ", out, re.M)
-    for label, users in (("1 user", 1), ("2 users", 2)):
-        ttft, throughput = figures_of(out, label)
-        assert SIM_TTFT_MS <= ttft < SIM_TTFT_MS + 40
-        # Each user streams about 50 tokens in 50 + 49 x 10 ms.
-        assert 0.6 * users * 50 / 0.54 < throughput < 1.1 * users * 50 / 0.54
     assert re.search(rf"job {job_id[1]}: succeeded", out)
     summary = [line for line in out.splitlines() if "succeeded" in line and "│" in line]
     assert len(summary) == 2  # the summary table: one row per level
 
     state = (await team.http.get(f"/v1/jobs/{job_id[1]}")).json()
     assert state["status"] == "succeeded"
+    # Each level's line shows the API's figures, rounded; the simulator is never early.
+    for run, label in zip(state["runs"], ("1 user", "2 users"), strict=True):
+        ttft, throughput = figures_of(out, label)
+        assert ttft == pytest.approx(run["ttft_ms"]["p50"], abs=0.051), (ttft, run["ttft_ms"])
+        assert throughput == pytest.approx(run["output_tokens_per_s"], abs=0.51), run
+        assert ttft >= SIM_TTFT_MS
     assert [r["live"] for r in state["runs"]] == [None, None]  # cleared once each level ended
 
     listing = await in_thread(api_server, team.key, "jobs")
@@ -243,9 +244,10 @@ async def test_job_read_shows_live_figures_while_a_level_runs(
     measured = [s for s in seen if s["ttft_ms_p50"] is not None]
     assert measured, seen  # measured requests finished while the level still ran
     for s in measured:
-        assert SIM_TTFT_MS <= s["ttft_ms_p50"] < SIM_TTFT_MS + 40
-        # Two users at about 100 tokens per 1.04 s each.
-        assert 100 < s["output_tokens_per_s"] < 220
+        # Never earlier or faster than the simulator: its first token at 50 ms, then two
+        # users at most 100 tokens per 1.04 s each; how much slower is the machine's.
+        assert s["ttft_ms_p50"] >= SIM_TTFT_MS, s
+        assert 0 < s["output_tokens_per_s"] < 220, s
 
 
 async def test_ctrl_c_stops_watching_and_the_job_goes_on(
@@ -268,19 +270,25 @@ async def test_ctrl_c_stops_watching_and_the_job_goes_on(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
+    job_id = ""
     try:
         assert proc.stdout is not None
-        # Lines arrive as they happen (not held in a pipe's buffer until exit).
-        first = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        # Lines arrive as they happen (not held in a pipe's buffer until exit). The waits only
+        # catch a hang: on a loaded machine the job may queue behind another for a while.
+        first = (await asyncio.wait_for(proc.stdout.readline(), 120)).decode()
         job_id = first.removeprefix("submitted job ").strip()
         assert str(uuid.UUID(job_id)) == job_id, first
         while b"level 1 (1 user): started" not in await asyncio.wait_for(
-            proc.stdout.readline(), 30
+            proc.stdout.readline(), 120
         ):
             pass
         proc.send_signal(signal.SIGINT)
         rest = (await asyncio.wait_for(proc.stdout.read(), 30)).decode()
         assert await asyncio.wait_for(proc.wait(), 10) == 130
+    except BaseException:
+        if job_id:  # its 200 long requests must not hold up the next test's jobs
+            await team.http.post(f"/v1/jobs/{job_id}/cancel")
+        raise
     finally:
         if proc.returncode is None:
             proc.kill()
