@@ -1,10 +1,11 @@
-# Two commands matter: `make run` starts everything, `make test` checks everything.
+# Two commands matter: `make run` starts everything, `make test` checks everything but the
+# long suites (schemathesis, fault drills), which `make test-all` adds, as CI does (.ci/run).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest install clean
+.PHONY: run test test-all lint typecheck pytest pytest-long install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,10 +25,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite on pytest-xdist workers, each a session of its own (database, queue, API, worker,
+# simulator; tests/conftest.py); a test file runs on one worker (its module fixtures built
+# once) unless tests/conftest.py spreads it. The long suites, schemathesis and the fault
+# drills, run as `pytest-long`.
+PYTEST_WORKERS ?= 3
+LONG_SUITES := tests/schemathesis tests/faults
+
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(LONG_SUITES))
+
+pytest-long: $(STAMP)
+	$(BIN)/pytest -n 2 --dist loadfile $(LONG_SUITES)
 
 test: lint typecheck pytest
+
+# Everything CI runs (.ci/run): `make test`, then the long suites.
+test-all: test pytest-long
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
