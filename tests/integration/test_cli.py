@@ -259,9 +259,12 @@ async def test_ctrl_c_stops_watching_and_the_job_goes_on(
     job_file = tmp_path / "job.json"
     job_file.write_text(json.dumps(body))
     env = {**os.environ, "INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": team.key}
+    # Ctrl-C raises KeyboardInterrupt as in a terminal: an xdist worker ignores SIGINT, and a
+    # child inherits an ignored signal, so Python would install no handler of its own.
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
         "from infercost.cli import main; main()",
         "submit",
         str(job_file),
