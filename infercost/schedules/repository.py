@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Any
 
 from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -42,7 +42,7 @@ SLOTS_QUERY = select(
 ).outerjoin(Job, Job.id == ScheduleRun.job_id)
 
 
-def _slots_of(team_id: uuid.UUID) -> Select[Unpack[tuple[Any, ...]]]:
+def _slots_of(team_id: uuid.UUID) -> Select[*tuple[Any, ...]]:
     """SLOTS_QUERY over the ledgers of the team's schedules only."""
     return SLOTS_QUERY.join(Schedule, Schedule.id == ScheduleRun.schedule_id).where(
         owned_by(Schedule, team_id)

@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from functools import cache
-from typing import Any, TypeVar, Unpack, cast, overload
+from typing import Any, TypeVar, cast, overload
 
 from sqlalchemy import ColumnElement, Executable, Select, TextClause, event, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -63,7 +63,7 @@ def readable(model: type[M], team_id: uuid.UUID) -> Select[M]: ...
 @overload
 def readable(
     model: type[Any], team_id: uuid.UUID, column: Any, /, *columns: Any
-) -> Select[Unpack[tuple[Any, ...]]]: ...
+) -> Select[*tuple[Any, ...]]: ...
 def readable(model: Any, team_id: uuid.UUID, *columns: Any) -> Any:
     """A select of the team's `model` rows (or of `columns` of them), already filtered."""
     return select(*(columns or (model,))).where(owned_by(model, team_id))
