@@ -35,18 +35,19 @@ async def test_a_queued_job_says_its_place_and_its_times(team: TeamClient, sim: 
     read = (await team.http.get(f"/v1/jobs/{second['id']}")).json()
     assert read["status"] == "queued"
     queue = read["queue"]
-    # The first job is ahead of it, queued or already running (one worker).
-    assert queue["position"] in (1, 2)
-    assert queue["position"] + queue["jobs_running"] == 2
-    # Its own length is its plan's: 3 s from start to end.
-    start, end = at(queue["estimated_start_at"]), at(queue["estimated_end_at"])
-    assert (end - start).total_seconds() == pytest.approx(3.0)
-    # It starts no earlier than the first job could end: 9 s after the first started
-    # (or after now, when it has not).
-    ahead = (await team.http.get(f"/v1/jobs/{first['id']}")).json()["queue"]
-    first_end = at(ahead["estimated_end_at"])
-    assert abs((start - first_end).total_seconds()) < 2.0
+    # Other tests' jobs may share this queue and start at any moment: only what this test
+    # controls is checked (the arithmetic is in tests/api/test_eta.py).
+    # The first job is ahead of it, queued (so it is at least second) or running.
+    assert queue["position"] + queue["jobs_running"] >= 2, queue
+    assert queue["basis"]
+    if queue["estimated_start_at"] is not None:
+        # Its own length is its plan's: 3 s from start to end.
+        start, end = at(queue["estimated_start_at"]), at(queue["estimated_end_at"])
+        assert (end - start).total_seconds() == pytest.approx(3.0)
+    else:
+        assert queue["basis"].startswith("no estimate"), queue
 
-    done = await team.wait_job(second["id"], timeout=90)
-    assert done["status"] == "succeeded", done["error"]
-    assert done["queue"] is None
+    for job in (first, second):
+        done = await team.wait_job(job["id"], timeout=90)
+        assert done["status"] == "succeeded", done["error"]
+        assert done["queue"] is None
