@@ -17,11 +17,13 @@ from tests.conftest import TeamClient
 
 pytestmark = pytest.mark.integration
 
-#: An API connection parked in a transaction whose last statement read endpoints.
+#: An API connection parked for over a second in a transaction whose last statement read
+#: endpoints (a transaction caught between two statements for an instant is not parked).
 PARKED_SQL = """
 SELECT count(*) FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid()
   AND state LIKE 'idle in transaction%' AND query ILIKE '%FROM endpoints%'
+  AND now() - state_change > interval '1 second'
 """
 
 
