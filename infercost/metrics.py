@@ -338,23 +338,18 @@ def server_timings_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     server prefill and per-token time, and the client-minus-server gaps per request (network,
     waiting in front of the engine, tokenisation and template, client overhead). A large gap
     is flagged with what it means. None when no request carried server timings."""
-    reported = [t for t in ok if t.server is not None]
-    if not reported:
+    pairs = [(t, t.server) for t in ok if t.server is not None]
+    if not pairs:
         return None
-    sources = sorted({t.server.source for t in reported if t.server is not None})
-    prefill = [
-        t.server.prefill_ms for t in reported if t.server and t.server.prefill_ms is not None
-    ]
-    per_token = [
-        t.server.per_token_ms for t in reported if t.server and t.server.per_token_ms is not None
-    ]
-    queue = [t.server.queue_ms for t in reported if t.server and t.server.queue_ms is not None]
+    reported = [t for t, _ in pairs]
+    sources = sorted({server.source for _, server in pairs})
+    prefill = [s.prefill_ms for _, s in pairs if s.prefill_ms is not None]
+    per_token = [s.per_token_ms for _, s in pairs if s.per_token_ms is not None]
+    queue = [s.queue_ms for _, s in pairs if s.queue_ms is not None]
     ttft_gap: list[float] = []
     tpot_gap: list[float] = []
     agree = compared = 0
-    for t in reported:
-        server = t.server
-        assert server is not None
+    for t, server in pairs:
         ttft = t.ttft
         if ttft is not None and server.prefill_ms is not None:
             ttft_gap.append(ttft * 1000.0 - server.prefill_ms)
