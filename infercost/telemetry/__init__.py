@@ -14,7 +14,7 @@ from infercost.telemetry.scrape import (
     TelemetryError,
     parse_text,
 )
-from infercost.telemetry.summary import CONTRACT_KEYS, TelemetrySummary, summarize
+from infercost.telemetry.summary import CONTRACT_KEYS, Telemetry, summarize
 
 __all__ = [
     "CANONICAL_UNITS",
@@ -24,8 +24,8 @@ __all__ = [
     "Sample",
     "ScrapeResult",
     "Scraper",
+    "Telemetry",
     "TelemetryError",
-    "TelemetrySummary",
     "lookup",
     "parse_text",
     "summarize",

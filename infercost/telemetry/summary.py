@@ -37,9 +37,11 @@ import bisect
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
+
+import msgspec
 
 from infercost.telemetry.mapping import MetricSpec, lookup
 from infercost.telemetry.scrape import Sample, TelemetryError
@@ -67,63 +69,217 @@ Points = list[tuple[float, float]]
 Segment = tuple[float, float, float]
 
 
-@dataclass(frozen=True, slots=True)
-class TelemetrySummary:
-    """The telemetry block of a run summary, plus figures the contract does not list yet.
+class Telemetry(msgspec.Struct, frozen=True):
+    """GPU and engine figures over the measured window, from the endpoint's metrics_urls
+    (METRICS.md, Telemetry); null where not scraped or not published.
 
-    Units: fractions 0..1 (utilisation, SM activity, cache usage, hit rate), W, J, bytes,
-    requests, tokens.
+    Fractions 0..1: utilisation, SM/DRAM/tensor activity, KV-cache usage, prefix-cache hit
+    rate; power in W, energy in J, memory in bytes. Gauges are averaged over time; counters
+    (tokens, preemptions, cache hits) are differences over the window. `errors` lists
+    every scrape that failed and why; the run goes on regardless. `sources` names the
+    metric families seen (vllm, sglang, tgi, llamacpp, dcgm); `unmapped` the names of a
+    known family published but not mapped (their values are not stored). Token rates and
+    cached prompt tokens come from the engine's counters over the window; `notes` says
+    when requests queued in front of the engine.
     """
 
-    gpu_util_mean: float | None = None
-    gpu_util_p95: float | None = None
-    sm_active_mean: float | None = None
-    power_w_mean: float | None = None
-    energy_j_per_output_token: float | None = None
-    kv_cache_usage_mean: float | None = None
-    kv_cache_usage_max: float | None = None
-    requests_running_mean: float | None = None
-    requests_waiting_max: float | None = None
-    prefix_cache_hit_rate: float | None = None
-    errors: list[str] = field(default_factory=list)
-    # Beyond the contract.
-    requests_running_max: float | None = None
-    requests_waiting_mean: float | None = None
-    memory_used_bytes_mean: float | None = None
-    dram_active_mean: float | None = None
-    tensor_active_mean: float | None = None
-    energy_j: float | None = None
-    #: "energy_counter" or "power" (integrated), or None.
-    energy_source: str | None = None
-    #: Server-side token and event counts over the window (cross-check for the client's).
-    prompt_tokens: float | None = None
-    generation_tokens: float | None = None
-    preemptions: float | None = None
-    #: Tokens per second of the window, from the engine's counters.
-    prompt_tokens_per_s: float | None = None
-    generation_tokens_per_s: float | None = None
-    #: Prompt tokens served from the engine's cache, those it computed, and the cached share.
-    prompt_tokens_cached: float | None = None
-    prompt_tokens_computed: float | None = None
-    prompt_tokens_cached_share: float | None = None
-    #: Seconds the engine reports spending on prompts and on generation (llama.cpp sums
-    #: generation over slots, so it can exceed the window).
-    prompt_seconds: float | None = None
-    generation_seconds: float | None = None
-    #: Mean busy slots per decode call over the window (llama.cpp).
-    busy_slots_per_decode: float | None = None
-    kv_cache_tokens_mean: float | None = None
-    #: Findings worth a reader's attention that are not errors (requests queueing).
-    notes: list[str] = field(default_factory=list)
-    gpu_count: int | None = None
-    #: GPU name ("0", "0/mig1", "host-a:0") -> its time-averaged utilisation.
-    per_gpu: dict[str, float] = field(default_factory=dict)
-    #: Source families seen in the window: "vllm", "sglang", "tgi", "llamacpp", "dcgm".
-    sources: list[str] = field(default_factory=list)
-    #: Published metric names infercost does not map.
-    unmapped: list[str] = field(default_factory=list)
-    #: Mapped samples that fell inside the window.
-    samples: int = 0
+    gpu_util_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean GPU utilisation over the window (0 to 1)", examples=[0.93]),
+    ] = None
+    gpu_util_p95: Annotated[
+        float | None,
+        msgspec.Meta(description="95th percentile of GPU utilisation (0 to 1)", examples=[0.99]),
+    ] = None
+    sm_active_mean: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Mean share of time streaming multiprocessors were active (0 to 1, DCGM)",
+            examples=[0.71],
+        ),
+    ] = None
+    power_w_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean board power, in watts (all GPUs)", examples=[612.0]),
+    ] = None
+    energy_j_per_output_token: Annotated[
+        float | None,
+        msgspec.Meta(description="Energy per output token, in joules", examples=[0.33]),
+    ] = None
+    kv_cache_usage_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean share of the KV cache in use (0 to 1)", examples=[0.42]),
+    ] = None
+    kv_cache_usage_max: Annotated[
+        float | None,
+        msgspec.Meta(description="Largest share of the KV cache in use (0 to 1)", examples=[0.67]),
+    ] = None
+    requests_running_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean requests the engine was running", examples=[7.8]),
+    ] = None
+    requests_waiting_max: Annotated[
+        float | None,
+        msgspec.Meta(description="Most requests waiting in the engine's queue", examples=[0.0]),
+    ] = None
+    prefix_cache_hit_rate: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prefix-cache hits over lookups in the window (0 to 1)", examples=[0.05]
+        ),
+    ] = None
+    errors: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Every scrape that failed, and why (the run goes on regardless)",
+            examples=[[]],
+        ),
+    ] = []
+    requests_running_max: Annotated[
+        float | None,
+        msgspec.Meta(description="Most requests the engine was running", examples=[8.0]),
+    ] = None
+    requests_waiting_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean requests waiting in the engine's queue", examples=[0.0]),
+    ] = None
+    memory_used_bytes_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean GPU memory in use, in bytes", examples=[132000000000.0]),
+    ] = None
+    dram_active_mean: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Mean share of time GPU memory was busy (0 to 1, DCGM)", examples=[0.55]
+        ),
+    ] = None
+    tensor_active_mean: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Mean share of time tensor cores were active (0 to 1, DCGM)",
+            examples=[0.31],
+        ),
+    ] = None
+    energy_j: Annotated[
+        float | None,
+        msgspec.Meta(description="Energy used over the window, in joules", examples=[37800.0]),
+    ] = None
+    energy_source: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Where energy came from: energy_counter (the GPU's counter) or power (mean "
+            "power times the window)",
+            examples=["energy_counter"],
+        ),
+    ] = None
+    prompt_tokens: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens the engine processed in the window (its counter), in tokens",
+            examples=[102400.0],
+        ),
+    ] = None
+    generation_tokens: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Output tokens the engine generated in the window (its counter), in tokens",
+            examples=[25600.0],
+        ),
+    ] = None
+    preemptions: Annotated[
+        float | None,
+        msgspec.Meta(description="Requests the engine preempted in the window", examples=[0.0]),
+    ] = None
+    prompt_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens per second by the engine's counter, in tokens/s",
+            examples=[1650.0],
+        ),
+    ] = None
+    generation_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Output tokens per second by the engine's counter, in tokens/s",
+            examples=[1830.0],
+        ),
+    ] = None
+    prompt_tokens_cached: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens served from the prefix cache (engine counter), in tokens",
+            examples=[3072.0],
+        ),
+    ] = None
+    prompt_tokens_computed: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Prompt tokens the engine computed, in tokens", examples=[99328.0]
+        ),
+    ] = None
+    prompt_tokens_cached_share: Annotated[
+        float | None,
+        msgspec.Meta(description="prompt_tokens_cached / prompt_tokens (0 to 1)", examples=[0.03]),
+    ] = None
+    prompt_seconds: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Seconds the engine spent on prompt processing in the window",
+            examples=[12.4],
+        ),
+    ] = None
+    generation_seconds: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Seconds the engine spent generating in the window (llama.cpp sums them "
+            "over its slots, so they can exceed the window)",
+            examples=[58.1],
+        ),
+    ] = None
+    busy_slots_per_decode: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean slots busy per decode step (llama.cpp)", examples=[7.6]),
+    ] = None
+    kv_cache_tokens_mean: Annotated[
+        float | None,
+        msgspec.Meta(description="Mean tokens held in the KV cache, in tokens", examples=[5400.0]),
+    ] = None
+    notes: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Remarks on the figures, e.g. when requests queued in front of the engine",
+            examples=[[]],
+        ),
+    ] = []
+    gpu_count: Annotated[
+        int | None, msgspec.Meta(description="GPUs the GPU figures cover", examples=[1])
+    ] = None
+    per_gpu: Annotated[
+        dict[str, float],
+        msgspec.Meta(
+            description="Mean GPU utilisation (0 to 1) per GPU, by GPU name",
+            examples=[{"0": 0.93, "1": 0.91}],
+        ),
+    ] = {}
+    sources: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Metric families seen: vllm, sglang, tgi, llamacpp, dcgm",
+            examples=[["vllm", "dcgm"]],
+        ),
+    ] = []
+    unmapped: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="Names of a known family's metrics that were published but not mapped (not"
+            " stored)",
+            examples=[[]],
+        ),
+    ] = []
+    samples: Annotated[
+        int,
+        msgspec.Meta(description="Mapped metric samples read inside the window", examples=[60]),
+    ] = 0
 
     def contract(self) -> dict[str, Any]:
         """The run summary's `telemetry` block, exactly as CONTRACT.md lists it."""
@@ -131,7 +287,7 @@ class TelemetrySummary:
 
     def as_dict(self) -> dict[str, Any]:
         """Every figure, contract keys first."""
-        return asdict(self)
+        return msgspec.structs.asdict(self)
 
 
 def summarize(
@@ -143,7 +299,7 @@ def summarize(
     *,
     errors: Iterable[TelemetryError | str] = (),
     unmapped: Iterable[str] = (),
-) -> TelemetrySummary:
+) -> Telemetry:
     """Telemetry figures over [window_start, window_end] (seconds on the scraper's clock).
 
     `output_tokens` divides the energy; `gpu_count_hint` (the deployment's GPU count) only
@@ -155,7 +311,7 @@ def summarize(
     a, b = float(window_start), float(window_end)
     if not b > a:
         notes.append("the measured window is empty, so there is no telemetry to summarise")
-        return TelemetrySummary(errors=notes)
+        return Telemetry(errors=notes)
 
     collected = _collect(samples, a, b)
     notes.extend(collected.notes)
@@ -176,7 +332,7 @@ def summarize(
         )
 
     engine = _engine_figures(collected, a, b)
-    return TelemetrySummary(
+    return Telemetry(
         **gpu,
         **engine,
         notes=_queue_notes(engine, collected),
@@ -437,7 +593,7 @@ def _sum(values: Iterable[float]) -> float | None:
     return sum(values) if values else None
 
 
-#: TelemetrySummary field, canonical figure, how GPUs combine: the per-GPU time averages
+#: Telemetry field, canonical figure, how GPUs combine: the per-GPU time averages
 #: beyond utilisation.
 _GPU_MEANS: Final = (
     ("sm_active_mean", "sm_active", _mean),
@@ -449,7 +605,7 @@ _GPU_MEANS: Final = (
 
 
 def _gpu_figures(c: _Collected, a: float, b: float, notes: list[str]) -> dict[str, Any]:
-    """The GPU figures, keyed by TelemetrySummary field."""
+    """The GPU figures, keyed by Telemetry field."""
     seen: set[GpuKey] = set()
     for canonical in ("gpu_util", "sm_active", "dram_active", "tensor_active", "power",
                       "memory_used", "energy"):  # fmt: skip
@@ -550,7 +706,7 @@ def _prompt_figures(c: _Collected, a: float, b: float) -> dict[str, float | None
 
 
 def _engine_figures(c: _Collected, a: float, b: float) -> dict[str, Any]:
-    """The engine figures, keyed by TelemetrySummary field."""
+    """The engine figures, keyed by Telemetry field."""
     running = _combine([s.points for s in c.series.get("requests_running", [])], a, b, "sum")
     waiting = _combine([s.points for s in c.series.get("requests_waiting", [])], a, b, "sum")
     kv_series = c.series.get("kv_cache_usage", [])
