@@ -23,7 +23,7 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.dialects.postgresql import aggregate_order_by, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -367,7 +367,7 @@ def _groups(
     sub = levels.subquery("levels")
     return (
         select(sub)
-        .distinct(sub.c.deployment, sub.c.workload_fingerprint)
+        .ext(distinct_on(sub.c.deployment, sub.c.workload_fingerprint))
         .order_by(
             sub.c.deployment,
             sub.c.workload_fingerprint,

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Row, delete, func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
@@ -138,7 +138,7 @@ class JobRepository:
                 Run.requests_per_s > 0,
                 Run.mean_concurrency > 0,
             )
-            .distinct(Run.endpoint_id, Run.workload_fingerprint)
+            .ext(distinct_on(Run.endpoint_id, Run.workload_fingerprint))
             .order_by(Run.endpoint_id, Run.workload_fingerprint, Run.finished_at.desc())
             .subquery()
         )

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, func, select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.hardware.models import Hardware
@@ -20,7 +20,7 @@ def in_effect_at(query: Select[Any], at: datetime) -> Select[Any]:
     effective_from <= at) for each provider, hardware and pricing model."""
     return (
         query.where(Price.effective_from <= at)
-        .distinct(Price.provider, Price.hardware_id, Price.pricing_model)
+        .ext(distinct_on(Price.provider, Price.hardware_id, Price.pricing_model))
         .order_by(
             Price.provider,
             Price.hardware_id,
@@ -123,4 +123,4 @@ class PriceRepository:
             .limit(limit)
             .offset(offset)
         )
-        return [(price, name) for price, name in rows.tuples()], int(total or 0)
+        return [(price, name) for price, name in rows], int(total or 0)

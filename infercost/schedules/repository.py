@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, delete, func, select, update
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.jobs.models import Job
@@ -110,7 +111,7 @@ class ScheduleRepository:
         rows = await self.session.execute(
             _slots_of(team_id)
             .where(ScheduleRun.schedule_id.in_(list(ids)))
-            .distinct(ScheduleRun.schedule_id)
+            .ext(distinct_on(ScheduleRun.schedule_id))
             .order_by(ScheduleRun.schedule_id, ScheduleRun.slot_at.desc())
         )
         return {row[0]: SlotRow(*row) for row in rows}
