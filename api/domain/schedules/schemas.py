@@ -170,7 +170,7 @@ class ScheduleRead(msgspec.Struct):
     name: str | None
     endpoint_id: uuid.UUID
     job: dict[str, Any]
-    when: When
+    when: WhenField
     jitter_s: int
     enabled: bool
     disabled_reason: str | None
