@@ -52,46 +52,72 @@ async def benchmark(team: TeamClient, endpoint_id: str) -> dict[str, Any]:
     pytest.fail(f"run {run_id} of job {job['id']} got no change within 20 s")
 
 
-async def test_latency_regression_is_flagged_and_noise_is_not(
-    team: TeamClient, db: asyncpg.Connection
-) -> None:
+#: Attempts at the three runs: a client-bound run (the load generator, not the endpoint, set
+#: its pace: a loaded machine) is never a baseline, so the scenario starts again.
+ATTEMPTS = 3
+
+
+async def three_runs(
+    team: TeamClient,
+) -> tuple[dict[str, Any], list[dict[str, Any]], Any, str] | None:
+    """Two runs against the simulator, a third after its TTFT rose by half: the endpoint,
+    the three runs, the one regression.detected delivery and the webhook's secret; None when
+    a run was client-bound, so that the endpoint's pace is not what it measured."""
     config = SimConfig(port=0, ttft_ms=TTFT_MS, itl_ms=ITL_MS, model="sim-model")
     with receiver(200) as portal:
         hook = await team.http.post(
             "/v1/webhooks", json={"url": portal.url, "events": ["regression.detected"]}
         )
         assert hook.status_code == 201, hook.text
-        sim = start_sim_process(config)
         try:
-            endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
-            first = await benchmark(team, endpoint["id"])
-            second = await benchmark(team, endpoint["id"])
-            port = int(sim.base_url.rsplit(":", 1)[1])
-        finally:
-            sim.stop()
-        # Same settings, no regression: nothing announced.
-        assert portal.got == []
-        # The "upgrade": the same endpoint (same port) now takes 50 % longer to the first
-        # token.
-        slower = start_sim_process(replace(config, port=port, ttft_ms=TTFT_MS * 1.5))
-        try:
-            third = await benchmark(team, endpoint["id"])
-        finally:
-            slower.stop()
-        (announced,) = await portal.wait_for(1)
+            sim = start_sim_process(config)
+            try:
+                endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+                first = await benchmark(team, endpoint["id"])
+                second = await benchmark(team, endpoint["id"])
+                port = int(sim.base_url.rsplit(":", 1)[1])
+            finally:
+                sim.stop()
+            if first["client_bound"] or second["client_bound"]:
+                return None
+            # Same settings, no regression: nothing announced.
+            assert portal.got == []
+            # The "upgrade": the same endpoint (same port) now takes 50 % longer to the first
+            # token.
+            slower = start_sim_process(replace(config, port=port, ttft_ms=TTFT_MS * 1.5))
+            try:
+                third = await benchmark(team, endpoint["id"])
+            finally:
+                slower.stop()
+            if third["client_bound"]:
+                return None
+            (announced,) = await portal.wait_for(1)
+        finally:  # a failed attempt's subscription must not hear of the next one's runs
+            await team.http.delete(f"/v1/webhooks/{hook.json()['id']}")
+    return endpoint, [first, second, third], announced, hook.json()["secret"]
+
+
+async def test_latency_regression_is_flagged_and_noise_is_not(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    for _ in range(ATTEMPTS):
+        outcome = await three_runs(team)
+        if outcome is not None:
+            break
+    else:
+        pytest.fail(f"a run was client-bound in each of {ATTEMPTS} attempts (a loaded machine)")
+    endpoint, runs, announced, secret = outcome
 
     # The portal hears of it once, signed, with the run and its evidence.
-    secret = hook.json()["secret"]
     signature = announced.headers["Infercost-Signature"]
     assert verify(secret, signature, announced.body)
     payload = json.loads(announced.body)
     assert payload["event"] == "regression.detected"
     assert payload["data"]["endpoint_id"] == endpoint["id"]
     (regressed,) = payload["data"]["regressions"]
-    assert regressed["run_id"] == third["id"]
+    assert regressed["run_id"] == runs[2]["id"]
     assert regressed["change"]["metrics"]["ttft_ms"]["verdict"] == "regression"
 
-    runs = [first, second, third]
     assert runs[0]["change"]["verdict"] == "baseline"
     assert runs[0]["change"]["baseline_run_id"] is None
 
