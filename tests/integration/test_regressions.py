@@ -137,17 +137,26 @@ async def test_latency_regression_is_flagged_and_noise_is_not(
     assert flagged["baseline_run_id"] == runs[1]["id"]
     ttft = flagged["metrics"]["ttft_ms"]
     assert ttft["verdict"] == "regression"
-    assert ttft["p_value"] < 1e-10
+    assert ttft["p_value"] < flagged["method"]["alpha"]
     # The medians are those of the two runs' stored samples (80 a side, so between the 40th
     # and 41st), and the simulator, never early, puts them at or above 60 and 90 ms.
+    measured = {}
     for key, run in (("baseline_p50_ms", runs[1]), ("current_p50_ms", runs[2])):
         ttfts = sorted(s["ttft_ms"] for s in await team.samples(run["id"]) if not s["warmup"])
         assert ttfts[39] - 1e-3 <= ttft[key] <= ttfts[40] + 1e-3, (key, ttft)
+        measured[key] = ttfts
     assert ttft["baseline_p50_ms"] >= TTFT_MS and ttft["current_p50_ms"] >= TTFT_MS * 1.5
     relative = ttft["current_p50_ms"] / ttft["baseline_p50_ms"] - 1
     assert ttft["relative_change"] == pytest.approx(relative, abs=1e-3), ttft
     assert 0 < ttft["ci_low"] <= ttft["relative_change"] <= ttft["ci_high"]
-    assert ttft["cliffs_delta"] > 0.9
+    # Cliff's delta counted pair by pair over the stored samples: P(slower) - P(faster).
+    pairs = [
+        (now > before) - (now < before)
+        for now in measured["current_p50_ms"]
+        for before in measured["baseline_p50_ms"]
+    ]
+    assert ttft["cliffs_delta"] == pytest.approx(sum(pairs) / len(pairs), abs=1e-9)
+    assert ttft["cliffs_delta"] > 0
     assert ttft["flagged_by"] == ["median"]
     # Decoding did not change, so TPOT is not flagged.
     assert flagged["metrics"]["tpot_ms"]["verdict"] == "no_change"
