@@ -49,9 +49,12 @@ from workers.webhooks import SENDERS, run_courier
 
 log = logging.getLogger("infercost.maintenance")
 
-#: How often the relay looks for unsent outbox rows (the API's own send after commit is the
-#: fast path; this bounds the delay when that send failed).
+#: How often the relay looks for unsent outbox rows (the writer's own send after commit is
+#: the fast path; this bounds the delay when that send failed).
 RELAY_EVERY_S = 1.0
+#: Rows younger than this are left to their writer, which sends them right after its commit
+#: (a shard coordinator, the API): the relay is for sends that failed, not a race with them.
+RELAY_GRACE_S = 2.0
 #: Rows one relay round takes at most.
 RELAY_BATCH = 100
 
@@ -64,7 +67,7 @@ async def relay_once(sessionmaker: async_sessionmaker[AsyncSession], celery: Cel
         celery.send_task(row.task, args=row.args)
 
     async with sessionmaker() as session:
-        rows = await outbox.take(session, limit=RELAY_BATCH)
+        rows = await outbox.take(session, limit=RELAY_BATCH, older_than_s=RELAY_GRACE_S)
         done: list[outbox.Pending] = []
         try:
             for row in rows:

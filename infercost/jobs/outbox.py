@@ -3,8 +3,9 @@
 A job and the message that starts it commit together, so a broker that is down or loses
 its data can delay a job but never lose it: the API tries to publish right after its commit
 (the fast path), and the maintenance relay (workers/maintenance.py) publishes whatever is
-left. Rows are taken FOR UPDATE SKIP LOCKED, so the API and any number of relays never send
-the same row twice at once; a row is deleted in the transaction that records the send.
+left two seconds later. Rows are taken FOR UPDATE SKIP LOCKED, so the API and any number of
+relays never send the same row twice at once; a row is deleted in the transaction that
+records the send.
 Sending stays at least once (a commit can fail after the broker took the message): the
 worker's claim is guarded, so a duplicate does nothing.
 """
@@ -82,10 +83,14 @@ async def take(
     job_id: uuid.UUID | None = None,
     ids: Sequence[int] | None = None,
     limit: int = 100,
+    older_than_s: float | None = None,
 ) -> list[Pending]:
-    """Lock up to `limit` unsent rows (a job's, those of `ids`, or the oldest), skipping
-    rows another sender holds; the caller publishes them, then calls sent() and commits."""
+    """Lock up to `limit` unsent rows (a job's, those of `ids`, or the oldest; with
+    `older_than_s`, only rows written at least that long ago), skipping rows another sender
+    holds; the caller publishes them, then calls sent() and commits."""
     query = select(TaskOutbox).order_by(TaskOutbox.id).limit(limit)
+    if older_than_s is not None:
+        query = query.where(TaskOutbox.created_at < func.now() - timedelta(seconds=older_than_s))
     if job_id is not None:
         query = query.where(TaskOutbox.job_id == job_id)
     if ids is not None:

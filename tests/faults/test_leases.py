@@ -19,6 +19,7 @@ from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.jobs.repository import JobRepository
 from infercost.queue import RUN_JOB_TASK
 from tests.conftest import TeamClient
+from workers.maintenance import RELAY_GRACE_S
 
 pytestmark = pytest.mark.integration
 
@@ -201,3 +202,33 @@ async def test_a_queued_job_is_sent_again_with_backoff_until_claimed(
     await fault_db.execute("UPDATE jobs SET status = 'running' WHERE id = $1", job_id)
     async with sessions() as session:
         assert job_id not in await outbox.requeue_stale(session, RUN_JOB_TASK, bound)
+
+
+async def test_the_relay_leaves_a_fresh_row_to_its_writer(
+    fault_team: TeamClient,
+    fault_db: asyncpg.Connection,
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    """A writer (the API, a shard coordinator) sends its row right after its commit; the relay
+    takes only rows older than RELAY_GRACE_S, so it does not race that send (once it took a
+    coordinator's shard task first, and the coordinator had nothing to send)."""
+    job_id = await new_job(fault_db, fault_team)
+    async with sessions() as session:
+        row = outbox.add_task(session, RUN_JOB_TASK, [str(job_id)], job_id)
+        await session.flush()
+        row_id = row.id
+        await session.commit()
+    async with sessions() as relay:
+        assert await outbox.take(relay, ids=[row_id], older_than_s=RELAY_GRACE_S) == []
+        await relay.rollback()
+    await fault_db.execute(
+        "UPDATE task_outbox SET created_at = created_at - make_interval(secs => $2) WHERE id = $1",
+        row_id,
+        RELAY_GRACE_S + 1,
+    )
+    async with sessions() as relay:
+        [taken] = await outbox.take(relay, ids=[row_id], older_than_s=RELAY_GRACE_S)
+        assert taken.args == [str(job_id)]
+        await outbox.publish(relay, [taken], lambda _row: None)
+        await relay.commit()
+    assert await fault_db.fetchval("SELECT count(*) FROM task_outbox WHERE id = $1", row_id) == 0
