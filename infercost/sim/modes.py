@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -154,6 +155,51 @@ class Mode(Protocol):
 # ------------------------------------------------------------------------ fixed mode
 
 
+class Admission:
+    """--max-concurrency slots. A request that ends hands its slot straight to the next in
+    line, which stops counting as waiting at that moment, so /metrics never shows a request
+    waiting beside a free slot (an engine's scheduler fills a freed slot in the step that
+    frees it)."""
+
+    def __init__(self, limit: int, metrics: SimMetrics) -> None:
+        self.free = limit
+        self.metrics = metrics
+        self._line: deque[asyncio.Future[None]] = deque()
+
+    def full(self) -> bool:
+        """Whether every slot is taken."""
+        return self.free == 0
+
+    async def acquire(self) -> None:
+        """A slot: at once when one is free and nobody waits, else in arrival order."""
+        if self.free > 0 and not self._line:
+            self.free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._line.append(waiter)
+        self.metrics.waiting += 1
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot as it was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):  # release() may have dropped it
+                    self._line.remove(waiter)
+                self.metrics.waiting -= 1
+            raise
+
+    def release(self) -> None:
+        """Hand the slot to the next in line still waiting, else free it."""
+        while self._line:
+            waiter = self._line.popleft()
+            if not waiter.done():
+                self.metrics.waiting -= 1
+                waiter.set_result(None)
+                return
+        self.free += 1
+
+
 class FixedMode:
     """Timings from the config: ttft, then itl per token; --max-concurrency admission."""
 
@@ -171,7 +217,7 @@ class FixedMode:
         self.itl_s = config.itl_ms / 1000.0
         self.burst = config.burst
         limit = config.max_concurrency
-        self._admission = asyncio.Semaphore(limit) if limit is not None else None
+        self._admission = Admission(limit, metrics) if limit is not None else None
 
     def on_request(self) -> None:
         """Nothing to start: the timings need no clock of their own."""
@@ -182,7 +228,7 @@ class FixedMode:
     def overloaded(self, limit: int) -> bool:
         """Whether `limit` requests already wait behind --max-concurrency."""
         admission = self._admission
-        return admission is not None and admission.locked() and self.metrics.waiting >= limit
+        return admission is not None and admission.full() and self.metrics.waiting >= limit
 
     @contextlib.asynccontextmanager
     async def admitted(self, arrival: float) -> AsyncIterator[float]:
@@ -191,12 +237,7 @@ class FixedMode:
         if admission is None:
             yield arrival
             return
-        metrics = self.metrics
-        metrics.waiting += 1
-        try:
-            await admission.acquire()
-        finally:
-            metrics.waiting -= 1
+        await admission.acquire()
         try:
             yield asyncio.get_running_loop().time()
         finally:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 
 import httpx
 import pytest
 
 from infercost.sim.config import SimConfig
+from infercost.sim.metrics import SimMetrics
+from infercost.sim.modes import Admission
 from infercost.sim.process import sim_process
 
 
@@ -69,3 +72,36 @@ async def test_requests_beyond_the_limit_wait_for_a_slot() -> None:
 def test_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_concurrency"):
         SimConfig(max_concurrency=0)
+
+
+async def test_a_freed_slot_goes_to_the_next_in_line_at_once() -> None:
+    """The waiting gauge drops when a slot is handed over, not when the waiter next runs, so a
+    scrape between the two never sees a request waiting beside a free slot; a waiter that is
+    cancelled leaves the line, and one cancelled just after it was handed a slot passes it
+    on."""
+    metrics = SimMetrics()
+    admission = Admission(2, metrics)
+    await admission.acquire()
+    await admission.acquire()
+    third = asyncio.create_task(admission.acquire())
+    fourth = asyncio.create_task(admission.acquire())
+    fifth = asyncio.create_task(admission.acquire())
+    await asyncio.sleep(0)
+    assert (metrics.waiting, admission.full()) == (3, True)
+
+    admission.release()  # the first request ends: the third takes its slot at once
+    assert (metrics.waiting, admission.full()) == (2, True)
+    await third
+
+    fourth.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await fourth
+    assert metrics.waiting == 1
+
+    admission.release()  # handed to the fifth, which is cancelled before it runs
+    fifth.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await fifth
+    assert (metrics.waiting, admission.free) == (0, 1)
+    admission.release()
+    assert admission.free == 2
