@@ -106,8 +106,17 @@ async def test_submit_watch_jobs_compare(
     assert job_id[1] not in only_failed.output
     assert "0 of 0 jobs" in only_failed.output
 
+    # Client-bound runs kept (a loaded machine may flag a level): the table is under test here,
+    # the filter in tests/api/test_comparisons.py.
     compared = await in_thread(
-        api_server, team.key, "compare", "--model", "sim-model", "--hardware", "H200-SXM"
+        api_server,
+        team.key,
+        "compare",
+        "--model",
+        "sim-model",
+        "--hardware",
+        "H200-SXM",
+        "--include-client-bound",
     )
     assert compared.exit_code == 0, compared.output
     rows = [line for line in compared.output.splitlines() if "sim-model" in line]
@@ -115,7 +124,15 @@ async def test_submit_watch_jobs_compare(
     assert all("vllm" in r and "H200-SXM" in r for r in rows)
     assert "2 users" in rows[1]
     one_level = await in_thread(
-        api_server, team.key, "compare", "--model", "sim-model", "--level", "2", "--csv"
+        api_server,
+        team.key,
+        "compare",
+        "--model",
+        "sim-model",
+        "--level",
+        "2",
+        "--csv",
+        "--include-client-bound",
     )
     parsed = list(csv.DictReader(io.StringIO(one_level.output)))
     assert [(r["model"], r["hardware"], float(r["level"])) for r in parsed] == [
