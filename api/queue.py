@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import uuid
 
-import anyio
 from celery import Celery
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -57,10 +56,10 @@ class TaskQueue:
         try:
             async with self.sessionmaker() as session:
                 rows = await outbox.take(session, job_id=job_id)
-                for row in rows:
-                    await anyio.to_thread.run_sync(send, row)
-                await outbox.sent(session, rows)
-                await session.commit()
+                try:
+                    await outbox.publish(session, rows, send)
+                finally:
+                    await session.commit()
         except Exception as exc:  # noqa: BLE001 - any failure leaves the row for the relay
             log.warning(
                 "broker did not take job %s (%s); the maintenance relay will send it",

@@ -68,13 +68,9 @@ async def relay_once(sessionmaker: async_sessionmaker[AsyncSession], celery: Cel
 
     async with sessionmaker() as session:
         rows = await outbox.take(session, limit=RELAY_BATCH, older_than_s=RELAY_GRACE_S)
-        done: list[outbox.Pending] = []
         try:
-            for row in rows:
-                await asyncio.to_thread(send, row)
-                done.append(row)
+            done = await outbox.publish(session, rows, send)
         finally:
-            await outbox.sent(session, done)
             await session.commit()
     return len(done)
 

@@ -291,31 +291,21 @@ async def _send_shards(
     """Send the other shards' tasks from the outbox now (default: to the broker by name, as
     the API does); what the broker refuses stays for the maintenance relay."""
 
-    def send_all(rows: list[outbox.Pending]) -> tuple[list[outbox.Pending], Exception | None]:
-        """Off the event loop (a broker may be slow to answer): one connection for all of
-        them; the rows sent, and why the rest were not."""
-        done: list[outbox.Pending] = []
-        try:
-            if enqueue is not None:
-                for row in rows:
-                    enqueue(row.task, row.args)
-                    done.append(row)
-            else:
-                with make_celery(rt.settings) as celery:
-                    for row in rows:
-                        celery.send_task(row.task, args=row.args)
-                        done.append(row)
-        except Exception as exc:  # noqa: BLE001 - the rest stay for the relay
-            return done, exc
-        return done, None
-
     try:
         async with rt.sessionmaker() as session:
-            done, refused = await asyncio.to_thread(send_all, await outbox.take(session, ids=ids))
-            await outbox.sent(session, done)
-            await session.commit()
-        if refused is not None:
-            raise refused
+            rows = await outbox.take(session, ids=ids)
+            with contextlib.ExitStack() as stack:
+                send = enqueue
+                if send is None:  # one broker connection for all of them
+                    celery = stack.enter_context(make_celery(rt.settings))
+
+                    def send(task: str, args: list[Any]) -> None:
+                        celery.send_task(task, args=args)
+
+                try:
+                    await outbox.publish(session, rows, lambda row: send(row.task, row.args))
+                finally:
+                    await session.commit()
     except Exception as exc:  # noqa: BLE001 - the rows stay for the relay
         log.warning(
             "shard tasks %s: the broker did not take them (%s); the maintenance relay will",

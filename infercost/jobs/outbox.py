@@ -12,6 +12,7 @@ worker's claim is guarded, so a duplicate does nothing.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,17 +117,25 @@ async def sent(session: AsyncSession, rows: Sequence[Pending]) -> None:
 async def publish(
     session: AsyncSession, rows: Sequence[Pending], send: Callable[[Pending], Any]
 ) -> list[Pending]:
-    """Send each row with `send` (which raises when the broker refuses) and record the ones
-    sent; stops at the first refusal, leaving the rest for the next round."""
-    done: list[Pending] = []
-    for row in rows:
-        try:
-            send(row)
-        except Exception:
-            await sent(session, done)
-            raise
-        done.append(row)
+    """Send each row with `send` (which raises when the broker refuses), in order, in one
+    thread off the event loop (a broker may be slow to answer), and record the ones sent;
+    stops at the first refusal, leaving the rest for the next round, and raises it once the
+    sent ones are recorded (the caller commits either way)."""
+
+    def send_all() -> tuple[list[Pending], Exception | None]:
+        done: list[Pending] = []
+        for row in rows:
+            try:
+                send(row)
+            except Exception as exc:  # noqa: BLE001 - re-raised once the sent are recorded
+                return done, exc
+            done.append(row)
+        return done, None
+
+    done, refused = await asyncio.to_thread(send_all) if rows else ([], None)
     await sent(session, done)
+    if refused is not None:
+        raise refused
     return done
 
 
