@@ -25,18 +25,15 @@ SLO = {"ttft_ms": {"p95": 100}}
 @pytest.fixture(scope="module")
 def small_gpu() -> Iterator[SimProcess]:
     """Serves 2 requests at a time; the rest queue before their first token (a request of 16
-    output tokens takes about 25 ms, its events written 4 at a time: at 16 users a token a
-    millisecond is otherwise as much work for this machine's CPU as for the simulated GPU)."""
-    config = SimConfig(port=0, ttft_ms=10, itl_ms=1, model=MODEL, max_concurrency=2, burst=4)
-    with sim_process(config) as s:
+    output tokens takes about 25 ms)."""
+    with sim_process(SimConfig(port=0, ttft_ms=10, itl_ms=1, model=MODEL, max_concurrency=2)) as s:
         yield s
 
 
 @pytest.fixture(scope="module")
 def big_gpu() -> Iterator[SimProcess]:
     """Serves 8 requests at a time."""
-    config = SimConfig(port=0, ttft_ms=10, itl_ms=1, model=MODEL, max_concurrency=8, burst=4)
-    with sim_process(config) as s:
+    with sim_process(SimConfig(port=0, ttft_ms=10, itl_ms=1, model=MODEL, max_concurrency=8)) as s:
         yield s
 
 
