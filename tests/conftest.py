@@ -14,6 +14,7 @@ concurrent sessions) never get the same one.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -153,8 +154,6 @@ def _pg_url(database: str, driver: str = "postgresql") -> str:
 
 
 def _run_sql(sql: str) -> None:
-    import asyncio
-
     async def go() -> None:
         conn = await asyncpg.connect(PG_SERVER)
         try:
@@ -377,8 +376,6 @@ class TeamClient:
     async def wait_job(self, job_id: str, timeout: float = 120.0) -> dict[str, Any]:
         """Poll a job until it leaves queued/running; return its last state."""
         deadline = time.monotonic() + timeout
-        import asyncio
-
         while time.monotonic() < deadline:
             job = (await self.http.get(f"/v1/jobs/{job_id}")).json()
             if job["status"] not in ("queued", "running"):
@@ -393,6 +390,19 @@ class TeamClient:
         job = await self.wait_job(response.json()["id"], timeout=timeout)
         assert job["status"] == "succeeded", job["error"]
         return job
+
+    async def judged_runs(self, job: dict[str, Any], timeout: float = 30.0) -> list[dict[str, Any]]:
+        """The finished job's runs once each succeeded one has its `change`: the worker judges
+        them just after it stores the job's status, so a job read as it ends may show
+        `change: null` for a moment (docs/comparisons.md)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            runs = [(await self.http.get(f"/v1/runs/{r['id']}")).json() for r in job["runs"]]
+            if all(r["change"] is not None for r in runs if r["status"] == "succeeded"):
+                return runs
+            if time.monotonic() > deadline:
+                pytest.fail(f"the runs of job {job['id']} got no change within {timeout} s")
+            await asyncio.sleep(0.2)
 
     async def samples(self, run_id: str) -> list[dict[str, Any]]:
         """Every request sample of a run, in one page."""

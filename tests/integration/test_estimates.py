@@ -19,21 +19,21 @@ from tests.conftest import TeamClient
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
 MODEL = "sim-llama-8b"
-SLO = {"ttft_ms": {"p95": 100}}
+SLO = {"ttft_ms": {"p95": 200}}
 
 
 @pytest.fixture(scope="module")
 def small_gpu() -> Iterator[SimProcess]:
-    """Serves 2 requests at a time; the rest queue before their first token (a request of 16
-    output tokens takes about 25 ms)."""
-    with sim_process(SimConfig(port=0, ttft_ms=10, itl_ms=1, model=MODEL, max_concurrency=2)) as s:
+    """Serves 1 request at a time; the rest queue before their first token (a request of 16
+    output tokens takes about 36 ms: at most about 28 requests/s)."""
+    with sim_process(SimConfig(port=0, ttft_ms=20, itl_ms=1, model=MODEL, max_concurrency=1)) as s:
         yield s
 
 
 @pytest.fixture(scope="module")
 def big_gpu() -> Iterator[SimProcess]:
-    """Serves 8 requests at a time."""
-    with sim_process(SimConfig(port=0, ttft_ms=10, itl_ms=1, model=MODEL, max_concurrency=8)) as s:
+    """Serves 4 requests at a time (about 110 requests/s)."""
+    with sim_process(SimConfig(port=0, ttft_ms=20, itl_ms=1, model=MODEL, max_concurrency=4)) as s:
         yield s
 
 
@@ -60,13 +60,15 @@ async def measure(team: TeamClient, sim: SimProcess, hardware: str) -> dict[str,
             {
                 "endpoint_id": endpoint["id"],
                 "workload": {"input_tokens": {"mean": 64}, "output_tokens": {"mean": 16}},
-                # Levels of 6 s: over 200 requests even at one user, so each is adequate
-                # evidence (capacity and estimates use no other). Three levels bracket both
-                # capacities: the small GPU queues past its SLO at 16 users, the big one does
-                # not.
+                # Levels of 6 s: over 100 requests even at one user, so each is adequate
+                # evidence (capacity and estimates use no other). The margins are wide, so
+                # that a busy machine does not decide the order: the small GPU queues to
+                # about 90 ms at 3 users and 400 ms (past the SLO) at 12; the big one does
+                # not queue at 3 users, where it already carries three times the small one's
+                # most, and queues to about 90 ms at 12.
                 "load": {
                     "mode": "concurrency",
-                    "levels": [1, 4, 16],
+                    "levels": [1, 3, 12],
                     "duration_s": 6,
                     "warmup_requests": 2,
                 },
