@@ -60,8 +60,13 @@ async def test_gpu_sim_levels_show_the_shape_of_a_real_deployment(
     ttft = [runs[n]["ttft_ms"]["p50"] for n in (1, 16, 64)]
     assert ttft[2] > 2 * ttft[1] and ttft[1] >= ttft[0], ttft
     util = [runs[n]["telemetry"]["gpu_util_mean"] for n in (1, 16, 64)]
-    assert all(u is not None for u in util), util
-    assert util[0] <= util[1] + 0.05, util
+    assert all(u is not None and 0.0 < u <= 1.0 for u in util), util
+    # The GPU works harder in a batch: a decode step of 16 does 16 tokens' matrix work in
+    # about the time of one (decode is memory-bound), so tensor activity rises near 16-fold.
+    # (GPU_UTIL, the share of time in any kernel, is high at one stream too, as on a real
+    # GPU, and is left to how the client paced its requests.)
+    tensor = [runs[n]["telemetry"]["tensor_active_mean"] for n in (1, 16, 64)]
+    assert tensor[1] > 6 * tensor[0] and tensor[2] > 6 * tensor[0], tensor
     energy = [runs[n]["telemetry"]["energy_j_per_output_token"] for n in (1, 16, 64)]
     assert energy[0] > energy[1], energy
     cost = [runs[n]["cost"]["per_million_output_tokens_usd"] for n in (1, 16, 64)]
