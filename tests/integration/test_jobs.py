@@ -15,6 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from infercost.sim.process import SimProcess
 from tests.conftest import TeamClient
 
+#: Output tokens of each request of the ground-truth job (its one-user level runs 54 in a row).
+OUT = 32
+
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
 
@@ -34,7 +37,7 @@ async def test_fixed_sim_figures_match_ground_truth(
     endpoint = await team.create_endpoint(base_url=sim.openai_base_url, usd_per_hour=3.5)
     body = {
         "endpoint_id": endpoint["id"],
-        "workload": {"input_tokens": {"mean": 128, "std": 16}, "output_tokens": {"mean": 64}},
+        "workload": {"input_tokens": {"mean": 128, "std": 16}, "output_tokens": {"mean": OUT}},
         "load": {
             "mode": "concurrency",
             "levels": [1, 16],
@@ -69,7 +72,7 @@ async def test_fixed_sim_figures_match_ground_truth(
     for run in runs:
         assert run["status"] == "succeeded"
         assert run["requests"] == {"total": 50, "succeeded": 50, "failed": 0, "errors": {}}
-        # The simulator sends its first token at 50 ms, then one every 10 ms (680 ms in all),
+        # The simulator sends its first token at 50 ms, then one every 10 ms (360 ms in all),
         # never early: no TTFT can be shorter. How much longer depends on the machine, which
         # bench/loadgen.py measures; the per-sample checks below hold on any machine.
         assert run["ttft_ms"]["p50"] >= 50.0, run["ttft_ms"]
@@ -84,10 +87,10 @@ async def test_fixed_sim_figures_match_ground_truth(
         expected = 3.5 / (run["output_tokens_per_s"] * 3600) * 1e6
         assert cost["usd_per_hour"] == 3.5
         assert cost["per_million_output_tokens_usd"] == pytest.approx(expected, rel=1e-9)
-        # At the SLO only the 50 measured requests' 64 tokens each count as useful output
+        # At the SLO only the 50 measured requests' 32 tokens each count as useful output
         # (every one met it); output tokens/s also counts warm-up tokens that arrived in the
         # window, so the at-SLO price is at least the plain one.
-        useful = 3.5 / (50 * 64 / run["duration_s"] * 3600) * 1e6
+        useful = 3.5 / (50 * OUT / run["duration_s"] * 3600) * 1e6
         assert cost["at_slo_per_million_output_tokens_usd"] == pytest.approx(useful, rel=1e-9)
         assert cost["at_slo_per_million_output_tokens_usd"] >= cost["per_million_output_tokens_usd"]
         # Every figure of the contract is there.
@@ -121,10 +124,10 @@ async def test_fixed_sim_figures_match_ground_truth(
         tpots = []
         for sample in await team.samples(run["id"]):
             times = sample["chunk_times_ms"]
-            assert len(times) == 64, sample
-            due = [sim.config.ttft_ms + sim.config.itl_ms * i for i in range(64)]
+            assert len(times) == OUT, sample
+            due = [sim.config.ttft_ms + sim.config.itl_ms * i for i in range(OUT)]
             assert all(t >= d - 1e-6 for t, d in zip(times, due, strict=True)), sample
-            tpots.append((times[-1] - times[0]) / 63)
+            tpots.append((times[-1] - times[0]) / (OUT - 1))
         # The run's TPOT median is a median of what its samples show.
         assert min(tpots) - 1e-3 <= run["tpot_ms"]["p50"] <= max(tpots) + 1e-3, run["tpot_ms"]
 
@@ -135,7 +138,7 @@ async def test_fixed_sim_figures_match_ground_truth(
         measured = [r for r in rows if not r["warmup"]]
         assert len(measured) == 50
         assert len(rows) - len(measured) == 4
-        assert {r["n_out"] for r in rows} == {64}
+        assert {r["n_out"] for r in rows} == {OUT}
         assert {r["count_source"] for r in rows} == {"usage"}
         assert {r["error_class"] for r in rows} == {None}
 
@@ -147,7 +150,7 @@ async def test_fixed_sim_figures_match_ground_truth(
     assert len(rest["items"]) == 24 and rest["next_after"] is None
     first = page["items"][0]
     assert first["warmup"] is True and first["seq"] == 0
-    assert len(first["chunk_times_ms"]) == 64
+    assert len(first["chunk_times_ms"]) == OUT
     assert first["chunk_times_ms"][0] == pytest.approx(first["ttft_ms"])
     assert first["ttfo_ms"] == first["ttft_ms"]
 
@@ -192,7 +195,7 @@ async def test_fixed_sim_figures_match_ground_truth(
     assert all(row["n_in"] == row["n_in_target"] for row in table)
     assert {row["prompt_length"] for row in table} == {"exact"}
     assert sum(row["warmup"] == "true" for row in table) == 4
-    assert {row["n_out"] for row in table} == {"64"}
+    assert {row["n_out"] for row in table} == {str(OUT)}
 
     single = (await team.http.get(f"/v1/runs/{run_id}")).json()
     assert single == runs[0]

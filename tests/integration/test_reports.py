@@ -120,7 +120,7 @@ async def jobs(
         sweep = await _run(
             client,
             gpu_endpoint,
-            {"mode": "sweep", "rate_levels": 5, "max_concurrency": 16, "duration_s": 2.0},
+            {"mode": "sweep", "rate_levels": 5, "max_concurrency": 16, "duration_s": 5.0},
         )
         rate = await _run(
             client,
