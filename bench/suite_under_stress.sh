@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=20 cpu=2 workers="${PYTEST_WORKERS:-3}" keep_going=0
+runs=20 cpu=2 workers="${PYTEST_WORKERS:-4}" keep_going=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
