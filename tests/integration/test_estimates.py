@@ -77,8 +77,11 @@ async def measure(team: TeamClient, sim: SimProcess, hardware: str) -> dict[str,
             timeout=240,
         )
         if all(run["adequacy"]["ok"] for run in job["runs"]):
-            break
-    return job
+            return job
+    # The product refused the evidence, as it should on a machine too busy to measure: what
+    # follows would test the machine, not the planner (whose ranking tests/infercost covers).
+    reasons = {r["code"] for run in job["runs"] for r in run["adequacy"]["reasons"]}
+    pytest.skip(f"{hardware}: levels still inadequate after {ATTEMPTS} jobs ({sorted(reasons)})")
 
 
 async def estimate(team: TeamClient, **body: Any) -> dict[str, Any]:
