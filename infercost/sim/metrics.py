@@ -84,6 +84,11 @@ class SimMetrics:
         self.kv_usage = 0.0  # gpu mode: share of the KV budget reserved
         self.kv_used_tokens = 0
 
+    def started(self) -> None:
+        """Fixed mode: a request is admitted and counts as running."""
+        self.running += 1
+        self.running_peak = max(self.running_peak, self.running)
+
     def finished(self, reason: str) -> None:
         """A request completed normally with this finish_reason."""
         self.request_success += 1

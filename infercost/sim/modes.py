@@ -156,10 +156,11 @@ class Mode(Protocol):
 
 
 class Admission:
-    """--max-concurrency slots. A request that ends hands its slot straight to the next in
-    line, which stops counting as waiting at that moment, so /metrics never shows a request
-    waiting beside a free slot (an engine's scheduler fills a freed slot in the step that
-    frees it)."""
+    """--max-concurrency slots, and the running count of the requests holding them. A request
+    that ends hands its slot straight to the next in line, which stops counting as waiting and
+    counts as running at that moment (before its own task next runs), so /metrics never shows
+    a request waiting beside a free slot (an engine's scheduler fills a freed slot in the step
+    that frees it)."""
 
     def __init__(self, limit: int, metrics: SimMetrics) -> None:
         self.free = limit
@@ -174,6 +175,7 @@ class Admission:
         """A slot: at once when one is free and nobody waits, else in arrival order."""
         if self.free > 0 and not self._line:
             self.free -= 1
+            self.metrics.started()
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._line.append(waiter)
@@ -190,14 +192,17 @@ class Admission:
             raise
 
     def release(self) -> None:
-        """Hand the slot to the next in line still waiting, else free it."""
+        """Hand the slot to the next in line still waiting (still running: it changes
+        hands), else free it."""
+        metrics = self.metrics
         while self._line:
             waiter = self._line.popleft()
             if not waiter.done():
-                self.metrics.waiting -= 1
+                metrics.waiting -= 1
                 waiter.set_result(None)
                 return
         self.free += 1
+        metrics.running -= 1
 
 
 class FixedMode:
@@ -232,10 +237,16 @@ class FixedMode:
 
     @contextlib.asynccontextmanager
     async def admitted(self, arrival: float) -> AsyncIterator[float]:
-        """Queue behind --max-concurrency; the first token is due ttft after admission."""
+        """Queue behind --max-concurrency; the first token is due ttft after admission. The
+        request counts as running from admission to its end."""
         admission = self._admission
         if admission is None:
-            yield arrival
+            metrics = self.metrics
+            metrics.started()
+            try:
+                yield arrival
+            finally:
+                metrics.running -= 1
             return
         await admission.acquire()
         try:
@@ -248,7 +259,7 @@ class FixedMode:
         return None
 
     def begin(self, job: Job, arrival: float, inflight: Inflight) -> FixedGeneration:
-        """Count the request as running; its prompt is cached once its first token is due."""
+        """Start its schedule; its prompt is cached once its first token is due."""
         return FixedGeneration(self, job, arrival)
 
     def sync(self, metrics: SimMetrics) -> None:
@@ -268,8 +279,6 @@ class FixedGeneration:
         self.mode = mode
         self.job = job
         metrics = mode.metrics
-        metrics.running += 1
-        metrics.running_peak = max(metrics.running_peak, metrics.running)
         metrics.prompt_tokens += job.prompt_tokens
         metrics.running_max_tokens += job.prompt_tokens + job.n
         # TTFT with a prefix-cache hit: ttft x uncached / prompt tokens (prefill time is
@@ -332,9 +341,8 @@ class FixedGeneration:
         return self.prompt_s, (self.job.n - 1) * self.mode.itl_s
 
     def close(self) -> None:
-        """No longer running."""
+        """No longer generating (admission counts it out of the running)."""
         metrics = self.mode.metrics
-        metrics.running -= 1
         metrics.running_max_tokens -= self.job.prompt_tokens + self.job.n
 
 

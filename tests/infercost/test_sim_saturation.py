@@ -87,21 +87,23 @@ async def test_a_freed_slot_goes_to_the_next_in_line_at_once() -> None:
     fourth = asyncio.create_task(admission.acquire())
     fifth = asyncio.create_task(admission.acquire())
     await asyncio.sleep(0)
-    assert (metrics.waiting, admission.full()) == (3, True)
+    assert (metrics.running, metrics.waiting, admission.full()) == (2, 3, True)
 
-    admission.release()  # the first request ends: the third takes its slot at once
-    assert (metrics.waiting, admission.full()) == (2, True)
+    # The first request ends: the third takes its slot at once, running before its own task
+    # resumes (a scrape in between sees two running and two waiting).
+    admission.release()
+    assert (metrics.running, metrics.waiting, admission.full()) == (2, 2, True)
     await third
 
     fourth.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await fourth
-    assert metrics.waiting == 1
+    assert (metrics.running, metrics.waiting) == (2, 1)
 
     admission.release()  # handed to the fifth, which is cancelled before it runs
     fifth.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await fifth
-    assert (metrics.waiting, admission.free) == (0, 1)
+    assert (metrics.running, metrics.waiting, admission.free) == (1, 0, 1)
     admission.release()
-    assert admission.free == 2
+    assert (metrics.running, admission.free) == (0, 2)
