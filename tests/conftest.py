@@ -95,10 +95,15 @@ def pytest_configure(config: pytest.Config) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
 
-#: The longest test files (minutes, with `--durations`), run first: xdist hands out work in
-#: the order collected, so the long ones start at once and the short ones fill the gaps
-#: instead of one long file starting last and running alone.
+#: The longest test files, or tests of a SPREAD file (by `--durations`), run first: xdist hands
+#: out work in the order collected, so the long ones start at once and the short ones fill the
+#: gaps instead of one long file starting last and running alone.
 LONGEST_FIRST = (
+    "tests/docs/test_docs_commands.py::test_page_commands[docs/sweeps.md]",
+    "tests/docs/test_docs_commands.py::test_page_commands[docs/cost.md]",
+    "tests/docs/test_docs_commands.py::test_page_commands[README.md]",
+    "tests/docs/test_docs_commands.py::test_page_commands[docs/workloads.md]",
+    "tests/docs/test_docs_commands.py::test_page_commands[docs/jobs.md]",
     "tests/docs/test_docs_commands.py",
     "tests/integration/test_reports.py",
     "tests/integration/test_sweep_jobs.py",
@@ -144,9 +149,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files of LONGEST_FIRST first, in that order, the rest as collected."""
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_path_of(item), len(rank)))  # stable within a file
+    """The tests and files of LONGEST_FIRST first, in that order, the rest as collected."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    last = len(rank)
+    # stable: a file's other tests keep their order
+    items.sort(key=lambda item: rank.get(item.nodeid, rank.get(_path_of(item), last)))
 
 
 def _pg_url(database: str, driver: str = "postgresql") -> str:

@@ -254,20 +254,10 @@ auth="Authorization: Bearer $KEY"
 """
 
 
-#: The pages whose commands take longest (their jobs run for tens of seconds), started first so
-#: that none of them starts last on an xdist worker and runs alone at the end.
-SLOWEST_PAGES = ("docs/sweeps.md", "docs/cost.md", "README.md", "docs/workloads.md", "docs/jobs.md")
-
-
-def _slowest_first(page: Path) -> int:
-    name = str(page.relative_to(ROOT))
-    return SLOWEST_PAGES.index(name) if name in SLOWEST_PAGES else len(SLOWEST_PAGES)
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize(
     "page",
-    sorted((p for p in PAGES if runnable(p)), key=_slowest_first),
+    [p for p in PAGES if runnable(p)],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_page_commands(page: Path, stack: Stack) -> None:
