@@ -29,6 +29,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.db.migrate import upgrade_head
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
-from infercost.metrics import percentile_columns
+from infercost.metrics import STAT_KEYS, percentile_columns
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, start_sim_process
 
@@ -536,3 +537,66 @@ async def insert_finished_run(
         *values.values(),
     )
     return str(job_id), str(run_id)
+
+
+#: A stored level: (level, requests/s, TTFT p95 ms, adequacy verdict or None, client_bound).
+StoredLevel = tuple[float, float, float, dict[str, Any] | None, bool]
+
+
+async def insert_finished_job(
+    db: asyncpg.Connection,
+    team_id: str,
+    endpoint_id: str,
+    levels: list[StoredLevel],
+    *,
+    slo: dict[str, Any],
+    input_tokens: int = 100,
+    output_tokens: int = 100,
+) -> tuple[str, list[str]]:
+    """A succeeded concurrency job with `slo`, of requests of `input_tokens` in and
+    `output_tokens` out, finished five minutes ago, written straight to the database with one
+    run per StoredLevel (300 requests each, USD 2/hour): for reads of capacity and estimates
+    over figures chosen by hand. Returns (job id, run ids in level order)."""
+    team, endpoint = uuid.UUID(team_id), uuid.UUID(endpoint_id)
+    workload = {"input_tokens": {"mean": input_tokens}, "output_tokens": {"mean": output_tokens}}
+    load = {"mode": "concurrency", "levels": [lv[0] for lv in levels]}
+    job_id = await db.fetchval(
+        "INSERT INTO jobs (id, team_id, endpoint_id, status, workload, load, slo,"
+        " progress_done, progress_total, created_at, started_at, finished_at)"
+        " VALUES (gen_random_uuid(), $1, $2, 'succeeded', $3, $4, $5, 0, 0, now(), now(),"
+        " now()) RETURNING id",
+        team,
+        endpoint,
+        json.dumps(workload),
+        json.dumps(load),
+        json.dumps(slo),
+    )
+    deployment_id = await db.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, endpoint)
+    finished = datetime.now(UTC) - timedelta(minutes=5)
+    run_ids = []
+    for index, (level, rps, ttft_p95, adequacy, client_bound) in enumerate(levels):
+        run_id = await db.fetchval(
+            "INSERT INTO runs (id, team_id, job_id, endpoint_id, deployment_id, level_index,"
+            " level, mode, status, requests_total, requests_succeeded, requests_failed,"
+            " requests_per_s, output_tokens_per_s, input_tokens_per_s, error_rate, ttft_p95_ms,"
+            " stats, adequacy, client_bound, usd_per_hour, created_at, started_at, finished_at)"
+            " VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, 'concurrency', 'succeeded',"
+            " 300, 300, 0, $7, $8, $9, 0, $10, $11, $12, $13, 2.0, now(), $14, $14)"
+            " RETURNING id",
+            team,
+            job_id,
+            endpoint,
+            deployment_id,
+            index,
+            level,
+            rps,
+            rps * output_tokens,
+            rps * input_tokens,
+            ttft_p95,
+            json.dumps({"ttft_ms": {**dict.fromkeys(STAT_KEYS), "count": 300, "p95": ttft_p95}}),
+            None if adequacy is None else json.dumps(adequacy),
+            client_bound,
+            finished,
+        )
+        run_ids.append(str(run_id))
+    return str(job_id), run_ids

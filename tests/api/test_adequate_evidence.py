@@ -5,17 +5,12 @@ sizing leaves the target headroom, and every default the figures rest on is stat
 
 from __future__ import annotations
 
-import json
-import uuid
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 import pytest
 
-from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
-from infercost.metrics import STAT_KEYS
-from tests.conftest import TeamClient
+from tests.conftest import StoredLevel, TeamClient, insert_finished_job
 
 pytestmark = pytest.mark.integration
 
@@ -28,63 +23,10 @@ CLIENT_BOUND = {
 MODEL = "llama-adequacy"
 
 
-async def store_job(
-    db: asyncpg.Connection,
-    team: TeamClient,
-    endpoint_id: str,
-    levels: list[tuple[float, float, float, dict[str, Any] | None, bool]],
-) -> tuple[str, list[str]]:
-    """A succeeded concurrency job of 100-in / 100-out requests with the SLO above, and one
-    run per (level, requests/s, TTFT p95 ms, adequacy, client_bound); 300 requests each,
-    100 output tokens per request. Returns (job id, run ids in level order)."""
-    team_id, endpoint = uuid.UUID(team.team_id), uuid.UUID(endpoint_id)
-    workload = {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 100}}
-    load = {"mode": "concurrency", "levels": [lv[0] for lv in levels]}
-    job_id = await db.fetchval(
-        "INSERT INTO jobs (id, team_id, endpoint_id, status, workload, load, slo,"
-        " progress_done, progress_total, created_at, started_at, finished_at)"
-        " VALUES (gen_random_uuid(), $1, $2, 'succeeded', $3, $4, $5, 0, 0, now(), now(),"
-        " now()) RETURNING id",
-        team_id,
-        endpoint,
-        json.dumps(workload),
-        json.dumps(load),
-        json.dumps(SLO),
-    )
-    deployment_id = await db.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, endpoint)
-    finished = datetime.now(UTC) - timedelta(minutes=5)
-    run_ids = []
-    for index, (level, rps, ttft_p95, adequacy, client_bound) in enumerate(levels):
-        run_id = await db.fetchval(
-            "INSERT INTO runs (id, team_id, job_id, endpoint_id, deployment_id, level_index,"
-            " level, mode, status, requests_total, requests_succeeded, requests_failed,"
-            " requests_per_s, output_tokens_per_s, input_tokens_per_s, error_rate, ttft_p95_ms,"
-            " stats, adequacy, client_bound, usd_per_hour, created_at, started_at, finished_at)"
-            " VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, $6, 'concurrency', 'succeeded',"
-            " 300, 300, 0, $7, $8, $8, 0, $9, $10, $11, $12, 2.0, now(), $13, $13)"
-            " RETURNING id",
-            team_id,
-            job_id,
-            endpoint,
-            deployment_id,
-            index,
-            level,
-            rps,
-            rps * 100,
-            ttft_p95,
-            json.dumps({"ttft_ms": {**dict.fromkeys(STAT_KEYS), "count": 300, "p95": ttft_p95}}),
-            None if adequacy is None else json.dumps(adequacy),
-            client_bound,
-            finished,
-        )
-        run_ids.append(str(run_id))
-    return str(job_id), run_ids
-
-
 #: (level, requests/s, TTFT p95 ms, adequacy, client_bound). Margins (p95 / 100 ms): 0.4, 0.6,
 #: 0.8 (client-bound), 1.4 (fails). Believing level 8, capacity = 14 + (1 - 0.8) / (1.4 - 0.8)
 #: x (16 - 14) = 14.67 req/s; without it, 8 + (1 - 0.6) / (1.4 - 0.6) x (16 - 8) = 12 req/s.
-LEVELS: list[tuple[float, float, float, dict[str, Any] | None, bool]] = [
+LEVELS: list[StoredLevel] = [
     (1, 2.0, 40.0, ADEQUATE, False),
     (4, 8.0, 60.0, ADEQUATE, False),
     (8, 14.0, 80.0, CLIENT_BOUND, True),
@@ -95,7 +37,7 @@ LEVELS: list[tuple[float, float, float, dict[str, Any] | None, bool]] = [
 @pytest.fixture
 async def measured(team: TeamClient, db: asyncpg.Connection) -> tuple[dict[str, Any], list[str]]:
     endpoint = await team.create_endpoint(model=MODEL, usd_per_hour=2.0)
-    job_id, run_ids = await store_job(db, team, endpoint["id"], LEVELS)
+    job_id, run_ids = await insert_finished_job(db, team.team_id, endpoint["id"], LEVELS, slo=SLO)
     job = (await team.http.get(f"/v1/jobs/{job_id}")).json()
     return job, run_ids
 
@@ -123,8 +65,12 @@ async def test_runs_stored_before_verdicts_are_judged_on_their_counts(
     team: TeamClient, db: asyncpg.Connection
 ) -> None:
     endpoint = await team.create_endpoint(model=MODEL)
-    job_id, run_ids = await store_job(
-        db, team, endpoint["id"], [(1, 2.0, 40.0, None, False), (4, 8.0, 60.0, None, True)]
+    job_id, run_ids = await insert_finished_job(
+        db,
+        team.team_id,
+        endpoint["id"],
+        [(1, 2.0, 40.0, None, False), (4, 8.0, 60.0, None, True)],
+        slo=SLO,
     )
     # The second (client-bound by its flag) is skipped; the first (300 requests) stands.
     job = (await team.http.get(f"/v1/jobs/{job_id}")).json()
@@ -134,7 +80,9 @@ async def test_runs_stored_before_verdicts_are_judged_on_their_counts(
     assert (capacity["requests_per_s_low"], capacity["requests_per_s_high"]) == (2.0, None)
     assert [s["run_id"] for s in capacity["skipped"]] == [run_ids[1]]
     # With every level left out there is no capacity, and the reason says why.
-    only_bound = await store_job(db, team, endpoint["id"], [(8, 14.0, 80.0, CLIENT_BOUND, True)])
+    only_bound = await insert_finished_job(
+        db, team.team_id, endpoint["id"], [(8, 14.0, 80.0, CLIENT_BOUND, True)], slo=SLO
+    )
     job = (await team.http.get(f"/v1/jobs/{only_bound[0]}")).json()
     assert job["capacity_at_slo"]["requests_per_s"] is None
     assert "no adequate finished level" in job["capacity_at_slo"]["reason"]
