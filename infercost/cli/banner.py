@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from infercost.cli.seed import SIM_ENDPOINT, DemoEndpoint, Seeded
+from infercost.cli.demo import SIM_ENDPOINT, DemoEndpoint, Seeded
 
 
 def shell_path(path: Path) -> str:

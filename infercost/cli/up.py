@@ -8,8 +8,8 @@ process and the demo simulators as supervised children. On first start it create
 stops the children, then Redis, then Postgres, and leaves no process behind.
 
 In parts: the process supervisor (infercost.cli.supervisor), the data dir's lock and
-secrets (infercost.cli.datadir), first-start data (infercost.cli.seed) and the banner
-(infercost.cli.banner); this module runs them in order.
+secrets (infercost.cli.datadir), the demo endpoints (infercost.cli.demo), first-start data
+(infercost.cli.seed) and the banner (infercost.cli.banner); this module runs them in order.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import click
 
 from infercost.cli.banner import banner_lines
 from infercost.cli.datadir import TEAM_KEY_FILE, admin_token, data_dir_lock, secret_keys
-from infercost.cli.seed import demo_endpoints, seed
+from infercost.cli.demo import demo_endpoints
 from infercost.cli.supervisor import LauncherError, Supervisor, infercost_argv
 from infercost.embedded import EmbeddedPostgres, EmbeddedRedis, EmbeddedServiceError
 from infercost.settings import Settings
@@ -142,7 +142,10 @@ class Launcher:
         sup.wait_http(f"{self.api_url}/health", "API")
         sup.wait_http(f"{fixed.base_url}/models", "simulator")
         sup.wait_http(f"{gpu.base_url}/models", "GPU simulator")
-        # As the API's processes see things: their database, keys and outbound policy.
+        # As the API's processes see things: their database, keys and outbound policy. (Imported
+        # here: the database layer it needs would slow every `infercost --help`.)
+        from infercost.cli.seed import seed
+
         seeded = seed(Settings.from_env(env), self.data_dir, self.demos, self.api_url)
         sup.starting = False
         lines = banner_lines(
