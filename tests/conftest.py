@@ -96,9 +96,9 @@ def pytest_configure(config: pytest.Config) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
 
-#: The longest test files, or tests of a SPREAD file (by `--durations`), run first: xdist hands
-#: out work in the order collected, so the long ones start at once and the short ones fill the
-#: gaps instead of one long file starting last and running alone.
+#: The longest test files and docs pages (by `--durations`) run first: xdist hands out work in
+#: the order collected, so the long ones start at once and the short ones fill the gaps instead
+#: of one long file starting last and running alone.
 LONGEST_FIRST = (
     "tests/docs/test_docs_commands.py::test_page_commands[docs/sweeps.md]",
     "tests/docs/test_docs_commands.py::test_page_commands[docs/cost.md]",
@@ -108,7 +108,6 @@ LONGEST_FIRST = (
     "tests/docs/test_docs_commands.py",
     "tests/integration/test_reports.py",
     "tests/integration/test_sweep_jobs.py",
-    "tests/integration/test_estimates.py",
     "tests/integration/test_schedules.py",
     "tests/integration/test_up.py",
     "tests/integration/test_gpu_sim_jobs.py",
@@ -127,7 +126,13 @@ LONGEST_FIRST = (
 #: Files whose tests share no module fixture worth keeping together and are long in sum: under
 #: `--dist loadfile` their tests spread over the workers; every other file runs on one worker
 #: (its module fixtures built once).
-SPREAD = frozenset({"tests/docs/test_docs_commands.py", "tests/integration/test_cli.py"})
+SPREAD = frozenset({"tests/integration/test_cli.py"})
+
+#: The docs pages run on this many workers, each starting one `infercost up` stack for its
+#: pages (a stack costs some 20 CPU-seconds to start and keep): the pages, longest first, are
+#: dealt to them in turn.
+DOCS_FILE = "tests/docs/test_docs_commands.py"
+DOCS_STACKS = 2
 
 
 def _path_of(item: pytest.Item) -> str:
@@ -142,8 +147,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadFileScheduling
 
     class SpreadSome(LoadFileScheduling):  # type: ignore[misc]
+        def __init__(self, config: pytest.Config, log: Any) -> None:
+            super().__init__(config, log)
+            self.docs_stack: dict[str, str] = {}  # page's node id -> its stack's scope
+
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
+            if path == DOCS_FILE:  # seen in collection order: longest first
+                stacks = self.docs_stack
+                return stacks.setdefault(nodeid, f"{path}::stack-{len(stacks) % DOCS_STACKS}")
             return nodeid if path in SPREAD else path
 
     return SpreadSome(config, log)
