@@ -67,6 +67,10 @@ async def test_fixed_sim_figures_match_ground_truth(
     assert running == sorted(running)
     assert state["progress"] == {"done": 108, "total": 108}
 
+    # The worker judges the runs just after it stores the job's status: read the job again once
+    # it has, so that its runs and each run's own read below show the same `change`.
+    await team.judged_runs(state)
+    state = (await team.http.get(f"/v1/jobs/{job['id']}")).json()
     runs = state["runs"]
     assert [r["level"] for r in runs] == [1, 16]
     for run in runs:

@@ -37,7 +37,9 @@ async def test_runs_are_priced_from_the_book_and_can_be_repriced(
         base_url=sim.openai_base_url, provider="acme-cloud", gpu_count=2, usd_per_hour=None
     )
     job = await run_small_job(team, endpoint["id"])
-    run = job["runs"][0]
+    # Once judged (the worker sets `change` just after the job's status), so that the read at
+    # the end, which must find the run unchanged, compares like with like.
+    run = (await team.judged_runs(job))[0]
     tokens_per_s = run["output_tokens_per_s"]
     assert tokens_per_s > 0
 
