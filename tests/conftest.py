@@ -553,6 +553,8 @@ async def insert_finished_run(
 
 #: A stored level: (level, requests/s, TTFT p95 ms, adequacy verdict or None, client_bound).
 StoredLevel = tuple[float, float, float, dict[str, Any] | None, bool]
+#: The verdict of a level that is adequate evidence.
+ADEQUATE: dict[str, Any] = {"ok": True, "reasons": []}
 
 
 async def insert_finished_job(

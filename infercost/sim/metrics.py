@@ -89,6 +89,10 @@ class SimMetrics:
         self.running += 1
         self.running_peak = max(self.running_peak, self.running)
 
+    def ended(self) -> None:
+        """Fixed mode: a request gave up its slot and no longer counts as running."""
+        self.running -= 1
+
     def finished(self, reason: str) -> None:
         """A request completed normally with this finish_reason."""
         self.request_success += 1

@@ -202,7 +202,7 @@ class Admission:
                 waiter.set_result(None)
                 return
         self.free += 1
-        metrics.running -= 1
+        metrics.ended()
 
 
 class FixedMode:
@@ -246,7 +246,7 @@ class FixedMode:
             try:
                 yield arrival
             finally:
-                metrics.running -= 1
+                metrics.ended()
             return
         await admission.acquire()
         try:

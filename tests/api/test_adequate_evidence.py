@@ -10,12 +10,11 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.conftest import StoredLevel, TeamClient, insert_finished_job
+from tests.conftest import ADEQUATE, StoredLevel, TeamClient, insert_finished_job
 
 pytestmark = pytest.mark.integration
 
 SLO = {"ttft_ms": {"p95": 100}}
-ADEQUATE = {"ok": True, "reasons": []}
 CLIENT_BOUND = {
     "ok": False,
     "reasons": [{"code": "client_bound", "detail": "queue delay p99 above 10 ms"}],

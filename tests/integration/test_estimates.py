@@ -14,13 +14,12 @@ import asyncpg
 import pytest
 
 from infercost.prices.pricing import rfc3339
-from tests.conftest import StoredLevel, TeamClient, insert_finished_job
+from tests.conftest import ADEQUATE, StoredLevel, TeamClient, insert_finished_job
 
 pytestmark = pytest.mark.integration
 
 MODEL = "sim-llama-8b"
 SLO = {"ttft_ms": {"p95": 200}}
-ADEQUATE = {"ok": True, "reasons": []}
 
 #: (level, requests/s, TTFT p95 ms, adequacy, client_bound) of requests of 64 tokens in and 16
 #: out. The small GPU queues past the SLO between 3 and 12 users: margins (p95 / 200 ms) 0.75
