@@ -40,10 +40,6 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-# scipy ships no type hints (scipy-stubs is a separate project); its one use here is typed
-# through the float() conversions below.
-from scipy.stats import fisher_exact, mannwhitneyu  # type: ignore[import-untyped]
-
 Verdict = Literal["regression", "improvement", "no_change", "insufficient_data"]
 #: The checks a metric's verdict comes from, as named in `MetricChange.flagged_by`.
 Check = Literal["median", "p95"]
@@ -295,6 +291,16 @@ def _relative_interval(
     return float(low), float(high)
 
 
+def _scipy_stats() -> Any:
+    """scipy.stats, imported on the first comparison: it takes some 0.9 s of CPU to import,
+    and every process that imports the models (the API, the workers, each CLI command that
+    migrates) would pay it at start. scipy ships no type hints (scipy-stubs is a separate
+    project); its results are typed through the float() conversions at the call sites."""
+    import scipy.stats  # type: ignore[import-untyped]
+
+    return scipy.stats
+
+
 def quantile_test(baseline: FloatArray, current: FloatArray, quantile: float) -> float:
     """The two-sided p-value of Mood's quantile test: do the two samples put the same share
     of their values above the pooled `quantile`? Fisher's exact test on the 2 x 2 counts,
@@ -306,7 +312,7 @@ def quantile_test(baseline: FloatArray, current: FloatArray, quantile: float) ->
         [above_cur, len(current) - above_cur],
         [above_base, len(baseline) - above_base],
     ]
-    return float(fisher_exact(table).pvalue)
+    return float(_scipy_stats().fisher_exact(table).pvalue)
 
 
 def _direction(relative: float, ci_low: float, ci_high: float, min_effect: float) -> Verdict:
@@ -352,7 +358,7 @@ def compare_samples(
     rng = np.random.default_rng(thresholds.seed)
     tested_base = subsample(base, thresholds.max_samples, rng)
     tested_cur = subsample(cur, thresholds.max_samples, rng)
-    result = mannwhitneyu(tested_cur, tested_base, alternative="two-sided")
+    result = _scipy_stats().mannwhitneyu(tested_cur, tested_base, alternative="two-sided")
     p_value = float(result.pvalue)
     if not math.isfinite(p_value):
         p_value = 1.0  # every value tied across both samples: nothing to tell apart
