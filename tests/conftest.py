@@ -45,6 +45,7 @@ from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.metrics import STAT_KEYS, percentile_columns
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, start_sim_process
+from infercost.tls import tls_context
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_SERVER = os.environ.get("INFERCOST_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -255,15 +256,16 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], name: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{name} exited with {proc.returncode}; see {_log_path(name)}")
-        try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
+    with httpx.Client(timeout=1.0, verify=tls_context()) as client:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"{name} exited with {proc.returncode}; see {_log_path(name)}")
+            try:
+                if client.get(url).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
     pytest.fail(f"{name} did not answer {url} within {timeout} s")
 
 
@@ -450,7 +452,9 @@ class TeamClient:
 async def admin(api_server: Api) -> AsyncIterator[httpx.AsyncClient]:
     """A client holding the admin token."""
     headers = {"Authorization": f"Bearer {api_server.admin_token}"}
-    async with httpx.AsyncClient(base_url=api_server.url, headers=headers, timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=api_server.url, headers=headers, timeout=30, verify=tls_context()
+    ) as client:
         yield client
 
 
@@ -466,6 +470,7 @@ async def new_team(api_server: Api, admin: httpx.AsyncClient) -> AsyncIterator[C
             base_url=api_server.url,
             headers={"Authorization": f"Bearer {key['key']}"},
             timeout=30,
+            verify=tls_context(),
         )
         clients.append(http)
         return TeamClient(http=http, team_id=team["id"], key=key["key"])

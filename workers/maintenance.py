@@ -43,6 +43,7 @@ from infercost.jobs.repository import JobRepository
 from infercost.queue import RUN_JOB_TASK
 from infercost.schedules.scheduler import tick as schedule_tick
 from infercost.settings import Settings
+from infercost.tls import tls_context
 from workers.broker import make_celery
 from workers.finish import announce_finished
 from workers.webhooks import SENDERS, run_courier
@@ -156,7 +157,7 @@ async def run(settings: Settings, stopping: asyncio.Event) -> None:
         SENDERS,
     )
     try:
-        async with httpx.AsyncClient(follow_redirects=False) as client:
+        async with httpx.AsyncClient(follow_redirects=False, verify=tls_context()) as client:
             await asyncio.gather(
                 _every(RELAY_EVERY_S, stopping, "outbox relay", relay),
                 _every(settings.maintenance_every_s, stopping, "sweep", sweep),

@@ -21,6 +21,7 @@ import httpx
 
 from infercost.cli.datadir import TEAM_KEY_FILE
 from infercost.settings import Settings
+from infercost.tls import tls_context
 
 TIMEOUT_S = 30.0
 
@@ -116,7 +117,9 @@ class ApiClient:
         headers = {"User-Agent": "infercost-cli"}
         if connection.token:
             headers["Authorization"] = f"Bearer {connection.token}"
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, verify=tls_context()
+        )
 
     def __enter__(self) -> ApiClient:
         return self

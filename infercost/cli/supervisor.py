@@ -20,6 +20,7 @@ import httpx
 import psutil
 
 from infercost.embedded import child_process_kwargs
+from infercost.tls import tls_context
 
 # Bounds on each phase; a slow machine's cold start (initdb + migrations) fits easily.
 READY_TIMEOUT_S = 90.0
@@ -204,7 +205,7 @@ class Supervisor:
     def wait_http(self, url: str, what: str) -> None:
         """Until `url` answers 200 (LauncherError after READY_TIMEOUT_S)."""
         deadline = time.monotonic() + READY_TIMEOUT_S
-        with httpx.Client(timeout=2.0) as client:
+        with httpx.Client(timeout=2.0, verify=tls_context()) as client:
             while True:
                 self.check_stop()
                 self.raise_if_dead()

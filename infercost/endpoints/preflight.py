@@ -42,6 +42,7 @@ from infercost.errors import Conflict
 from infercost.outbound import OutboundRefused, Policy, pinned
 from infercost.telemetry.mapping import FAMILY_PREFIXES, lookup
 from infercost.telemetry.scrape import parse_text
+from infercost.tls import tls_context
 
 Status = Literal["pass", "warn", "fail", "skip"]
 
@@ -751,7 +752,7 @@ async def run_check(
     "suggested_base_url", "served_models"}`. Never raises for what the endpoint does."""
     started = time.monotonic()
     limits = httpx.Limits(max_connections=16, max_keepalive_connections=4)
-    async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
+    async with httpx.AsyncClient(limits=limits, trust_env=False, verify=tls_context()) as client:
         check = Check(Prober(client, policy, target))
         cut = await check.gather(deadline_s)
     probes = check.judge(cut)

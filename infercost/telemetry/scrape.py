@@ -38,6 +38,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from infercost.outbound import OutboundRefused, Pinned, Policy, pinned
 from infercost.telemetry.mapping import FAMILY_PREFIXES, KNOWN_LABELS, lookup
+from infercost.tls import tls_context
 
 #: Responses larger than this are cut off: a metrics page is kilobytes, not megabytes.
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
@@ -491,6 +492,7 @@ def _make_client(timeout_s: float) -> httpx.Client:
         trust_env=False,
         follow_redirects=False,
         headers={"Accept": _ACCEPT},
+        verify=tls_context(),
     )
 
 

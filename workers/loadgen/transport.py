@@ -57,6 +57,7 @@ import httptools
 import httpx
 from httpx._utils import get_environment_proxies  # httpx's own reading of *_PROXY
 
+from infercost.tls import tls_context
 from workers.loadgen.health import ClientHealth
 
 #: Request extension naming the slot whose connection a request should use.
@@ -466,7 +467,7 @@ class SlotTransport(httpx.AsyncBaseTransport):
         verify: ssl.SSLContext | None = None,
         health: ClientHealth | None = None,
     ) -> None:
-        self.ssl = verify or ssl.create_default_context()
+        self.ssl = verify or tls_context()
         self.health = health if health is not None else ClientHealth()
         self._slots: dict[int, _SlotTransport] = {}
         self._shared = httpx.AsyncHTTPTransport(
