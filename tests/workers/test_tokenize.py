@@ -7,6 +7,7 @@ number whose digits split into groups of three. Its count is the truth the promp
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,13 +20,16 @@ from infercost.workload import PromptMaker
 from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
 from workers.loadgen.stream import Target
 from workers.loadgen.tokenize import (
+    PARALLEL,
     Calibrations,
     Tokenizer,
     calibrate,
     exact_words,
+    lanes,
     prepare_prompts,
     tokenize_url,
 )
+from workers.loadgen.transport import load_client
 
 CHAT_OVERHEAD = 7  # e.g. <|begin_of_text|><|start_header_id|>user<|end_header_id|>...
 BOS = 1
@@ -50,11 +54,14 @@ class TokenizerApp:
 
     def __init__(self) -> None:
         self.calls = 0
+        # (client port, path) of every request: the connections the calls came on
+        self.seen: list[tuple[int, str]] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         assert scope["type"] == "http"
         raw = await read_body(receive)
         self.calls += 1
+        self.seen.append((scope["client"][1], scope["path"]))
         if scope["path"] != "/tokenize":
             status, answer = 404, {"detail": "Not Found"}
         else:
@@ -108,6 +115,51 @@ async def test_prepared_prompts_have_exactly_the_asked_length(
     for seq, (n, p) in enumerate(zip(lengths, prepared, strict=True)):
         # counted independently of the server: the prompt as it will be sent
         assert true_count(maker.make(seq, p.words, p.pad), chat=chat) == n, (seq, n, p)
+
+
+async def test_the_workers_client_prepares_prompts_on_its_slots(
+    server: tuple[str, TokenizerApp],
+) -> None:
+    # The worker's own client (per-slot connections): the checks go PARALLEL at a time, each
+    # lane on its slot's one kept-alive connection, and every prompt still comes out exact.
+    base, app = server
+    tok = tokenizer(base)
+    maker = PromptMaker(np.random.default_rng(3))
+    lengths = [int(n) for n in np.random.default_rng(4).integers(10, 300, 80)]
+    async with load_client(64) as client:
+        calibration = await calibrate(client, tok, maker)
+        assert calibration is not None
+        before = len(app.seen)
+        prepared = await prepare_prompts(client, tok, calibration, maker, lengths)
+    assert all(p.exact for p in prepared)
+    for seq, (n, p) in enumerate(zip(lengths, prepared, strict=True)):
+        assert true_count(maker.make(seq, p.words, p.pad), chat=True) == n, (seq, n, p)
+    calls = app.seen[before:]
+    assert len(calls) >= len(lengths)  # a call per prompt at least
+    assert len({port for port, _ in calls}) == PARALLEL
+
+
+async def test_lanes_keep_the_calls_order_and_one_call_a_lane_at_a_time() -> None:
+    running: set[int] = set()
+    overlaps: list[int] = []
+
+    def call(i: int) -> Any:
+        async def go(lane: int) -> tuple[int, int]:
+            if lane in running:
+                overlaps.append(lane)
+            running.add(lane)
+            await asyncio.sleep(0.001 * (i % 3))  # uneven: lanes finish out of order
+            running.discard(lane)
+            return i, lane
+
+        return go
+
+    results = await lanes([call(i) for i in range(20)], 4)
+    assert [i for i, _ in results] == list(range(20))
+    assert {lane for _, lane in results} == {0, 1, 2, 3}
+    assert overlaps == []
+    assert await lanes([call(0)], 4) == [(0, 0)]
+    assert await lanes([], 4) == []
 
 
 async def test_a_length_below_the_template_cannot_be_exact(

@@ -46,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -55,6 +55,7 @@ import msgspec
 
 from infercost.workload import PromptMaker
 from workers.loadgen.stream import RawRequest, Target, request_body
+from workers.loadgen.transport import SLOT
 
 #: Seconds one tokenize call may take.
 TOKENIZE_TIMEOUT_S = 10.0
@@ -236,23 +237,34 @@ class Tokenizer:
         """What a calibration depends on: the route and form, the model, the prompt's shape."""
         return (self.url, self.used, self.model, self.chat, self.template_tokens)
 
-    async def count(self, client: httpx.AsyncClient, text: str, *, as_prompt: bool = True) -> int:
+    async def count(
+        self,
+        client: httpx.AsyncClient,
+        text: str,
+        *,
+        as_prompt: bool = True,
+        slot: int | None = None,
+    ) -> int:
         """Tokens the server counts for `text`: as this endpoint's prompt (`as_prompt`: in a
         user message under the chat template, or as a completion prompt with its special
-        tokens), or as bare generated text (no special tokens)."""
+        tokens), or as bare generated text (no special tokens). `slot`: see `ask`."""
         if as_prompt and self.template_tokens is not None:
-            return await self.count_text(client, text) + self.template_tokens
+            return await self.count_text(client, text, slot=slot) + self.template_tokens
         if as_prompt and self.chat:
             if self.chat_form is not None and self.chat_url is not None:
-                return await self.ask(client, self.chat_url, self.chat_form, text, special=False)
-            return await self.count_text(client, text)
+                return await self.ask(
+                    client, self.chat_url, self.chat_form, text, special=False, slot=slot
+                )
+            return await self.count_text(client, text, slot=slot)
         if as_prompt:
-            return await self.ask(client, self.url, self.form, text, special=True)
-        return await self.count_text(client, text)
+            return await self.ask(client, self.url, self.form, text, special=True, slot=slot)
+        return await self.count_text(client, text, slot=slot)
 
-    async def count_text(self, client: httpx.AsyncClient, text: str) -> int:
+    async def count_text(
+        self, client: httpx.AsyncClient, text: str, *, slot: int | None = None
+    ) -> int:
         """Tokens of `text` alone: no special tokens, no template."""
-        counted = await self.ask(client, self.url, self.form, text, special=False)
+        counted = await self.ask(client, self.url, self.form, text, special=False, slot=slot)
         return counted if self.form.special_key is not None else counted - self.specials
 
     async def ask(
@@ -264,12 +276,19 @@ class Tokenizer:
         *,
         special: bool,
         limit_s: float = TOKENIZE_TIMEOUT_S,
+        slot: int | None = None,
     ) -> int:
-        """POST `text` in `form`'s body to `url`; the count in the answer."""
+        """POST `text` in `form`'s body to `url`; the count in the answer. `slot`: on the
+        worker's client, that slot's own connection (workers/loadgen/transport.py), a
+        third of the CPU of its shared pool; many calls in a row go that way (`lanes`)."""
         body = form.body(self.model, text, special=special)
         try:
             response = await client.post(
-                url, content=msgspec.json.encode(body), headers=self.headers, timeout=limit_s
+                url,
+                content=msgspec.json.encode(body),
+                headers=self.headers,
+                timeout=limit_s,
+                extensions=None if slot is None else {SLOT: slot},
             )
         except (httpx.TimeoutException, httpx.ConnectError) as exc:
             raise _Unreachable(f"{type(exc).__name__} at {url}") from None
@@ -669,6 +688,7 @@ async def exact_words(
     *,
     seq: int,
     tokens: int,
+    slot: int | None = None,
 ) -> Prepared:
     """The words and padding that make prompt `seq` exactly `tokens` tokens, if reachable.
 
@@ -682,7 +702,7 @@ async def exact_words(
     best: tuple[int, int, int] | None = None  # (|miss|, words, pad)
     for _ in range(MAX_ATTEMPTS):
         try:
-            counted = await tokenizer.count(client, maker.make(seq, words, pad))
+            counted = await tokenizer.count(client, maker.make(seq, words, pad), slot=slot)
         except TokenizerError:
             break
         miss = tokens - counted
@@ -709,15 +729,19 @@ async def exact_words(
     return Prepared(best[1], best[2], False)
 
 
-async def bounded(calls: Iterable[Callable[[], Awaitable[_T]]], parallel: int) -> list[_T]:
-    """Run the calls with at most `parallel` in flight; results in the calls' order."""
-    gate = asyncio.Semaphore(parallel)
+async def lanes(calls: Sequence[Callable[[int], Awaitable[_T]]], parallel: int) -> list[_T]:
+    """Run the calls on `parallel` lanes, each taking the next call when its last is done
+    and passing it its lane number (0 .. parallel-1: the slot its requests go on, one at a
+    time); results in the calls' order."""
+    results: dict[int, _T] = {}
+    todo = iter(range(len(calls)))
 
-    async def one(call: Callable[[], Awaitable[_T]]) -> _T:
-        async with gate:
-            return await call()
+    async def lane(number: int) -> None:
+        for index in todo:
+            results[index] = await calls[index](number)
 
-    return list(await asyncio.gather(*(one(c) for c in calls)))
+    await asyncio.gather(*(lane(n) for n in range(min(parallel, len(calls)))))
+    return [results[index] for index in range(len(calls))]
 
 
 async def prepare_prompts(
@@ -736,12 +760,14 @@ async def prepare_prompts(
     async def estimated(tokens: int) -> Prepared:
         return Prepared(calibration.words_for(tokens), 0, exact=False)
 
-    def call(seq: int, tokens: int) -> Callable[[], Awaitable[Prepared]]:
+    def call(seq: int, tokens: int) -> Callable[[int], Awaitable[Prepared]]:
         if check is not None and not check(seq):
-            return lambda: estimated(tokens)
-        return lambda: exact_words(client, tokenizer, calibration, maker, seq=seq, tokens=tokens)
+            return lambda slot: estimated(tokens)
+        return lambda slot: exact_words(
+            client, tokenizer, calibration, maker, seq=seq, tokens=tokens, slot=slot
+        )
 
-    return await bounded((call(s, n) for s, n in enumerate(lengths)), PARALLEL)
+    return await lanes([call(s, n) for s, n in enumerate(lengths)], PARALLEL)
 
 
 async def count_outputs(
@@ -752,16 +778,17 @@ async def count_outputs(
     A request whose text cannot be counted keeps its event count."""
     todo = [r for r in recs if r.text and r.count_source != "usage"]
 
-    def call(rec: RawRequest) -> Callable[[], Awaitable[None]]:
-        async def go() -> None:
+    def call(rec: RawRequest) -> Callable[[int], Awaitable[None]]:
+        async def go(slot: int) -> None:
+            text = "".join(rec.text or ())
             try:
-                rec.n_out = await tokenizer.count(client, "".join(rec.text or ()), as_prompt=False)
+                rec.n_out = await tokenizer.count(client, text, as_prompt=False, slot=slot)
             except TokenizerError:
                 return
             rec.count_source = "tokenizer"
 
         return go
 
-    await bounded((call(r) for r in todo), PARALLEL)
+    await lanes([call(r) for r in todo], PARALLEL)
     for rec in recs:
         rec.text = None
