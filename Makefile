@@ -32,11 +32,16 @@ typecheck: $(STAMP)
 PYTEST_WORKERS ?= 4
 LONG_SUITES := tests/schemathesis tests/faults
 
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): each
+# worker would otherwise parse and rewrite every test module's assertions again, some 5 s of
+# CPU a worker. `pytest` leaves out schemathesis's plugin, which only the long suites use.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
+
 pytest: $(STAMP)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(LONG_SUITES))
+	$(PYTEST) -p no:schemathesis -n $(PYTEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(LONG_SUITES))
 
 pytest-long: $(STAMP)
-	$(BIN)/pytest -n 2 --dist loadfile $(LONG_SUITES)
+	$(PYTEST) -n 2 --dist loadfile $(LONG_SUITES)
 
 test: lint typecheck pytest
 

@@ -32,8 +32,10 @@ green=0 red=0
 for ((i = 1; i <= runs; i++)); do
   log="$logs/run-$i.log"
   start=$(date +%s)
-  if .venv/bin/pytest -n "$workers" --dist loadfile --ignore=tests/schemathesis \
-      --ignore=tests/faults -q -p no:cacheprovider "$@" >"$log" 2>&1; then
+  # as `make pytest` runs it (Makefile: bytecode cached, no schemathesis plugin)
+  if env -u PYTHONDONTWRITEBYTECODE .venv/bin/pytest -p no:schemathesis -n "$workers" \
+      --dist loadfile --ignore=tests/schemathesis --ignore=tests/faults -q -p no:cacheprovider \
+      "$@" >"$log" 2>&1; then
     result=green; green=$((green + 1))
   else
     result=red; red=$((red + 1))
