@@ -468,11 +468,15 @@ async def test_a_slot_counts_against_the_same_active_job_cap_as_the_api(
 ) -> None:
     endpoint = await team.create_endpoint()
     schedule_id = await make_schedule(team, db, endpoint["id"])
-    # One job queued through the API; with a cap of one, the slot is refused and says why.
+    # One job submitted through the API and held active; with a cap of one, the slot is
+    # refused and says why. Held as running under a lease no runner has, with a fresh
+    # heartbeat: a queued one could be claimed (its message may come late) and end before
+    # the tick, and the session's worker's own writes are fenced off.
     submitted = await team.submit({"endpoint_id": endpoint["id"], **JOB})
     assert submitted.status_code in (200, 201, 202), submitted.text
     await db.execute(
-        "UPDATE jobs SET status = 'queued', lease_token = lease_token + 1000 WHERE id = $1",
+        "UPDATE jobs SET status = 'running', heartbeat_at = now(),"
+        " lease_token = lease_token + 1000 WHERE id = $1",
         uuid.UUID(submitted.json()["id"]),
     )
     capped = dataclasses.replace(Settings.from_env(), max_active_jobs=1)
