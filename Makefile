@@ -29,7 +29,7 @@ typecheck: $(STAMP)
 # simulator; tests/conftest.py); a test file runs on one worker (its module fixtures built
 # once) unless tests/conftest.py spreads it. The long suites, schemathesis and the fault
 # drills, run as `pytest-long`.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 5
 LONG_SUITES := tests/schemathesis tests/faults
 
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): each

@@ -3,13 +3,13 @@
 # the cores are not the tests' own? Prints one line a run (result, minutes, failed tests) and a
 # summary; stops at the first red run unless --keep-going. Not part of `make test`.
 #
-#   bench/suite_under_stress.sh [--runs 20] [--cpu 2] [--workers 3] [--keep-going] [pytest args]
+#   bench/suite_under_stress.sh [--runs 20] [--cpu 2] [--workers 5] [--keep-going] [pytest args]
 #
 # Needs Debian's `stress` (apt-get install stress). Logs: test-artifacts/stress/run-N.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=20 cpu=2 workers="${PYTEST_WORKERS:-4}" keep_going=0
+runs=20 cpu=2 workers="${PYTEST_WORKERS:-5}" keep_going=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
