@@ -74,17 +74,23 @@ async def test_two_shards_run_each_level_together(
         assert [s["status"] for s in shards] == ["succeeded", "succeeded"]
         assert shards[0]["worker"] != shards[1]["worker"]
         assert [s["requests_done"] for s in shards] == [22, 22]
+        # One agreed instant, and no shard started before it. How close after it each
+        # woke depends on the machine (125 ms apart beside stress --cpu 2), so that is
+        # reported, and the report must be what the samples show.
         assert shards[0]["start_at"] == shards[1]["start_at"]
-        started = [s["started_at"] for s in shards]
-        assert abs((started[0] - started[1]).total_seconds()) < 0.05, started
-        # On the shared clock (origin: the agreed instant) each shard's first send came
-        # within 50 ms of the other's.
+        # (to a millisecond: the instant reaches each process's clock through wall time)
+        early = [(s["start_at"] - s["started_at"]).total_seconds() for s in shards]
+        assert all(e < 0.001 for e in early), shards
+        # On the shared clock (origin: the agreed instant) no shard sent before it, and each
+        # shard's start_offset_ms is its first send after the earliest shard's.
         first = [min(s["t_send"] for s in rows if s["seq"] % 2 == i) for i in range(2)]
-        assert abs(first[0] - first[1]) < 0.05, first
-        assert all(0 <= t < 0.05 for t in first), first
+        assert all(t >= 0 for t in first), first
 
         client = run["client"]
         assert [s["shard"] for s in client["shards"]] == [0, 1]
+        offsets = [s["start_offset_ms"] for s in client["shards"]]
+        expected = [(t - min(first)) * 1000 for t in first]
+        assert offsets == pytest.approx(expected, abs=0.01), (offsets, first)
         assert [s["requests"] for s in client["shards"]] == [22, 22]
         assert client["cpu_util"] == max(s["cpu_util"] for s in client["shards"])
         # Both shards' users were in flight at once: the merged run held the level.
