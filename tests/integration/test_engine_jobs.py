@@ -91,7 +91,6 @@ async def test_a_rerun_with_the_same_prompts_is_not_called_an_improvement(
         first = await team.run_job(job(endpoint, [1], seed=seed))
         if not first["runs"][0]["client_bound"]:
             break
-    assert not first["runs"][0]["client_bound"], "every first run was client-bound"
     again = await team.run_job(job(endpoint, [1], seed=seed))
     fresh = await team.run_job(job(endpoint, [1]))
     # Without a seed the job drew one, and shows it so the job can be repeated
@@ -104,6 +103,12 @@ async def test_a_rerun_with_the_same_prompts_is_not_called_an_improvement(
     assert cached["adequacy"]["ok"] is False
     assert "prompt_cache" in [r["code"] for r in cached["adequacy"]["reasons"]]
     change = cached["change"]
+    assert change["verdict"] not in ("improvement", "regression"), change
+    if first["runs"][0]["client_bound"]:
+        # Three client-bound first runs (a machine busy beyond reason): none is a baseline,
+        # so the cached rerun is the endpoint's first of its kind, and says so.
+        assert change["verdict"] == "baseline" and change["baseline_run_id"] is None, change
+        return
     assert change["verdict"] == "incomparable"
     assert change["baseline_run_id"] == first["runs"][0]["id"]
     assert "served from the prefix cache" in " ".join(change["notes"])
