@@ -22,6 +22,7 @@ from workers.loadgen.stream import Target
 from workers.loadgen.tokenize import (
     PARALLEL,
     Calibrations,
+    Prepared,
     Tokenizer,
     calibrate,
     exact_words,
@@ -87,6 +88,16 @@ def tokenizer(base: str, api: str = "openai-chat") -> Tokenizer:
     return Tokenizer.for_target(Target.for_endpoint(f"{base}/v1", api, "m", "sk-1", 5.0))
 
 
+def assert_exact(
+    maker: PromptMaker, lengths: list[int], prepared: list[Prepared], *, chat: bool
+) -> None:
+    """Every prepared prompt says exact and is, counted independently of the server: the
+    prompt as it will be sent."""
+    assert all(p.exact for p in prepared)
+    for seq, (n, p) in enumerate(zip(lengths, prepared, strict=True)):
+        assert true_count(maker.make(seq, p.words, p.pad), chat=chat) == n, (seq, n, p)
+
+
 def test_tokenize_url_is_next_to_the_openai_base() -> None:
     assert tokenize_url("http://h:8000/v1") == "http://h:8000/tokenize"
     assert tokenize_url("http://h:8000/v1/") == "http://h:8000/tokenize"
@@ -110,11 +121,7 @@ async def test_prepared_prompts_have_exactly_the_asked_length(
         # overhead
         assert calibration.tokens_per_word > 1.0
         prepared = await prepare_prompts(client, tok, calibration, maker, lengths)
-    assert all(p.exact for p in prepared)
-    chat = api == "openai-chat"
-    for seq, (n, p) in enumerate(zip(lengths, prepared, strict=True)):
-        # counted independently of the server: the prompt as it will be sent
-        assert true_count(maker.make(seq, p.words, p.pad), chat=chat) == n, (seq, n, p)
+    assert_exact(maker, lengths, prepared, chat=api == "openai-chat")
 
 
 async def test_the_workers_client_prepares_prompts_on_its_slots(
@@ -131,9 +138,7 @@ async def test_the_workers_client_prepares_prompts_on_its_slots(
         assert calibration is not None
         before = len(app.seen)
         prepared = await prepare_prompts(client, tok, calibration, maker, lengths)
-    assert all(p.exact for p in prepared)
-    for seq, (n, p) in enumerate(zip(lengths, prepared, strict=True)):
-        assert true_count(maker.make(seq, p.words, p.pad), chat=True) == n, (seq, n, p)
+    assert_exact(maker, lengths, prepared, chat=True)
     calls = app.seen[before:]
     assert len(calls) >= len(lengths)  # a call per prompt at least
     assert len({port for port, _ in calls}) == PARALLEL
