@@ -10,6 +10,13 @@ import click
 
 from infercost.settings import Settings
 
+# How long the API keeps an idle client connection open. uvicorn's default (5 s) equals httpx's
+# keep-alive expiry, so a client reusing a connection idle for about 5 s could send its request
+# just as the server hung up, and get "Server disconnected without sending a response" (seen in
+# the suite on a loaded machine). Longer than the clients' expiry (httpx 5 s) and the usual load
+# balancer idle timeout (60 s), the client or the balancer always closes first.
+KEEP_ALIVE_S = 75
+
 
 @click.command()
 @click.option("--host", default=None, help="Bind address (default INFERCOST_HOST or 127.0.0.1).")
@@ -28,6 +35,7 @@ def api(host: str | None, port: int | None) -> None:
         port=port or settings.port,
         log_level="info",
         access_log=False,
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
 
 
