@@ -17,8 +17,11 @@ async def _health(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     writer.write(b"GET /health HTTP/1.1\r\nHost: infercost\r\n\r\n")
     await writer.drain()
     head = await reader.readuntil(b"\r\n\r\n")
-    fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
-    await reader.readexactly(int(fields[b"content-length"]))  # uvicorn sends a length
+    lines = head.split(b"\r\n")
+    length = next(
+        int(line.split(b":", 1)[1]) for line in lines if line.lower().startswith(b"content-length:")
+    )
+    await reader.readexactly(length)  # uvicorn sends a length
     return head.split(b"\r\n", 1)[0]
 
 
