@@ -49,6 +49,20 @@ async def shard_rows(db: asyncpg.Connection, run_id: str) -> list[asyncpg.Record
     )
 
 
+def in_flight(spans: list[tuple[float, float]], first: float, last: float) -> tuple[float, int]:
+    """Time-weighted mean and peak number of requests in flight over [first, last], from
+    (send, end) pairs: a sweep over the sorted instants."""
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    area, count, peak, prev = 0.0, 0, 0, first
+    for at, step in events:
+        clipped = min(max(at, first), last)
+        area += count * (clipped - prev)
+        prev = clipped
+        count += step
+        peak = max(peak, count)
+    return area / (last - first), peak
+
+
 async def test_two_shards_run_each_level_together(
     team: TeamClient, sim: SimProcess, db: asyncpg.Connection
 ) -> None:
@@ -93,9 +107,23 @@ async def test_two_shards_run_each_level_together(
         assert offsets == pytest.approx(expected, abs=0.01), (offsets, first)
         assert [s["requests"] for s in client["shards"]] == [22, 22]
         assert client["cpu_util"] == max(s["cpu_util"] for s in client["shards"])
-        # Both shards' users were in flight at once: the merged run held the level.
-        assert client["concurrency_held"] is True, client
-        assert run["mean_concurrency"] > run["level"] * 0.8
+        # The merged run's concurrency is both shards' (METRICS.md, figures.md), as the merged
+        # samples show it: a sweep over their send and end instants here. Whether the level
+        # was held depends on how far apart the shards woke, so the test checks that the
+        # verdict follows the figure: both ways were seen beside stress --cpu 2.
+        # Every request in flight counts, warm-ups still running included, between the first
+        # and the last measured send.
+        spans = [(s["t_send"], s["t_send"] + s["e2e_ms"] / 1000) for s in rows]
+        measured = [span for span, s in zip(spans, rows, strict=True) if not s["warmup"]]
+        sends = [send for send, _ in measured]
+        mean, peak = in_flight(spans, min(sends), max(sends))
+        assert client["inflight_mean"] == pytest.approx(mean, rel=1e-3)
+        assert client["concurrency_held"] is (mean >= 0.95 * run["level"]), client
+        # At some instant every user of both shards had a request in flight.
+        assert peak == run["level"]
+        duration = max(end for _, end in measured) - min(sends)
+        e2e_s = sum(end - send for send, end in measured)
+        assert run["mean_concurrency"] == pytest.approx(e2e_s / duration, rel=1e-3)
 
 
 async def test_a_sharded_rate_level_keeps_the_level_schedule(
