@@ -108,17 +108,16 @@ async def test_two_shards_run_each_level_together(
         assert [s["requests"] for s in client["shards"]] == [22, 22]
         assert client["cpu_util"] == max(s["cpu_util"] for s in client["shards"])
         # The merged run's concurrency is both shards' (METRICS.md, figures.md), as the merged
-        # samples show it: a sweep over their send and end instants here. Whether the level
-        # was held depends on how far apart the shards woke, so the test checks that the
-        # verdict follows the figure: both ways were seen beside stress --cpu 2.
-        # Every request in flight counts, warm-ups still running included, between the first
-        # and the last measured send.
+        # samples show it: a sweep over their send and end instants here, counting every
+        # request in flight (warm-ups still running included) between the first and the last
+        # measured send. Whether the level was held depends on how far apart the shards woke
+        # (3.62 of 4 beside stress --cpu 2), so the verdict is checked against its figure.
         spans = [(s["t_send"], s["t_send"] + s["e2e_ms"] / 1000) for s in rows]
         measured = [span for span, s in zip(spans, rows, strict=True) if not s["warmup"]]
         sends = [send for send, _ in measured]
         mean, peak = in_flight(spans, min(sends), max(sends))
         assert client["inflight_mean"] == pytest.approx(mean, rel=1e-3)
-        assert client["concurrency_held"] is (mean >= 0.95 * run["level"]), client
+        assert client["concurrency_held"] is (client["inflight_mean"] >= 0.95 * run["level"])
         # At some instant every user of both shards had a request in flight.
         assert peak == run["level"]
         duration = max(end for _, end in measured) - min(sends)
