@@ -37,6 +37,9 @@ async def test_export_reads_back_with_pandas_and_reproduces_ttft_p50(
             },
         }
     )
+    # The worker judges the runs just after it stores the job's status (docs/comparisons.md):
+    # exported before that, a run reads `change: null` and a later export differs.
+    await team.judged_runs(job)
 
     response = await team.http.get(
         f"/v1/jobs/{job['id']}/export", headers={"Accept-Encoding": "identity"}
