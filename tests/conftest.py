@@ -513,6 +513,18 @@ async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncS
         await engine.dispose()
 
 
+def sample_spans(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """Each sample's (send, end) in seconds on its run's clock: t_send to t_send + e2e."""
+    return [(r["t_send"], r["t_send"] + r["e2e_ms"] / 1000.0) for r in rows]
+
+
+def inflight_at_sends(rows: list[dict[str, Any]]) -> int:
+    """The most requests in flight at any send, from the samples alone (one that ends
+    exactly as another starts is not counted twice)."""
+    spans = sample_spans(rows)
+    return max(sum(1 for s, e in spans if s <= at < e) for at, _ in spans)
+
+
 async def insert_finished_run(
     db: asyncpg.Connection, team_id: str, endpoint_id: str, **columns: Any
 ) -> tuple[str, str]:

@@ -16,7 +16,7 @@ import pytest
 
 from infercost.sim.config import SimConfig
 from infercost.sim.process import SimProcess, start_sim_process
-from tests.conftest import TeamClient
+from tests.conftest import TeamClient, inflight_at_sends
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
@@ -72,13 +72,6 @@ def job(endpoint_id: str, **load: Any) -> dict[str, Any]:
         "workload": {"input_tokens": {"mean": 32}, "output_tokens": {"mean": 16}},
         "load": load,
     }
-
-
-def inflight_at_sends(rows: list[dict[str, Any]]) -> int:
-    """The most requests in flight at any send, from the samples alone (t_send to t_send +
-    e2e; one that ends exactly as another starts is not counted twice)."""
-    spans = [(r["t_send"], r["t_send"] + r["e2e_ms"] / 1000.0) for r in rows]
-    return max(sum(1 for s, e in spans if s <= at < e) for at, _ in spans)
 
 
 def capped_sends(rows: list[dict[str, Any]], cap: int) -> list[float]:

@@ -18,7 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import workers.shards
 from infercost.sim.process import SimProcess
-from tests.conftest import TeamClient, insert_finished_run, running_worker
+from tests.conftest import (
+    TeamClient,
+    inflight_at_sends,
+    insert_finished_run,
+    running_worker,
+    sample_spans,
+)
 from workers.shards import ShardSlot, ShardStopped, coordinate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "second_worker")]
@@ -49,18 +55,17 @@ async def shard_rows(db: asyncpg.Connection, run_id: str) -> list[asyncpg.Record
     )
 
 
-def in_flight(spans: list[tuple[float, float]], first: float, last: float) -> tuple[float, int]:
-    """Time-weighted mean and peak number of requests in flight over [first, last], from
-    (send, end) pairs: a sweep over the sorted instants."""
+def mean_in_flight(spans: list[tuple[float, float]], first: float, last: float) -> float:
+    """Time-weighted mean number of requests in flight over [first, last], from (send, end)
+    pairs: a sweep over the sorted instants."""
     events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
-    area, count, peak, prev = 0.0, 0, 0, first
+    area, count, prev = 0.0, 0, first
     for at, step in events:
         clipped = min(max(at, first), last)
         area += count * (clipped - prev)
         prev = clipped
         count += step
-        peak = max(peak, count)
-    return area / (last - first), peak
+    return area / (last - first)
 
 
 async def test_two_shards_run_each_level_together(
@@ -112,14 +117,14 @@ async def test_two_shards_run_each_level_together(
         # request in flight (warm-ups still running included) between the first and the last
         # measured send. Whether the level was held depends on how far apart the shards woke
         # (3.62 of 4 beside stress --cpu 2), so the verdict is checked against its figure.
-        spans = [(s["t_send"], s["t_send"] + s["e2e_ms"] / 1000) for s in rows]
+        spans = sample_spans(rows)
         measured = [span for span, s in zip(spans, rows, strict=True) if not s["warmup"]]
         sends = [send for send, _ in measured]
-        mean, peak = in_flight(spans, min(sends), max(sends))
+        mean = mean_in_flight(spans, min(sends), max(sends))
         assert client["inflight_mean"] == pytest.approx(mean, rel=1e-3)
         assert client["concurrency_held"] is (client["inflight_mean"] >= 0.95 * run["level"])
         # At some instant every user of both shards had a request in flight.
-        assert peak == run["level"]
+        assert inflight_at_sends(rows) == run["level"]
         duration = max(end for _, end in measured) - min(sends)
         e2e_s = sum(end - send for send, end in measured)
         assert run["mean_concurrency"] == pytest.approx(e2e_s / duration, rel=1e-3)
