@@ -19,6 +19,7 @@ from api.domain.comparisons.controllers import ComparisonController
 from api.domain.datasets.controllers import DatasetController
 from api.domain.endpoints.controllers import EndpointController
 from api.domain.estimates.controllers import EstimateController, PresetController
+from api.domain.exports.controllers import ExportController
 from api.domain.hardware.controllers import HardwareController
 from api.domain.history.controllers import HistoryController
 from api.domain.jobs.controllers import JobController, RunController
@@ -36,7 +37,7 @@ from api.queue import TaskQueue, make_celery
 from api.strict import StrictRequest, strict_query
 from infercost import __version__
 from infercost.db.engine import engine_for, make_sessionmaker
-from infercost.outbound import Policy
+from infercost.net.outbound import Policy
 from infercost.security import Vault
 from infercost.settings import Settings
 
@@ -124,6 +125,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             HistoryController,
             JobController,
             RunController,
+            ExportController,
             TelemetryController,
             EstimateController,
             PresetController,

@@ -15,7 +15,7 @@ from celery import Celery
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.jobs import outbox
-from infercost.queue import RUN_JOB_TASK, TASK_PREFIX
+from infercost.jobs.tasks import RUN_JOB_TASK, TASK_PREFIX
 from infercost.settings import Settings
 
 log = logging.getLogger("infercost.api.queue")

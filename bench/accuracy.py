@@ -38,9 +38,9 @@ from typing import Any
 import httpx
 import msgspec
 
-from infercost.metrics import distribution, summarize
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, start_sim_process
+from infercost.figures.metrics import distribution, summarize
+from sim.config import SimConfig
+from sim.process import SimProcess, start_sim_process
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.health import ClientHealth
 from workers.loadgen.stream import RawRequest, Target, open_connections

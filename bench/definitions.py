@@ -41,9 +41,10 @@ from scratch import add_database_options, scratch_database
 from sqlalchemy import LargeBinary, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
-from api.domain.jobs.definitions import DefinitionsService
-from api.domain.jobs.schemas import Definitions, Distribution
-from infercost.definitions import (
+from api.domain.runs.definitions import DefinitionsService
+from api.domain.runs.schemas import Definitions, Distribution
+from infercost.figures.metrics import STAT_KEYS, distribution
+from infercost.figures.peers import (
     DIFFERENCES,
     METRIC_NAMES,
     READS_CHUNK_TIMES,
@@ -58,7 +59,6 @@ from infercost.definitions import (
 )
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.jobs.models import RequestSample, Run
-from infercost.metrics import STAT_KEYS, distribution
 
 SAMPLE_COLUMNS = (
     "run_id", "seq", "warmup", "t_sched", "t_send", "ttfb_ms", "ttft_ms", "tpot_ms", "e2e_ms",

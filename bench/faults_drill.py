@@ -35,8 +35,8 @@ from cryptography.fernet import Fernet
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from infercost.db.migrate import upgrade_head
-from infercost.sim.config import SimConfig
-from infercost.sim.process import start_sim_process
+from sim.config import SimConfig
+from sim.process import start_sim_process
 from tests.conftest import (
     ROOT,
     _pg_url,

@@ -49,11 +49,11 @@ from typing import Any
 import httpx
 import msgspec
 
-from infercost.metrics import RequestTiming, inflight_mean, summarize
-from infercost.sim import wire
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, start_sim_process
+from infercost.figures.metrics import RequestTiming, inflight_mean, summarize
 from infercost.telemetry import Scraper
+from sim import wire
+from sim.config import SimConfig
+from sim.process import SimProcess, start_sim_process
 from workers.loadgen import stream
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections, request_body

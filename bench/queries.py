@@ -51,8 +51,8 @@ import numpy as np
 from cryptography.fernet import Fernet
 from scratch import add_database_options, scratch_database
 
+from infercost.figures.metrics import PERCENTILE_COLUMNS, STAT_KEYS, percentile_columns
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
-from infercost.metrics import PERCENTILE_COLUMNS, STAT_KEYS, percentile_columns
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {  # name: params (B)
@@ -131,7 +131,7 @@ class Api:
         )
         self.log = open(Path(self.data_dir) / "api.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from infercost.cli import main; main()", "api",
+            [sys.executable, "-c", "from cli import main; main()", "api",
              "--port", str(self.port)],
             env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
         )  # fmt: skip

@@ -1,3 +1,4 @@
-"""infercost shared core: settings, database, metric and cost definitions, simulator, CLI."""
+"""infercost shared core: settings, database, the figures and their cost, engine knowledge,
+workloads, planning. It imports none of the faces (api, workers) or tools (cli, sim)."""
 
 __version__ = "0.1.0"

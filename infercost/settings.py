@@ -66,7 +66,7 @@ class Settings:
     # Migrations wait at most this long for a table lock instead of queueing every query
     # behind them.
     migration_lock_timeout_s: float = 10.0
-    # Where the service may connect beyond its default outbound policy (infercost/outbound.py):
+    # Where the service may connect beyond its default outbound policy (infercost/net/outbound.py):
     # CIDRs and host names, e.g. ("127.0.0.0/8", "::1") for a simulator on this machine.
     outbound_allow: tuple[str, ...] = ()
     # Per-team caps (README, "Security and operations"); each error names its variable.

@@ -41,11 +41,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.db.migrate import upgrade_head
+from infercost.figures.metrics import STAT_KEYS, percentile_columns
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
-from infercost.metrics import STAT_KEYS, percentile_columns
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, start_sim_process
-from infercost.tls import tls_context
+from infercost.net.tls import tls_context
+from sim.config import SimConfig
+from sim.process import SimProcess, start_sim_process
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_SERVER = os.environ.get("INFERCOST_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -291,7 +291,7 @@ def running_cli(
     stopped (or found already dead) on exit. The one way tests start service processes."""
     with _log_file(name) as log:
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from infercost.cli import main; main()", *args],
+            [sys.executable, "-c", "from cli import main; main()", *args],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

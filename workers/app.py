@@ -13,7 +13,7 @@ from typing import Any
 
 from celery import signals
 
-from infercost.queue import RUN_JOB_TASK, RUN_SHARD_TASK
+from infercost.jobs.tasks import RUN_JOB_TASK, RUN_SHARD_TASK
 from infercost.settings import Settings
 from workers.broker import make_celery
 from workers.runner import run_job, run_shard

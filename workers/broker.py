@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from infercost.queue import TASK_PREFIX
+from infercost.jobs.tasks import TASK_PREFIX
 from infercost.settings import Settings
 
 

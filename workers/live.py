@@ -9,9 +9,9 @@ median over a bounded reservoir, never a pass over every sample of the level.
 Figures follow METRICS.md over the requests finished so far: TTFT over measured (not
 warm-up) requests that succeeded; output tokens/s as the tokens that arrived inside the
 measured window so far (first measured send to last measured end, failed requests included,
-as `infercost.metrics.measured_window`), from every request (warm-up ones too, placed by
-their events' arrival, as `infercost.metrics.tokens_in_window`), over that window. A measured
-request's tokens all lie inside the window (it starts at or before its send and ends at or
+as `infercost.figures.metrics.measured_window`), from every request (warm-up ones too, placed
+by their events' arrival, as `infercost.figures.metrics.tokens_in_window`), over that window. A
+measured request's tokens all lie inside the window (it starts at or before its send and ends at or
 after its end); only warm-up requests are weighed against the window, and one wholly inside
 stays inside, as the window only grows. Once every request of a level has finished the
 figures equal the run summary's (the median exactly while at most RESERVOIR TTFTs were
@@ -69,7 +69,7 @@ class LiveLevel:
             if rec.chunk_ns:
                 self._warm.append(rec)
             return
-        # The measured window spans failed requests too (infercost.metrics.measured_window).
+        # The measured window spans failed requests too (infercost.figures.metrics.measured_window).
         if self._first_send is None or rec.t_send < self._first_send:
             self._first_send = rec.t_send
         if rec.t_end is not None and (self._last_end is None or rec.t_end > self._last_end):
@@ -117,7 +117,7 @@ class LiveLevel:
 
     def _warm_inside(self, start: int, stop: int) -> float:
         """Output tokens of warm-up requests that arrived inside [start, stop], placed as
-        infercost.metrics.tokens_in_window places them; those wholly inside are settled."""
+        infercost.figures.metrics.tokens_in_window places them; those wholly inside are settled."""
         partial = 0.0
         pending: list[RawRequest] = []
         for rec in self._warm:

@@ -40,10 +40,10 @@ import infercost.db.models  # noqa: F401 - every mapper registered before the fi
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.jobs import outbox
 from infercost.jobs.repository import JobRepository
-from infercost.queue import RUN_JOB_TASK
+from infercost.jobs.tasks import RUN_JOB_TASK
+from infercost.net.tls import tls_context
 from infercost.schedules.scheduler import tick as schedule_tick
 from infercost.settings import Settings
-from infercost.tls import tls_context
 from workers.broker import make_celery
 from workers.finish import announce_finished
 from workers.webhooks import SENDERS, run_courier

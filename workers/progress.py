@@ -1,5 +1,5 @@
 """What a job's levels share with whoever drives them (the runner, a sweep): the job's
-progress and a measured level's outcome. Its own module, so workers/sweep.py and the runner
+progress and a measured level's outcome. Its own module, so workers/runner/sweep.py and the runner
 package need not import each other."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from infercost.metrics import RunFigures
+from infercost.figures.metrics import RunFigures
 
 #: How often progress is written and a user's cancel is noticed (the issue asks for <= 1 s).
 PROGRESS_INTERVAL_S = 0.5

@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from infercost.metrics import RequestTiming, measured_window
-from infercost.outbound import Policy
+from infercost.figures.metrics import RequestTiming, measured_window
+from infercost.net.outbound import Policy
 from infercost.telemetry import Scraper, ScrapeResult, summarize
 
 

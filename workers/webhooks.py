@@ -19,7 +19,7 @@ import logging
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from infercost.outbound import Policy
+from infercost.net.outbound import Policy
 from infercost.security import Vault
 from infercost.settings import Settings
 from infercost.webhooks.delivery import Outcome, deliver_next
@@ -57,7 +57,7 @@ async def run_courier(
     is bounded by the receiver timeout). `client` is the courier's own: a slow receiver
     never holds a connection anything else needs."""
     vault = Vault(settings.secret_keys)
-    # Every attempt resolves the receiver and checks each address (infercost/outbound.py).
+    # Every attempt resolves the receiver and checks each address (infercost/net/outbound.py).
     policy = Policy.from_settings(settings)
 
     async def sender() -> None:

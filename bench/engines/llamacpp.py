@@ -579,7 +579,7 @@ def bench(args: argparse.Namespace, stack: ExitStack, server_url: str, logdir: P
     """Steps 3 to 5 of the module docstring."""
     db = stack.enter_context(scratch_database(args.pg, keep=args.keep))
     env, admin = service_env(db.url, f"llamacpp-bench-{uuid.uuid4().hex[:8]}", logdir)
-    py = [sys.executable, "-c", "from infercost.cli import main; main()"]
+    py = [sys.executable, "-c", "from cli import main; main()"]
     api_port = free_port()
     api_proc = stack.enter_context(
         running("api", [*py, "api", "--port", str(api_port)], env, logdir)

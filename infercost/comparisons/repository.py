@@ -28,10 +28,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from infercost.endpoints.models import Endpoint
+from infercost.figures.metrics import ADEQUATE_MIN_REQUESTS
 from infercost.history.repository import not_client_bound
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Job, Run
-from infercost.metrics import ADEQUATE_MIN_REQUESTS
 from infercost.planning.capacity import inadequate_reasons
 
 GroupBy = Literal["deployment", "deployment_level"]

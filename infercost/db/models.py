@@ -7,9 +7,9 @@ from infercost.hardware.models import Hardware
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.outbox import TaskOutbox
-from infercost.jobs.shards import RunShard
 from infercost.prices.models import Price
 from infercost.schedules.models import Schedule, ScheduleRun
+from infercost.shards.store import RunShard
 from infercost.status.models import StatusJobSeries, StatusSeries
 from infercost.teams.models import ApiKey, Team
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery

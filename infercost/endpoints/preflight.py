@@ -14,11 +14,11 @@ whether it passed, failed or deserves a warning:
 - engine: which engine it looks like, from /models `owned_by`, /version, /props, /info,
   response headers, metric names and the tokenize form, against the declared one;
 - metrics: each metrics URL answers Prometheus text with series infercost maps
-  (infercost/telemetry/mapping.py); without any, whether `{root}/metrics` would.
+  (infercost/engines/metrics.py); without any, whether `{root}/metrics` would.
 
 A failed reachable, openai_route, model or streaming probe fails the check (`ok` false),
 since a job would fail the same way; the others only warn. Every connection goes through
-the outbound policy (infercost/outbound.py): the name resolved, each address checked and
+the outbound policy (infercost/net/outbound.py): the name resolved, each address checked and
 the request pinned to it. Nothing an endpoint answers is echoed beyond a short, cleaned
 excerpt.
 """
@@ -38,11 +38,11 @@ from typing import Any, Final, Literal
 
 import httpx
 
+from infercost.engines.metrics import FAMILY_PREFIXES, lookup
 from infercost.errors import Conflict
-from infercost.outbound import OutboundRefused, Policy, pinned
-from infercost.telemetry.mapping import FAMILY_PREFIXES, lookup
+from infercost.net.outbound import OutboundRefused, Policy, pinned
+from infercost.net.tls import tls_context
 from infercost.telemetry.scrape import parse_text
-from infercost.tls import tls_context
 
 Status = Literal["pass", "warn", "fail", "skip"]
 

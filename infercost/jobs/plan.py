@@ -20,13 +20,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
+from infercost.jobs.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
 
 
 class LengthSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """A token-length distribution (infercost.workload.draw_lengths)."""
+    """A token-length distribution (infercost.workload.synthetic.draw_lengths)."""
 
     distribution: Literal["normal", "uniform", "lognormal"] = "normal"
     mean: float | None = None
@@ -91,7 +91,7 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
 
     def planned(self, level: float, mode: Mode | None = None) -> int:
         """Requests one level (in `mode`, default the plan's) is expected to send, warm-up
-        included (infercost.arrivals.planned_requests)."""
+        included (infercost.jobs.arrivals.planned_requests)."""
         return planned_requests(
             {
                 "mode": mode or self.mode,

@@ -12,8 +12,8 @@ from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
+from infercost.figures.metrics import percentile_columns
 from infercost.jobs.models import Job, RequestSample, Run
-from infercost.metrics import percentile_columns
 from infercost.teams.scope import owned_by, readable, unscoped
 
 #: Column order of the COPY into request_samples; rows from `sample_row` follow it.
@@ -307,7 +307,7 @@ class JobRepository:
 
     async def update_run(self, run_id: uuid.UUID, **values: Any) -> None:
         """Record a run's outcome and figures; with its `stats`, every percentile column is
-        written from them in the same statement (infercost.metrics.percentile_columns)."""
+        written from them in the same statement (infercost.figures.metrics.percentile_columns)."""
         if "stats" in values:
             values = {**values, **percentile_columns(values["stats"])}
         await self.session.execute(update(Run).where(Run.id == run_id).values(**values))

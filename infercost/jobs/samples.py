@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from infercost.figures.metrics import RequestTiming, ServerTimings
 from infercost.jobs.models import RequestSample
-from infercost.metrics import RequestTiming, ServerTimings
 
 #: Milliseconds in a second: durations are stored in ms, instants in s.
 MS_PER_S = 1000.0

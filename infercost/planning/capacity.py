@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from infercost.metrics import ADEQUATE_MIN_REQUESTS
+from infercost.figures.metrics import ADEQUATE_MIN_REQUESTS
 
 LoadMode = Literal["concurrency", "rate"]
 

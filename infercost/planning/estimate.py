@@ -18,8 +18,8 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any, Literal
 
-from infercost.cost import blended_per_million, hosted_usd_per_hour, per_million
 from infercost.errors import InvalidInput
+from infercost.figures.cost import blended_per_million, hosted_usd_per_hour, per_million
 
 HOURS_PER_MONTH = 730.0
 SECONDS_PER_DAY = 86_400.0

@@ -21,7 +21,7 @@ from infercost.errors import InvalidInput
 Goal = Literal["cost_at_slo", "ttft", "per_user_speed", "throughput", "utilization"]
 GOALS: tuple[Goal, ...] = ("cost_at_slo", "ttft", "per_user_speed", "throughput", "utilization")
 
-#: Percentiles a preset SLO limits its figures (infercost.metrics.SLO_METRICS) at.
+#: Percentiles a preset SLO limits its figures (infercost.figures.metrics.SLO_METRICS) at.
 SLO_PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
 _DISTRIBUTION_KEYS = ("mean", "std", "min", "max")
 

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.endpoints.pricing import rfc3339
 from infercost.jobs.models import Job, Run
-from infercost.prices.pricing import rfc3339
 from infercost.schedules.models import Schedule
 from infercost.webhooks.outbox import record_event
 

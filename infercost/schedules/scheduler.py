@@ -30,7 +30,7 @@ from infercost.errors import Conflict
 from infercost.jobs import outbox
 from infercost.jobs.active import ACTIVE, count_active_locked
 from infercost.jobs.models import Job, Run
-from infercost.queue import RUN_JOB_TASK
+from infercost.jobs.tasks import RUN_JOB_TASK
 from infercost.schedules.alerts import judge, verdicts_settled
 from infercost.schedules.models import Schedule, ScheduleRun
 from infercost.schedules.slots import Timing, due_at, due_slots, in_quiet_hours, next_slot

@@ -1,7 +1,7 @@
 """Telemetry during a run: scrape Prometheus URLs, map engine and GPU metric names to
 canonical figures, and summarise them over the measured window (METRICS.md, Telemetry)."""
 
-from infercost.telemetry.mapping import (
+from infercost.engines.metrics import (
     CANONICAL_UNITS,
     METRIC_TABLE,
     MetricSpec,

@@ -36,9 +36,9 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from infercost.outbound import OutboundRefused, Pinned, Policy, pinned
-from infercost.telemetry.mapping import FAMILY_PREFIXES, KNOWN_LABELS, lookup
-from infercost.tls import tls_context
+from infercost.engines.metrics import FAMILY_PREFIXES, KNOWN_LABELS, lookup
+from infercost.net.outbound import OutboundRefused, Pinned, Policy, pinned
+from infercost.net.tls import tls_context
 
 #: Responses larger than this are cut off: a metrics page is kilobytes, not megabytes.
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
@@ -128,7 +128,7 @@ def display_url(url: str) -> str:
 
 def _target(url: str, policy: Policy | None) -> Pinned:
     """Where to send a scrape of `url`: with a policy, resolved and every address checked
-    (infercost/outbound.py), aimed at the first one so a name cannot be re-pointed between
+    (infercost/net/outbound.py), aimed at the first one so a name cannot be re-pointed between
     the check and the connection; without one (tests, tools), the URL as given."""
     if policy is None:
         if urlsplit(url).scheme.lower() not in ("http", "https"):

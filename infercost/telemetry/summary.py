@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from infercost.telemetry.mapping import MetricSpec, lookup
+from infercost.engines.metrics import MetricSpec, lookup
 from infercost.telemetry.scrape import Sample, TelemetryError
 
 #: Keys of the run summary's telemetry block, in CONTRACT.md's order.

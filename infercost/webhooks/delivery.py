@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost import __version__
 from infercost.db.base import utcnow
-from infercost.outbound import OutboundRefused, Pinned, Policy, pinned
+from infercost.net.outbound import OutboundRefused, Pinned, Policy, pinned
 from infercost.security import CredentialError, Vault
 from infercost.webhooks.repository import WebhookRepository
 from infercost.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, sign

@@ -21,9 +21,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
+from infercost.endpoints.pricing import rfc3339
 from infercost.history.changes import RunChange
 from infercost.jobs.models import Job, Run
-from infercost.prices.pricing import rfc3339
 from infercost.webhooks.models import EVENTS, Webhook
 from infercost.webhooks.repository import WebhookRepository
 

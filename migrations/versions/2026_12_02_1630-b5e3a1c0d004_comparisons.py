@@ -19,7 +19,7 @@ down_revision: str | None = "b5e3a1c0d003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# A copy as of this revision (infercost/cost.py RUN_PER_MILLION_OUTPUT_TOKENS_SQL), so the
+# A copy as of this revision (infercost/figures/cost.py RUN_PER_MILLION_OUTPUT_TOKENS_SQL), so the
 # migration means the same thing whatever the code does later.
 PER_MILLION_OUTPUT_TOKENS = (
     "CASE WHEN output_tokens_per_s > 0 THEN"

@@ -18,7 +18,7 @@ down_revision: str | None = "b5e3a1c0d008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# Copies as of this revision (infercost/cost.py, infercost/jobs/models.py).
+# Copies as of this revision (infercost/figures/cost.py, infercost/jobs/models.py).
 PER_MILLION_TOTAL_TOKENS = (
     "CASE WHEN total_tokens_per_s > 0 THEN"
     " CASE WHEN usd_per_million_input_tokens IS NOT NULL THEN"

@@ -3,7 +3,7 @@
 The generated column asked a hosted run for output tokens/s before pricing it, so a hosted
 embeddings run (no output tokens; it pays for its prompt tokens) had no figure in
 comparisons while its run summary priced it. The expression is now rendered from the one
-definition in infercost/cost.py; every other run's figure is recomputed from the same
+definition in infercost/figures/cost.py; every other run's figure is recomputed from the same
 columns by the same arithmetic, so it stays what it was (tests/test_migration_percentiles.py).
 
 Revision ID: d8f2a5b0e017
@@ -21,7 +21,7 @@ down_revision: str | None = "c7e1f4a9d016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# Copies as of this revision (infercost/cost.py RUN_PER_MILLION_TOTAL_TOKENS_SQL) and the
+# Copies as of this revision (infercost/figures/cost.py RUN_PER_MILLION_TOTAL_TOKENS_SQL) and the
 # previous one.
 TOTAL = (
     "CASE WHEN total_tokens_per_s > 0 THEN"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from infercost.metrics import STAT_KEYS
+from infercost.figures.metrics import STAT_KEYS
 from tests.conftest import TeamClient, insert_finished_run
 
 pytestmark = pytest.mark.integration

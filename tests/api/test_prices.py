@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.prices.pricing import rfc3339
+from infercost.endpoints.pricing import rfc3339
 from tests.conftest import TeamClient, insert_finished_run
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ import pytest
 import redis
 from sqlalchemy.engine import make_url
 
-from infercost.sim.process import SimProcess
+from sim.process import SimProcess
 from tests.conftest import ARTIFACTS, TeamClient
 from tests.faults.conftest import PgProxy, worker_process
 

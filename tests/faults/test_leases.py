@@ -17,7 +17,7 @@ from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.jobs import outbox
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.jobs.repository import JobRepository
-from infercost.queue import RUN_JOB_TASK
+from infercost.jobs.tasks import RUN_JOB_TASK
 from tests.conftest import TeamClient
 from workers.maintenance import RELAY_GRACE_S
 

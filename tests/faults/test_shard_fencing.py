@@ -15,15 +15,15 @@ import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-import workers.shards
+import workers.runner.shards
 from infercost.jobs import outbox
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.jobs.repository import JobRepository
-from infercost.jobs.shards import ShardRepository
-from infercost.queue import RUN_SHARD_TASK
+from infercost.jobs.tasks import RUN_SHARD_TASK
+from infercost.shards.store import ShardRepository
 from tests.conftest import TeamClient
 from workers.lease import LeaseLost
-from workers.shards import ShardSlot, ShardStopped, coordinate
+from workers.runner.shards import ShardSlot, ShardStopped, coordinate
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,7 @@ async def test_shard_tasks_commit_with_their_rows_and_wait_for_the_relay_when_re
     sessions: async_sessionmaker[AsyncSession],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(workers.shards, "START_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(workers.runner.shards, "START_TIMEOUT_S", 1.0)
     job_id, run_id, token = await claimed_job_with_run(db, team, sessions)
     rt: Any = SimpleNamespace(sessionmaker=sessions)
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infercost.arrivals import Arrival, arrival_offsets, planned_requests
+from infercost.jobs.arrivals import Arrival, arrival_offsets, planned_requests
 
 N = 20_000
 RATE = 8.0

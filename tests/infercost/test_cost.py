@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from infercost.cost import (
+from infercost.figures.cost import (
     RUN_PER_MILLION_OUTPUT_TOKENS_SQL,
     RUN_PER_MILLION_TOTAL_TOKENS_SQL,
     SqlExpr,

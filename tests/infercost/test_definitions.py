@@ -1,4 +1,4 @@
-"""vLLM-, GuideLLM- and AIPerf-style TPOT, ITL and throughput (infercost/definitions.py)
+"""vLLM-, GuideLLM- and AIPerf-style TPOT, ITL and throughput (infercost/figures/peers.py)
 against hand arithmetic on one hand-made run, where each definition must differ from the
 others and from infercost's as the tools' formulas predict.
 
@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from infercost.definitions import (
+from infercost.figures.metrics import STAT_KEYS, RequestTiming, distribution, summarize
+from infercost.figures.peers import (
     TOOLS,
     Sample,
     Samples,
@@ -32,7 +33,6 @@ from infercost.definitions import (
     recompute,
     weighted_distribution,
 )
-from infercost.metrics import STAT_KEYS, RequestTiming, distribution, summarize
 
 
 def sample(

@@ -1,12 +1,12 @@
-"""Run figures of an embeddings level (infercost.metrics.summarize with embeddings=True)
-against hand-computed values, and the cost per million input tokens (infercost.cost)."""
+"""Run figures of an embeddings level (infercost.figures.metrics.summarize with embeddings=True)
+against hand-computed values, and the cost per million input tokens (infercost.figures.cost)."""
 
 from __future__ import annotations
 
 import pytest
 
-from infercost.cost import hosted_run_cost, run_cost
-from infercost.metrics import RequestTiming, summarize
+from infercost.figures.cost import hosted_run_cost, run_cost
+from infercost.figures.metrics import RequestTiming, summarize
 
 
 def _request(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from infercost.fingerprint import workload_fingerprint
+from infercost.workload.fingerprint import workload_fingerprint
 
 BASE: dict[str, Any] = {
     "input_tokens": {"distribution": "normal", "mean": 512.0, "std": 64.0, "min": None},

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from infercost.metrics import (
+from infercost.figures.metrics import (
     RequestTiming,
     RunFigures,
     ServerTimings,

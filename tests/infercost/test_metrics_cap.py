@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from infercost.metrics import RequestTiming, concurrency_cap_block, inflight_max, summarize
+from infercost.figures.metrics import RequestTiming, concurrency_cap_block, inflight_max, summarize
 
 
 def capped_level(cap: int, *, rate: float, service_s: float, n: int) -> list[RequestTiming]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infercost.metrics import RequestTiming, send_rate, summarize
+from infercost.figures.metrics import RequestTiming, send_rate, summarize
 from tests.infercost.test_metrics import req
 
 

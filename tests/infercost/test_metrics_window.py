@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infercost.metrics import RequestTiming, adequacy_block, tokens_in_window
+from infercost.figures.metrics import RequestTiming, adequacy_block, tokens_in_window
 
 
 def streamed(times: list[float], tokens: list[int] | None, n_out: int) -> RequestTiming:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from infercost.outbound import OutboundRefused, Policy, pinned, redact
+from infercost.net.outbound import OutboundRefused, Policy, pinned, redact
 from infercost.settings import Settings
 
 DEFAULT = Policy.parse([])

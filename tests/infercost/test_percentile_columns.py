@@ -1,11 +1,11 @@
 """Every percentile column of a run comes from its stats one way
-(infercost.metrics.percentile_columns, written by JobRepository.update_run)."""
+(infercost.figures.metrics.percentile_columns, written by JobRepository.update_run)."""
 
 from __future__ import annotations
 
 import pytest
 
-from infercost.metrics import (
+from infercost.figures.metrics import (
     PERCENTILE_COLUMNS,
     RequestTiming,
     distribution,

@@ -9,7 +9,7 @@ import uuid
 import msgspec
 import pytest
 
-from api.domain.jobs.schemas import Load, Workload
+from api.domain.plans.schemas import Load, Workload
 from infercost.jobs.plan import (
     LEGACY_LOAD,
     LEGACY_WORKLOAD,

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infercost.cost import blended_per_million
 from infercost.errors import InvalidInput
+from infercost.figures.cost import blended_per_million
+from infercost.figures.metrics import SLO_METRICS
 from infercost.hardware.catalog import PUBLIC_GPUS
-from infercost.metrics import SLO_METRICS
 from infercost.planning import (
     PRESETS,
     Deployment,
@@ -45,7 +45,7 @@ from infercost.planning import (
     slo_margin,
 )
 from infercost.planning.presets import GOALS, SLO_PERCENTILES
-from infercost.workload import draw_lengths
+from infercost.workload.synthetic import draw_lengths
 
 GPUS = {g.name: g for g in PUBLIC_GPUS}
 RUN = (Evidence("run-1", datetime(2026, 12, 1, tzinfo=UTC)),)

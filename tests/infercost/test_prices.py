@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.endpoints.models import Endpoint
+from infercost.endpoints.pricing import hourly_price
 from infercost.hardware.repository import HardwareRepository
 from infercost.prices.models import Price
-from infercost.prices.pricing import hourly_price
 from infercost.teams.models import Team
 
 pytestmark = pytest.mark.integration

@@ -7,8 +7,8 @@ import re
 import uuid
 from datetime import UTC, datetime
 
-from api.domain.jobs.schemas import AdequacyReason, CapacityAtSlo, SkippedLevel
 from api.domain.reports.services import capacity_text
+from api.domain.runs.schemas import AdequacyReason, CapacityAtSlo, SkippedLevel
 from infercost.reports.data import Deployment, JobReport, LevelFigures
 from infercost.reports.render import render_job_report
 

@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
+from infercost.figures.metrics import RequestTiming, ServerTimings
 from infercost.jobs.models import RequestSample
 from infercost.jobs.repository import SAMPLE_COLUMNS
 from infercost.jobs.samples import sample_rows, timing_of
-from infercost.metrics import RequestTiming, ServerTimings
 
 RUN = uuid.uuid4()
 

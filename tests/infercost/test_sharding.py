@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infercost.sharding import dealt, shard_share, split_users
+from infercost.shards.split import dealt, shard_share, split_users
 
 
 def test_users_split_evenly_with_the_remainder_first() -> None:

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from infercost.sweep import (
+from infercost.jobs.sweep import (
     MAX_LENGTHENED_S,
     LevelOutcome,
     adequacy_codes,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from infercost.outbound import Policy
+from infercost.net.outbound import Policy
 from infercost.telemetry import Scraper, ScrapeResult, lookup
 from infercost.telemetry.scrape import MAX_LABEL_CHARS, display_url
 from tests.exporter import SECRET, Exporter, running_exporter

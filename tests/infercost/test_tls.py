@@ -1,4 +1,4 @@
-"""The TLS context every outbound client shares (infercost/tls.py): made once, verifying,
+"""The TLS context every outbound client shares (infercost/net/tls.py): made once, verifying,
 trusting certifi's bundle and the system's store, which SSL_CERT_FILE replaces."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from infercost.tls import tls_context
+from infercost.net.tls import tls_context
 
 
 def test_one_verifying_context_with_certifis_roots() -> None:
@@ -107,7 +107,7 @@ def https_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 FETCH = (
-    "import sys, httpx; from infercost.tls import tls_context\n"
+    "import sys, httpx; from infercost.net.tls import tls_context\n"
     "try:\n"
     "    print(httpx.get(sys.argv[1], verify=tls_context()).text)\n"
     "except httpx.ConnectError as exc:\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infercost.workload import PromptMaker, draw_lengths, lognormal_params
+from infercost.workload.synthetic import PromptMaker, draw_lengths, lognormal_params
 
 
 def test_lengths_are_clipped_integers_within_min_and_max() -> None:

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, start_sim_process
+from sim.config import SimConfig
+from sim.process import SimProcess, start_sim_process
 from tests.conftest import TeamClient, inflight_at_sends
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from infercost.cli import main
-from infercost.sim.process import SimProcess
+from cli import main
+from sim.process import SimProcess
 from tests.conftest import Api, TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
@@ -282,7 +282,7 @@ async def test_ctrl_c_stops_watching_and_the_job_goes_on(
         sys.executable,
         "-c",
         "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-        "from infercost.cli import main; main()",
+        "from cli import main; main()",
         "submit",
         str(job_file),
         "--watch",

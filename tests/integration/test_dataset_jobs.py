@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.sim.process import SimProcess
+from sim.process import SimProcess
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from infercost.sim.process import SimProcess
+from sim.process import SimProcess
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

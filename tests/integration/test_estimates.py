@@ -13,7 +13,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.prices.pricing import rfc3339
+from infercost.endpoints.pricing import rfc3339
 from tests.conftest import ADEQUATE, StoredLevel, TeamClient, insert_finished_job
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from infercost.cli import main
-from infercost.sim.process import SimProcess
+from cli import main
+from sim.process import SimProcess
 from tests.conftest import Api, TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, sim_process
+from sim.config import SimConfig
+from sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

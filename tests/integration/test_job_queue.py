@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from infercost.sim.process import SimProcess
+from sim.process import SimProcess
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

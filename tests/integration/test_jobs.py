@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from infercost.sim.process import SimProcess
+from sim.process import SimProcess
 from tests.conftest import TeamClient
 
 #: Output tokens of each request of the ground-truth job (its one-user level runs 54 in a row).
@@ -225,8 +225,8 @@ async def test_closed_port_job_fails_with_the_reason(team: TeamClient) -> None:
 
 
 async def test_server_errors_are_counted_per_class(team: TeamClient) -> None:
-    from infercost.sim.config import SimConfig
-    from infercost.sim.process import start_sim_process
+    from sim.config import SimConfig
+    from sim.process import start_sim_process
 
     flaky = start_sim_process(SimConfig(port=0, ttft_ms=5, itl_ms=1, error_rate=0.5, seed=7))
     try:

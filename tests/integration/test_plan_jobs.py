@@ -11,10 +11,10 @@ import asyncpg
 import numpy as np
 import pytest
 
-from infercost.arrivals import arrival_offsets
-from infercost.queue import RUN_JOB_TASK
-from infercost.sim.process import SimProcess
-from infercost.workload import draw_lengths
+from infercost.jobs.arrivals import arrival_offsets
+from infercost.jobs.tasks import RUN_JOB_TASK
+from infercost.workload.synthetic import draw_lengths
+from sim.process import SimProcess
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

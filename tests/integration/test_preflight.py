@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, start_sim_process
+from sim.config import SimConfig
+from sim.process import SimProcess, start_sim_process
 from tests.conftest import Api, TeamClient, free_port, running_api
 
 pytestmark = pytest.mark.integration

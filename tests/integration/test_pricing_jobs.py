@@ -10,8 +10,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.prices.pricing import rfc3339
-from infercost.sim.process import SimProcess
+from infercost.endpoints.pricing import rfc3339
+from sim.process import SimProcess
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

@@ -14,9 +14,9 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import start_sim_process
 from infercost.webhooks.signing import verify
+from sim.config import SimConfig
+from sim.process import start_sim_process
 from tests.conftest import TeamClient
 from tests.integration.test_webhook_jobs import receiver
 

@@ -29,8 +29,8 @@ import pytest
 
 from infercost.jobs.deployments import DEPLOYMENT_OF_ENDPOINT_SQL
 from infercost.reports.charts import CHART_NAMES, COMPARISON_CHARTS
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, sim_process
+from sim.config import SimConfig
+from sim.process import SimProcess, sim_process
 from tests.conftest import ARTIFACTS, Api, TeamClient, insert_finished_run
 
 pytestmark = pytest.mark.integration

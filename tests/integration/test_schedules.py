@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from infercost.cli import main
+from cli import main
 from infercost.db.engine import make_engine, make_sessionmaker
 from infercost.schedules.scheduler import tick
 from infercost.settings import Settings

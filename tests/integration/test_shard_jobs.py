@@ -16,8 +16,8 @@ import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-import workers.shards
-from infercost.sim.process import SimProcess
+import workers.runner.shards
+from sim.process import SimProcess
 from tests.conftest import (
     TeamClient,
     inflight_at_sends,
@@ -25,7 +25,7 @@ from tests.conftest import (
     running_worker,
     sample_spans,
 )
-from workers.shards import ShardSlot, ShardStopped, coordinate
+from workers.runner.shards import ShardSlot, ShardStopped, coordinate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "second_worker")]
 
@@ -229,7 +229,7 @@ async def test_a_level_fails_when_too_few_shards_start(
 ) -> None:
     # The coordinator on its own, against the real database: shard 1's task is queued but no
     # worker takes it, so after the start timeout the level fails and says what to do.
-    monkeypatch.setattr(workers.shards, "START_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(workers.runner.shards, "START_TIMEOUT_S", 1.0)
     endpoint = await team.create_endpoint()
     job_id, run_id = await insert_finished_run(db, team.team_id, endpoint["id"])
     # Its runner holds the job's lease with token 1 (the coordinator writes under it).

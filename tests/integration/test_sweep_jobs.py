@@ -10,8 +10,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, sim_process
+from sim.config import SimConfig
+from sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient
 
 #: Inadequacy that means the client set the pace (CONTRACT.md's adequacy codes): a sweep

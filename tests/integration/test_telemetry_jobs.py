@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import asyncpg
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, sim_process
+from sim.config import SimConfig
+from sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient, free_port, insert_finished_run
 from tests.exporter import SECRET, Exporter, running_exporter
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infercost.workload import draw_lengths
+from infercost.workload.synthetic import draw_lengths
 from tests.asgi import serve_in_loop
 from tests.conftest import TeamClient
 from tests.tokenizer_engines import CHAT_TEMPLATE, EngineApp

@@ -46,7 +46,7 @@ def _infercost() -> list[str]:
     script = Path(sys.executable).with_name("infercost")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from infercost.cli import main; main()"]
+    return [sys.executable, "-c", "from cli import main; main()"]
 
 
 @dataclass

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from infercost.cli.demo import Seeded, demo_endpoints
-from infercost.cli.seed import seed
+from cli.demo import Seeded, demo_endpoints
+from cli.seed import seed
 from infercost.settings import Settings
 from tests.conftest import Api
 

@@ -20,9 +20,9 @@ from typing import Any
 import asyncpg
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import SimProcess, start_sim_process
 from infercost.webhooks.signing import verify
+from sim.config import SimConfig
+from sim.process import SimProcess, start_sim_process
 from tests.conftest import TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]

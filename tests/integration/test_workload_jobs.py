@@ -13,8 +13,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from infercost.sim.process import SimProcess
-from infercost.workload import draw_lengths
+from infercost.workload.synthetic import draw_lengths
+from sim.process import SimProcess
 from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
 from tests.conftest import TeamClient
 

@@ -15,14 +15,14 @@ import httpx
 import msgspec
 import pytest
 
-from infercost.metrics import (
+from infercost.figures.metrics import (
     SPOILED_BY_READING,
     SPOILED_BY_SENDING,
     RequestTiming,
     summarize,
 )
-from infercost.sim.config import SimConfig
-from infercost.sim.process import sim_process
+from sim.config import SimConfig
+from sim.process import sim_process
 from tests.workers.test_stream import fixture_bytes
 from tests.workers.test_transport_servers import (
     EVENTS,

@@ -6,7 +6,7 @@ import statistics
 
 import numpy as np
 
-from infercost.metrics import summarize
+from infercost.figures.metrics import summarize
 from workers.live import RESERVOIR, LiveLevel
 from workers.loadgen.stream import RawRequest
 

@@ -12,8 +12,8 @@ import asyncpg
 import httpx
 import pytest
 
-from infercost.outbound import pinned
-from infercost.sim.process import SimProcess
+from infercost.net.outbound import pinned
+from sim.process import SimProcess
 from tests.asgi import Receive, Send, serve_in_loop
 from tests.conftest import TeamClient
 from workers.loadgen.transport import SLOT, load_client, server_name

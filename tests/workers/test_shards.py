@@ -11,7 +11,7 @@ from workers.loadgen.closed_loop import LevelPlan
 from workers.loadgen.open_loop import RatePlan, run_open_loop, wait_until
 from workers.loadgen.stream import RawRequest, Target
 from workers.loadgen.transport import load_client
-from workers.shards import level_shards, split_plan
+from workers.runner.shards import level_shards, split_plan
 
 
 def test_a_rate_shard_keeps_every_kth_arrival_of_the_level_schedule() -> None:

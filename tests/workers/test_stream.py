@@ -19,7 +19,7 @@ import httpx
 import msgspec
 import pytest
 
-from infercost.metrics import summarize
+from infercost.figures.metrics import summarize
 from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
 from workers.loadgen.stream import RawRequest, Target, request_body, send
 from workers.loadgen.tokenize import Tokenizer, count_outputs

@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from infercost.workload import PromptMaker
+from infercost.workload.synthetic import PromptMaker
 from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
 from workers.loadgen.stream import Target
 from workers.loadgen.tokenize import (

@@ -11,9 +11,9 @@ import httpx
 import numpy as np
 import pytest
 
-from infercost.sim.config import SimConfig
-from infercost.sim.process import start_sim_process
-from infercost.workload import PromptMaker
+from infercost.workload.synthetic import PromptMaker
+from sim.config import SimConfig
+from sim.process import start_sim_process
 from tests.asgi import Receive, Send, send_json, serve_in_loop
 from tests.tokenizer_engines import (
     BOS,

@@ -3,7 +3,7 @@
 An embeddings answer is one JSON body, not a stream: the request's E2E latency ends when
 the whole body has arrived, its prompt tokens come from `usage.prompt_tokens`, and it
 succeeds when at least one vector came back. It carries no tokens out, so TTFT, TPOT, ITL
-and output throughput do not exist for it (infercost.metrics says so in the run).
+and output throughput do not exist for it (infercost.figures.metrics says so in the run).
 """
 
 from __future__ import annotations

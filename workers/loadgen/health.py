@@ -126,7 +126,7 @@ class ClientHealth:
 
     def figures(self) -> dict[str, Any]:
         """read_lag_p50/p99/max_ms, loop_lag_p50/p99/max_ms, cpu_util_peak, resent (the keys
-        of the run's `client` block that infercost.metrics.summarize takes as `reading`)."""
+        of the run's `client` block that infercost.figures.metrics.summarize takes as `reading`)."""
         read, loop = self.read_lag, self.loop_lag
         return {
             "read_lag_p50_ms": read.quantile_ms(0.5),

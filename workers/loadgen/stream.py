@@ -21,7 +21,7 @@ from typing import Any, cast
 import httpx
 import msgspec
 
-from infercost.metrics import RequestTiming, ServerTimings
+from infercost.figures.metrics import RequestTiming, ServerTimings
 from workers.loadgen.embeddings import EMBEDDINGS_API, embeddings_body, read_embeddings
 from workers.loadgen.embeddings import ROUTE as EMBEDDINGS_ROUTE
 from workers.loadgen.transport import READS, SLOT, SlotBody, read_whole

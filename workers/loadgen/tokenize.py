@@ -53,7 +53,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from infercost.workload import PromptMaker
+from infercost.workload.synthetic import PromptMaker
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.transport import SLOT
 

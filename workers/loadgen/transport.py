@@ -35,7 +35,7 @@ in the client's ClientHealth (workers/loadgen/health.py). Requests through the s
 or a proxy are stamped as the coroutine reads them, as before.
 
 The worker pins each level to an address the outbound policy checked (workers/runner.py,
-infercost.outbound.pinned): URLs then name the address and the Host header the endpoint's
+infercost.net.outbound.pinned): URLs then name the address and the Host header the endpoint's
 name, so a slot connects to the address and TLS still sends and verifies the name
 (`server_name`).
 
@@ -57,7 +57,7 @@ import httptools
 import httpx
 from httpx._utils import get_environment_proxies  # httpx's own reading of *_PROXY
 
-from infercost.tls import tls_context
+from infercost.net.tls import tls_context
 from workers.loadgen.health import ClientHealth
 
 #: Request extension naming the slot whose connection a request should use.
@@ -429,7 +429,7 @@ class _SlotTransport:
 
 def server_name(request: httpx.Request) -> str:
     """The name TLS sends and checks the certificate against: the `sni_hostname` extension,
-    else the Host header's name (a request pinned to an address by infercost.outbound.pinned
+    else the Host header's name (a request pinned to an address by infercost.net.outbound.pinned
     keeps the endpoint's name there), else the URL's host."""
     named = request.extensions.get("sni_hostname")
     if named:

@@ -4,8 +4,8 @@ The runner in parts, each with one job:
 
 - `job.py`: `JobRunner` holds one job on a worker (its plan decoded once from the row,
   infercost/jobs/plan.py; its progress; its lease) and measures its levels in order, on this
-  process or on K shards (workers/shards.py); `run_job` and `run_shard` are the bodies of
-  the `benchmark.run_job` and `benchmark.run_shard` tasks. A sweep (workers/sweep.py) drives
+  process or on K shards (workers/runner/shards.py); `run_job` and `run_shard` are the bodies of
+  the `benchmark.run_job` and `benchmark.run_shard` tasks. A sweep (workers/runner/sweep.py) drives
   the same `measure_level` and `cool_down`, passing each level's mode and load plan.
 - `sources.py`: request sources behind one interface (`RequestSource.requests`):
   synthetic prompts of drawn lengths, a dataset's items replayed, multi-turn sessions.

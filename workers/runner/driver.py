@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import psutil
 
-from infercost.arrivals import arrival_offsets, level_cap
+from infercost.figures.metrics import RequestTiming
+from infercost.jobs.arrivals import arrival_offsets, level_cap
 from infercost.jobs.plan import LoadPlan, Mode
-from infercost.metrics import RequestTiming
-from infercost.outbound import Policy
+from infercost.net.outbound import Policy
 from workers.live import LiveLevel
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop

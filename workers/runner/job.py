@@ -22,18 +22,18 @@ from typing import Any
 
 import msgspec
 
-from infercost.arrivals import level_cap
 from infercost.db.base import utcnow
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
+from infercost.figures.metrics import RequestTiming, summarize
+from infercost.jobs.arrivals import level_cap
 from infercost.jobs.models import Job
 from infercost.jobs.plan import LoadPlan, Mode, Plan, decode_plan
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.samples import sample_rows
-from infercost.jobs.shards import ShardRepository
-from infercost.metrics import RequestTiming, summarize
-from infercost.outbound import OutboundRefused, Policy, pinned
+from infercost.net.outbound import OutboundRefused, Policy, pinned
 from infercost.security import CredentialError
+from infercost.shards.store import ShardRepository
 from workers.finish import finish_job, record_run_changes
 from workers.lease import Lease, LeaseLost, LevelNotStored, heartbeat_every_s
 from workers.live import LiveLevel, sharded_figures
@@ -42,9 +42,7 @@ from workers.loadgen.stream import Target
 from workers.progress import PROGRESS_INTERVAL_S, MeasuredLevel, Progress
 from workers.runner.driver import DrivenLevel, drive_level, plan_level
 from workers.runner.recorder import Recorder, failure_message
-from workers.runner.sources import RequestSource, request_source
-from workers.runtime import Runtime
-from workers.shards import (
+from workers.runner.shards import (
     Coordinated,
     ShardSlot,
     ShardStopped,
@@ -52,7 +50,9 @@ from workers.shards import (
     level_shards,
     split_plan,
 )
-from workers.sweep import run_sweep
+from workers.runner.sources import RequestSource, request_source
+from workers.runner.sweep import run_sweep
+from workers.runtime import Runtime
 from workers.telemetry import LevelTelemetry
 
 log = logging.getLogger("infercost.worker")

@@ -21,13 +21,13 @@ from typing import Any
 from infercost.db.base import utcnow
 from infercost.db.retry import is_transient
 from infercost.endpoints.models import Endpoint
+from infercost.endpoints.pricing import hourly_price
+from infercost.figures.metrics import RequestTiming, RunFigures
 from infercost.jobs.deployments import deployment_of
 from infercost.jobs.models import Job, Run
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.samples import sample_rows
-from infercost.metrics import RequestTiming, RunFigures
-from infercost.prices.pricing import hourly_price
-from infercost.telemetry.store import TelemetryRepository
+from infercost.jobs.telemetry import TelemetryRepository
 from workers.lease import Lease, LeaseLost, LevelNotStored, stored
 from workers.progress import Progress
 from workers.runtime import Runtime

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from infercost.jobs.plan import WorkloadPlan
-from infercost.workload import LengthDraws, PromptMaker
+from infercost.workload.synthetic import LengthDraws, PromptMaker
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.tokenize import (
     CALIBRATIONS,

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import msgspec
 
-from api.domain.jobs.schemas import AdequacyReason, SkippedLevel
+from api.domain.runs.schemas import AdequacyReason, SkippedLevel
 from infercost.comparisons.repository import Aggregate, GroupBy
 
 

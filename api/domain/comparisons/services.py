@@ -19,7 +19,7 @@ from api.domain.comparisons.schemas import (
     FrontierPoint,
     FrontierRead,
 )
-from api.domain.jobs.schemas import SkippedLevel
+from api.domain.runs.schemas import SkippedLevel
 from api.schemas import time_window
 from infercost.comparisons import repository
 from infercost.comparisons.frontier import Point, pareto_frontier

@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.datasets.schemas import DatasetRead
-from api.domain.jobs.schemas import Workload
+from api.domain.plans.schemas import Workload
 from api.rows import from_row
 from infercost.datasets.models import Dataset
 from infercost.datasets.parse import DatasetError, parse_dataset

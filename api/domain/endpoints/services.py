@@ -20,7 +20,7 @@ from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository
-from infercost.outbound import Policy, redact
+from infercost.net.outbound import Policy, redact
 from infercost.prices.models import DEFAULT_PRICING_MODEL
 from infercost.schedules.repository import ScheduleRepository
 from infercost.security import Vault

@@ -8,9 +8,9 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from api.domain.jobs.schemas import AdequacyReason, CapacityAtSlo, Efficiency, SkippedLevel
-from infercost.cost import per_million
+from api.domain.runs.schemas import AdequacyReason, CapacityAtSlo, Efficiency, SkippedLevel
 from infercost.endpoints.models import Endpoint
+from infercost.figures.cost import per_million
 from infercost.hardware.catalog import BYTES_PER_PARAM
 from infercost.hardware.models import Hardware as HardwareRow
 from infercost.jobs.models import Run

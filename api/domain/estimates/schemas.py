@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from api.domain.jobs.schemas import SkippedLevel, Slo
+from api.domain.plans.schemas import Slo
+from api.domain.runs.schemas import SkippedLevel
 from infercost.planning.estimate import DEFAULT_TARGET_UTILIZATION
 
 Rate = Annotated[float, msgspec.Meta(gt=0, le=1e9)]

@@ -37,8 +37,9 @@ from api.domain.estimates.schemas import (
     TrafficRead,
     Unavailable,
 )
-from api.domain.jobs.schemas import SkippedLevel
+from api.domain.runs.schemas import SkippedLevel
 from infercost.endpoints.models import Endpoint
+from infercost.endpoints.pricing import hourly_price
 from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.models import Hardware as HardwareRow
 from infercost.hardware.repository import HardwareRepository
@@ -61,7 +62,6 @@ from infercost.planning.estimate import (
 from infercost.planning.presets import WorkloadPreset, get_preset
 from infercost.planning.repository import EvidenceRepository
 from infercost.planning.roofline import ModelFacts, roofline_bounds
-from infercost.prices.pricing import hourly_price
 
 #: Token lengths within this ratio of the traffic's count as the same workload.
 SIMILAR_WORKLOAD = 0.8

@@ -19,7 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from api.domain.endpoints.schemas import EndpointRead
 from api.domain.endpoints.services import EndpointService
-from api.domain.jobs.schemas import JobRead, RunSummary, Sample
+from api.domain.jobs.schemas import JobRead
+from api.domain.runs.schemas import RunSummary, Sample
 from infercost.errors import NotFound
 from infercost.jobs.repository import JobRepository
 

@@ -15,13 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from api.domain.history.schemas import Change, History, HistoryPoint, Series
 from api.schemas import time_window
 from infercost.errors import InvalidInput, NotFound
-from infercost.fingerprint import FINGERPRINT_HEX_DIGITS
 from infercost.history.repository import (
     HistoryFilter,
     HistoryRepository,
     HistoryRow,
     group_series,
 )
+from infercost.workload.fingerprint import FINGERPRINT_HEX_DIGITS
 
 #: Points per series when the query does not say, and the most it may ask for.
 DEFAULT_LIMIT = 100

@@ -16,23 +16,16 @@ from litestar.response.base import ASGIResponse
 from api.auth import AppSettings, CurrentCaller
 from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
-from api.domain.endpoints.controllers import provide_endpoint_service
-from api.domain.endpoints.services import EndpointService
-from api.domain.exports.services import (
-    NDJSON_MEDIA_TYPE,
-    accepts_gzip,
-    export_response,
-    job_endpoint,
-)
-from api.domain.jobs.definitions import (
+from api.domain.jobs.limits import JobLimits
+from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead
+from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
+from api.domain.runs.definitions import (
     DefinitionsParam,
     DefinitionsService,
     parse_tool,
     provide_definitions_service,
 )
-from api.domain.jobs.limits import JobLimits
-from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, RunSummary, SamplePage
-from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
+from api.domain.runs.schemas import RunSummary, SamplePage
 from api.schemas import Limit, Offset, Page, PathId
 
 IdempotencyKey = Annotated[
@@ -137,32 +130,6 @@ class JobController(Controller):
     ) -> list[RunSummary]:
         """One summary per load level, in level order; `price_at` or `usd_per_hour` re-price."""
         return await jobs.runs(job_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour))
-
-    @get(
-        "/{job_id:uuid}/export",
-        summary="The whole job as one file",
-        description="JSON Lines (`application/x-ndjson`): a `job` line, then per level a `run` "
-        "line (its summary) followed by its `sample` lines; the README lists every field. "
-        "Streamed; gzipped when Accept-Encoding allows gzip.",
-        media_type=NDJSON_MEDIA_TYPE,
-        dependencies={"endpoints": Provide(provide_endpoint_service, sync_to_thread=False)},
-    )
-    async def export_job(
-        self,
-        request: Request[object, object, State],
-        jobs: NamedDependency[JobService],
-        endpoints: NamedDependency[EndpointService],
-        job_id: PathId,
-    ) -> ASGIResponse:
-        """One file to archive or load with pandas: the job, its runs' summaries and every
-        raw sample, read page by page so a large job never sits in memory."""
-        job = await jobs.read(await jobs.get(job_id))
-        return export_response(
-            request.app.state.sessionmaker,
-            job,
-            await job_endpoint(endpoints, job.endpoint_id),
-            gzip=accepts_gzip(request.headers.get("accept-encoding", "")),
-        )
 
 
 class RunController(Controller):

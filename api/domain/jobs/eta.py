@@ -31,8 +31,9 @@ from typing import Any
 import msgspec
 
 from api.domain.jobs.limits import plan_size
-from api.domain.jobs.schemas import Load, QueueEstimate
-from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL
+from api.domain.jobs.schemas import QueueEstimate
+from api.domain.plans.schemas import Load
+from infercost.jobs.arrivals import DEFAULT_REQUESTS_PER_LEVEL
 from infercost.jobs.models import Job
 from infercost.jobs.repository import JobRepository
 

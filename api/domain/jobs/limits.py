@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.domain.jobs.schemas import Load
-from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL
+from api.domain.plans.schemas import Load
 from infercost.errors import Conflict, InvalidInput
 from infercost.jobs.active import count_active_locked
+from infercost.jobs.arrivals import DEFAULT_REQUESTS_PER_LEVEL
+from infercost.jobs.sweep import DEFAULT_RATE_LEVELS, DEFAULT_SWEEP_DURATION_S
 from infercost.settings import Settings
-from infercost.sweep import DEFAULT_RATE_LEVELS, DEFAULT_SWEEP_DURATION_S
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,47 +23,42 @@ from api.domain.estimates.evidence import (
     run_physics,
 )
 from api.domain.jobs.eta import queue_estimate
-from api.domain.jobs.schemas import (
+from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, Progress
+from api.domain.plans.schemas import Lengths, Load, Slo
+from api.domain.runs.schemas import (
     CSV_COLUMNS,
     Cost,
     Efficiency,
-    JobCreate,
-    JobListItem,
-    JobRead,
-    Lengths,
-    Load,
-    Progress,
     RunSummary,
     Sample,
     SamplePage,
-    Slo,
     Sweep,
 )
 from api.queue import TaskQueue
 from api.rows import from_row
 from api.schemas import aware
-from infercost.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
-from infercost.cost import hosted_run_cost, run_cost
 from infercost.endpoints.preflight import refuse_if_failed
+from infercost.endpoints.pricing import HourlyPrice, hourly_price
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
-from infercost.fingerprint import workload_fingerprint
+from infercost.figures.cost import hosted_run_cost, run_cost
+from infercost.figures.metrics import distribution
 from infercost.hardware.repository import HardwareRepository
+from infercost.jobs.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.plan import decode_plan
 from infercost.jobs.repository import JobRepository
-from infercost.metrics import distribution
-from infercost.planning.presets import get_preset
-from infercost.planning.roofline import Hardware, ModelFacts
-from infercost.prices.pricing import HourlyPrice, hourly_price
-from infercost.sweep import (
+from infercost.jobs.sweep import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_ERROR_RATE,
     DEFAULT_RATE_LEVELS,
     DEFAULT_SWEEP_DURATION_S,
     sweep_planned_requests,
 )
+from infercost.planning.presets import get_preset
+from infercost.planning.roofline import Hardware, ModelFacts
 from infercost.webhooks.outbox import record_job_finished
+from infercost.workload.fingerprint import workload_fingerprint
 
 #: The most requests one level may schedule (the bound on requests_per_level, too).
 MAX_REQUESTS_PER_LEVEL = 1_000_000

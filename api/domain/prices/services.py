@@ -11,11 +11,11 @@ from api.domain.prices.schemas import PriceCreate, PriceRead
 from api.rows import from_row
 from api.schemas import aware
 from infercost.db.base import utcnow
+from infercost.endpoints.pricing import rfc3339
 from infercost.errors import Conflict, InvalidInput
 from infercost.hardware.models import Hardware
 from infercost.hardware.repository import HardwareRepository
 from infercost.prices.models import Price
-from infercost.prices.pricing import rfc3339
 from infercost.prices.repository import PriceRepository
 
 

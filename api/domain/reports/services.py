@@ -10,8 +10,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from api.domain.jobs.schemas import CapacityAtSlo, JobRead, RunSummary
+from api.domain.jobs.schemas import JobRead
 from api.domain.jobs.services import JobService
+from api.domain.runs.schemas import CapacityAtSlo, RunSummary
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository

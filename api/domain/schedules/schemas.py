@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from api.domain.jobs.schemas import JobCreate, Slo
+from api.domain.jobs.schemas import JobCreate
+from api.domain.plans.schemas import Slo
 
 #: "HH:MM", 24-hour clock.
 ClockTime = Annotated[

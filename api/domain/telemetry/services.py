@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from api.csv import stream_csv
 from api.domain.telemetry.schemas import CSV_COLUMNS, Series, TelemetrySeries
 from infercost.jobs.models import Run
-from infercost.telemetry.store import TelemetryRepository
+from infercost.jobs.telemetry import TelemetryRepository
 
 
 class TelemetryService:

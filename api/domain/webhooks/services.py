@@ -18,7 +18,7 @@ from api.domain.webhooks.schemas import (
 )
 from api.rows import from_row
 from infercost.errors import Conflict, InvalidInput, NotFound
-from infercost.outbound import Policy
+from infercost.net.outbound import Policy
 from infercost.security import Vault
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 from infercost.webhooks.outbox import record_ping

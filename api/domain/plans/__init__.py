@@ -1,0 +1,1 @@
+"""The plan a job asks for: workload, load and SLO."""

@@ -1,0 +1,1 @@
+"""Runs: one load level's measurement, its summary and raw samples."""

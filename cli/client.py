@@ -1,0 +1,243 @@
+"""A small HTTP client for the client commands (submit, jobs, compare, report, cancel).
+
+The commands use the public HTTP API only, exactly as a portal would. Where the API is and
+which key to send: `--url` / `--token`, else INFERCOST_URL / INFERCOST_TOKEN, else the
+address `infercost up` binds (INFERCOST_HOST / INFERCOST_PORT) and the default team's key
+that it writes to INFERCOST_DATA_DIR/default-team.key. Every failure becomes one line a
+person can act on (click prints it after "Error:") and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO, TypeVar
+
+import click
+import httpx
+
+from cli.datadir import TEAM_KEY_FILE
+from infercost.net.tls import tls_context
+from infercost.settings import Settings
+
+TIMEOUT_S = 30.0
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ApiError(click.ClickException):
+    """The API answered with an error, or could not be reached; the message says why."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where the API is and the key to send."""
+
+    url: str
+    token: str | None
+
+
+def resolve_connection(
+    url: str | None, token: str | None, settings: Settings | None = None
+) -> Connection:
+    """The API address and key from the options (click already folded in INFERCOST_URL and
+    INFERCOST_TOKEN), else `infercost up`'s defaults: its bind address and the default
+    team's key file. No key at all is left to the API to refuse, with a hint."""
+    settings = settings or Settings.from_env()
+    base = (url or f"http://{settings.host}:{settings.port}").rstrip("/")
+    if token is None:
+        key_file = settings.data_dir / TEAM_KEY_FILE
+        token = _read_key(key_file)
+    return Connection(base, token)
+
+
+def _read_key(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ApiError(f"cannot read the team key at {path}: {exc.strerror}") from None
+
+
+def api_options(command: F) -> F:
+    """`--url` and `--token` (env INFERCOST_URL, INFERCOST_TOKEN) on a client command; the
+    command receives a ready `client: ApiClient` instead, closed when it returns."""
+
+    @click.option(
+        "--url",
+        envvar="INFERCOST_URL",
+        help="API base URL (env INFERCOST_URL; default http://INFERCOST_HOST:INFERCOST_PORT).",
+    )
+    @click.option(
+        "--token",
+        envvar="INFERCOST_TOKEN",
+        help="Team API key (env INFERCOST_TOKEN; default: INFERCOST_DATA_DIR/default-team.key).",
+    )
+    @functools.wraps(command)
+    def wrapper(*args: Any, url: str | None, token: str | None, **kwargs: Any) -> Any:
+        # `infercost jobs --url X list`: a subcommand takes what its group was given.
+        parent = click.get_current_context().parent
+        if parent is not None:
+            url = url or parent.params.get("url")
+            token = token or parent.params.get("token")
+        with ApiClient(resolve_connection(url, token)) as client:
+            return command(*args, client=client, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def problem_message(response: httpx.Response) -> str:
+    """One line from an error response: the problem's `detail` (RFC 9457), else its text."""
+    detail: str | None = None
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, Mapping):
+        detail = body.get("detail") or body.get("title")
+    if not detail:
+        detail = response.text.strip().splitlines()[0] if response.text.strip() else ""
+    return str(detail or response.reason_phrase)
+
+
+class ApiClient:
+    """Synchronous JSON calls against the API; errors raise ApiError with one clear line."""
+
+    def __init__(self, connection: Connection, *, timeout: float = TIMEOUT_S) -> None:
+        self.url = connection.url
+        self.has_token = connection.token is not None
+        headers = {"User-Agent": "infercost-cli"}
+        if connection.token:
+            headers["Authorization"] = f"Bearer {connection.token}"
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, verify=tls_context()
+        )
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        """Send one request (None-valued parameters left out); a transport failure or an
+        error status raises ApiError."""
+        try:
+            response = self._http.request(
+                method,
+                path,
+                params=_params(params or {}),
+                json=json,
+                headers=headers,
+                content=content,
+            )
+        except httpx.ConnectError:
+            raise ApiError(f"no API at {self.url}: start it with `make run`") from None
+        except httpx.TimeoutException:
+            raise ApiError(
+                f"the API at {self.url} did not answer within {self._http.timeout.read} s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ApiError(f"cannot talk to the API at {self.url}: {exc}") from None
+        if response.status_code >= 400:
+            raise ApiError(self._explain(method, path, response), response.status_code)
+        return response
+
+    def _explain(self, method: str, path: str, response: httpx.Response) -> str:
+        message = f"{method} {path}: {problem_message(response)} (HTTP {response.status_code})"
+        if response.status_code == 401:
+            hint = (
+                "pass --token or set INFERCOST_TOKEN"
+                if not self.has_token
+                else "check --token / INFERCOST_TOKEN (a team key, as `infercost up` prints)"
+            )
+            message += f"; {hint}"
+        return message
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET a JSON document; None-valued parameters are left out."""
+        return self.request("GET", path, params=params).json()
+
+    def post(self, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> Any:
+        """POST a JSON body and return the JSON answer."""
+        return self.request("POST", path, json=body, headers=headers).json()
+
+    def patch(self, path: str, body: Any) -> Any:
+        """PATCH a JSON body and return the JSON answer."""
+        return self.request("PATCH", path, json=body).json()
+
+    def delete(self, path: str) -> None:
+        """DELETE a resource."""
+        self.request("DELETE", path)
+
+    def download(
+        self,
+        path: str,
+        sink: BinaryIO,
+        *,
+        raw: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[int, str | None]:
+        """GET `path` streamed into `sink` chunk by chunk, never whole in memory: the body
+        as sent (`raw`, still compressed) or decoded. Returns the bytes written and the
+        response's Content-Encoding; an error status raises ApiError."""
+        written = 0
+        try:
+            with self._http.stream("GET", path, headers=headers) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ApiError(self._explain("GET", path, response), response.status_code)
+                chunks = response.iter_raw() if raw else response.iter_bytes()
+                for chunk in chunks:
+                    sink.write(chunk)
+                    written += len(chunk)
+                return written, response.headers.get("content-encoding")
+        except httpx.ConnectError:
+            raise ApiError(f"no API at {self.url}: start it with `make run`") from None
+        except httpx.TimeoutException:
+            raise ApiError(
+                f"the API at {self.url} did not answer within {self._http.timeout.read} s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ApiError(f"cannot talk to the API at {self.url}: {exc}") from None
+
+    def pages(self, path: str, *, page: int = 500, most: int = 10_000, **params: Any) -> list[Any]:
+        """Every item of a paged listing (`items`, `total`), up to `most`."""
+        items: list[Any] = []
+        while len(items) < most:
+            answer = self.get(path, limit=page, offset=len(items), **params)
+            items.extend(answer["items"])
+            if not answer["items"] or len(items) >= answer["total"]:
+                break
+        return items[:most]
+
+
+def _params(params: Mapping[str, Any]) -> dict[str, Any]:
+    # Left out: options not given (None) and repeatable options given no value.
+    return {k: v for k, v in params.items() if v is not None and v not in ([], ())}

@@ -1,0 +1,610 @@
+"""Client commands for what a job needs and what it leaves: endpoints (with their preflight
+check), prices, datasets, runs and estimates. HTTP API only, like every client command;
+`--json` prints what the API answered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli import resolve
+from cli.client import ApiClient, api_options
+from cli.output import console, emit_json, json_option, num, table, when
+from cli.watch import cells
+from infercost.reports.data import level_label
+
+#: Exit code of `endpoints check` when the check failed (jobs would be refused).
+EXIT_CHECK_FAILED = 1
+_MARKS = {"pass": "ok", "warn": "warn", "fail": "FAIL", "skip": "-"}
+
+
+# -- endpoints ---------------------------------------------------------------------------
+
+
+def print_check(check: dict[str, Any] | None) -> None:
+    """The check's verdict and one line per probe."""
+    out = console()
+    if check is None:
+        out.print("check: not run yet (`infercost endpoints check NAME`)", markup=False)
+        return
+    verdict = "passed" if check["ok"] else "FAILED"
+    stamp = f" at {when(check.get('checked_at'))}" if check.get("checked_at") else ""
+    out.print(
+        f"check {verdict}{stamp} in {num(check['duration_ms'], 0)} ms: {check['summary']}",
+        markup=False,
+    )
+    rows = table("probe", "result", "detail")
+    for probe in check["probes"]:
+        rows.add_row(
+            *cells(probe["name"], _MARKS.get(probe["status"], probe["status"]), probe["detail"])
+        )
+    out.print(rows)
+
+
+def print_endpoint(endpoint: dict[str, Any]) -> None:
+    """An endpoint's fields, then its last check."""
+    out = console()
+    price = (
+        f"{num(endpoint['usd_per_hour'], 2)} USD/h"
+        if endpoint.get("usd_per_hour") is not None
+        else (f"price book ({endpoint['provider']})" if endpoint.get("provider") else "-")
+    )
+    rows = table("field", "value", ids=())
+    for key, value in (
+        ("id", endpoint["id"]),
+        ("name", endpoint["name"]),
+        ("base_url", endpoint["base_url"]),
+        ("api", endpoint["api"]),
+        ("model", endpoint["model"]),
+        ("engine", endpoint.get("engine") or "-"),
+        ("hardware", f"{endpoint.get('hardware') or '-'} x {endpoint['gpu_count']}"),
+        ("price", price),
+        ("metrics_urls", ", ".join(endpoint.get("metrics_urls") or []) or "-"),
+        ("api key", "set" if endpoint.get("has_api_key") else "none"),
+    ):
+        rows.add_row(*cells(key, value))
+    out.print(rows)
+    print_check(endpoint.get("check"))
+
+
+def _tags(values: tuple[str, ...]) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    for item in values:
+        key, _, value = item.partition("=")
+        if not key:
+            raise click.BadParameter(f"'{item}' is not key=value", param_hint="--tag")
+        tags[key] = value
+    return tags
+
+
+@click.group()
+def endpoints() -> None:
+    """Register, list, show, check and remove endpoints (by name, id or id prefix)."""
+
+
+@endpoints.command("add")
+@click.argument("name")
+@click.argument("base_url")
+@click.option("--model", required=True, help="Served model name, as /v1/models lists it.")
+@click.option(
+    "--api", type=click.Choice(["openai-chat", "openai-completions", "openai-embeddings"])
+)
+@click.option("--engine", help="vllm, sglang, tgi, llamacpp, ...")
+@click.option("--hardware", help="GPU SKU from GET /v1/hardware, e.g. H200-SXM.")
+@click.option("--gpu-count", type=click.IntRange(1), help="GPUs per replica.")
+@click.option("--usd-per-hour", type=click.FloatRange(0), help="What a replica costs per hour.")
+@click.option("--provider", help="Price from the price book for this provider instead.")
+@click.option("--api-key", envvar="INFERCOST_ENDPOINT_API_KEY", help="Sent as a bearer token.")
+@click.option("--metrics-url", multiple=True, help="Prometheus URL to scrape; repeatable.")
+@click.option("--tag", multiple=True, help="key=value; repeatable.")
+@json_option
+@api_options
+def endpoints_add(  # click passes every option by name
+    *,
+    name: str,
+    base_url: str,
+    model: str,
+    api: str | None,
+    engine: str | None,
+    hardware: str | None,
+    gpu_count: int | None,
+    usd_per_hour: float | None,
+    provider: str | None,
+    api_key: str | None,
+    metrics_url: tuple[str, ...],
+    tag: tuple[str, ...],
+    as_json: bool,
+    client: ApiClient,
+) -> None:
+    """Register NAME at BASE_URL (ending where /chat/completions begins, often /v1) and
+    print it with its preflight check."""
+    body: dict[str, Any] = {"name": name, "base_url": base_url, "model": model}
+    for key, value in (
+        ("api", api),
+        ("engine", engine),
+        ("hardware", hardware),
+        ("gpu_count", gpu_count),
+        ("usd_per_hour", usd_per_hour),
+        ("provider", provider),
+        ("api_key", api_key),
+    ):
+        if value is not None:
+            body[key] = value
+    if metrics_url:
+        body["metrics_urls"] = list(metrics_url)
+    if tag:
+        body["tags"] = _tags(tag)
+    created = client.post("/v1/endpoints", body)
+    if as_json:
+        emit_json(created)
+    else:
+        print_endpoint(created)
+
+
+@endpoints.command("list")
+@json_option
+@api_options
+def endpoints_list(as_json: bool, client: ApiClient) -> None:
+    """Your team's endpoints by name, with their last check."""
+    items = client.pages("/v1/endpoints")
+    if as_json:
+        emit_json(items)
+        return
+    rows = table("id", "name", "model", "engine", "hardware", "base_url", "check", "checked")
+    for e in items:
+        check = e.get("check")
+        verdict = "-" if check is None else ("ok" if check["ok"] else "FAILED")
+        rows.add_row(
+            *cells(
+                e["id"],
+                e["name"],
+                e["model"],
+                e.get("engine") or "-",
+                f"{e.get('hardware') or '-'} x {e['gpu_count']}",
+                e["base_url"],
+                verdict,
+                when(e.get("checked_at")),
+            )
+        )
+    out = console()
+    out.print(f"{len(items)} endpoints", markup=False)
+    if items:
+        out.print(rows)
+
+
+@endpoints.command("show")
+@click.argument("endpoint")
+@json_option
+@api_options
+def endpoints_show(endpoint: str, as_json: bool, client: ApiClient) -> None:
+    """One endpoint (name, id or id prefix) and its last check."""
+    found = resolve.endpoint(client, endpoint)
+    found = client.get(f"/v1/endpoints/{found['id']}")
+    if as_json:
+        emit_json(found)
+    else:
+        print_endpoint(found)
+
+
+@endpoints.command("check")
+@click.argument("endpoint")
+@json_option
+@api_options
+def endpoints_check(endpoint: str, as_json: bool, client: ApiClient) -> None:
+    """Probe ENDPOINT now (reachable, OpenAI route, model, streaming, usage, tokenizer,
+    engine, metrics) and store the result; exits 1 when it failed (jobs would be refused)."""
+    found = resolve.endpoint(client, endpoint)
+    check = client.post(f"/v1/endpoints/{found['id']}/check")
+    if as_json:
+        emit_json(check)
+    else:
+        console().print(f"endpoint {found['name']} ({found['id']})", markup=False)
+        print_check(check)
+    if not check["ok"]:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+@endpoints.command("remove")
+@click.argument("endpoint")
+@json_option
+@api_options
+def endpoints_remove(endpoint: str, as_json: bool, client: ApiClient) -> None:
+    """Remove ENDPOINT from listings; its jobs and runs stay readable."""
+    found = resolve.endpoint(client, endpoint)
+    client.delete(f"/v1/endpoints/{found['id']}")
+    if as_json:
+        emit_json({"id": found["id"], "name": found["name"], "removed": True})
+    else:
+        click.echo(f"removed endpoint {found['name']} ({found['id']})")
+
+
+# -- prices ------------------------------------------------------------------------------
+
+
+@click.group()
+def prices() -> None:
+    """The price book: USD per GPU-hour by provider and hardware."""
+
+
+@prices.command("add")
+@click.option("--provider", required=True)
+@click.option("--hardware", required=True, help="GPU SKU, e.g. H200-SXM.")
+@click.option("--usd-per-gpu-hour", required=True, type=click.FloatRange(0))
+@click.option(
+    "--pricing-model",
+    type=click.Choice(["on-demand", "spot", "reserved"]),
+    help="Default: on-demand.",
+)
+@click.option("--effective-from", help="RFC 3339 (default: now).")
+@json_option
+@api_options
+def prices_add(  # click passes every option by name
+    *,
+    provider: str,
+    hardware: str,
+    usd_per_gpu_hour: float,
+    pricing_model: str | None,
+    effective_from: str | None,
+    as_json: bool,
+    client: ApiClient,
+) -> None:
+    """Add a price book entry."""
+    body: dict[str, Any] = {
+        "provider": provider,
+        "hardware": hardware,
+        "usd_per_gpu_hour": usd_per_gpu_hour,
+    }
+    if pricing_model:
+        body["pricing_model"] = pricing_model
+    if effective_from:
+        body["effective_from"] = effective_from
+    created = client.post("/v1/prices", body)
+    if as_json:
+        emit_json(created)
+    else:
+        _price_table([created])
+
+
+def _price_table(items: list[dict[str, Any]]) -> None:
+    rows = table(
+        "id", "provider", "hardware", "pricing model", "USD/GPU-h", "from", right=("USD/GPU-h",)
+    )
+    for p in items:
+        rows.add_row(
+            *cells(
+                p["id"],
+                p["provider"],
+                p["hardware"],
+                p["pricing_model"],
+                num(p["usd_per_gpu_hour"], 2),
+                when(p["effective_from"]),
+            )
+        )
+    console().print(rows)
+
+
+@prices.command("list")
+@click.option("--provider")
+@click.option("--hardware")
+@json_option
+@api_options
+def prices_list(
+    provider: str | None, hardware: str | None, as_json: bool, client: ApiClient
+) -> None:
+    """Price book entries."""
+    items = client.pages("/v1/prices", provider=provider, hardware=hardware)
+    if as_json:
+        emit_json(items)
+        return
+    console().print(f"{len(items)} prices", markup=False)
+    if items:
+        _price_table(items)
+
+
+# -- datasets ----------------------------------------------------------------------------
+
+_CONTENT_TYPES = {".jsonl": "application/x-ndjson", ".json": "application/json"}
+
+
+@click.group()
+def datasets() -> None:
+    """Prompt datasets (JSONL or ShareGPT) for jobs' workload.dataset_id."""
+
+
+@datasets.command("upload")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--name", help="A name to show (default: from the hash).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "sharegpt"]),
+    help="Default: jsonl for .jsonl, sharegpt for .json.",
+)
+@json_option
+@api_options
+def datasets_upload(
+    file: Path, name: str | None, fmt: str | None, as_json: bool, client: ApiClient
+) -> None:
+    """Upload FILE and print the dataset's id (the same bytes again give the same one)."""
+    content_type = _CONTENT_TYPES.get(file.suffix.lower(), "application/x-ndjson")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {file}: {exc.strerror}") from None
+    answer = client.request(
+        "POST",
+        "/v1/datasets",
+        params={"name": name, "format": fmt},
+        content=data,
+        headers={"Content-Type": content_type},
+    ).json()
+    if as_json:
+        emit_json(answer)
+    else:
+        _dataset_table([answer])
+
+
+def _dataset_table(items: list[dict[str, Any]]) -> None:
+    rows = table("id", "name", "format", "items", "bytes", "created", right=("items", "bytes"))
+    for d in items:
+        rows.add_row(
+            *cells(
+                d["id"],
+                d["name"],
+                d["format"],
+                f"{d['items']:,}",
+                f"{d['size_bytes']:,}",
+                when(d["created_at"]),
+            )
+        )
+    console().print(rows)
+
+
+@datasets.command("list")
+@json_option
+@api_options
+def datasets_list(as_json: bool, client: ApiClient) -> None:
+    """Your team's datasets, newest first."""
+    items = client.pages("/v1/datasets")
+    if as_json:
+        emit_json(items)
+        return
+    console().print(f"{len(items)} datasets", markup=False)
+    if items:
+        _dataset_table(items)
+
+
+# -- runs --------------------------------------------------------------------------------
+
+
+@click.group()
+def runs() -> None:
+    """One level's results: its summary and its raw per-request samples."""
+
+
+def _dist_row(name: str, dist: dict[str, Any] | None, digits: int = 1) -> list[str]:
+    d = dist or {}
+    return [name, *(num(d.get(k), digits) for k in ("mean", "p50", "p90", "p95", "p99", "max"))]
+
+
+@runs.command("show")
+@click.argument("run", type=resolve.RUN)
+@json_option
+@api_options
+def runs_show(run: str, as_json: bool, client: ApiClient) -> None:
+    """A run's summary: latency percentiles, throughput, errors and cost."""
+    summary = client.get(f"/v1/runs/{resolve.run_id(client, run)}")
+    if as_json:
+        emit_json(summary)
+        return
+    out = console()
+    requests = summary.get("requests") or {}
+    out.print(
+        f"run {summary['id']} of job {summary['job_id']}: "
+        f"{level_label(float(summary['level']), str(summary['mode']))}, {summary['status']}, "
+        f"{requests.get('total', 0):,} requests ({requests.get('failed', 0):,} failed)",
+        markup=False,
+    )
+    dists = table("ms", "mean", "p50", "p90", "p95", "p99", "max", ids=())
+    for name, key, digits in (
+        ("TTFT", "ttft_ms", 1),
+        ("TPOT", "tpot_ms", 2),
+        ("ITL", "itl_ms", 2),
+        ("E2E", "e2e_ms", 1),
+    ):
+        dists.add_row(*cells(*_dist_row(name, summary.get(key), digits)))
+    out.print(dists)
+    cost = summary.get("cost") or {}
+    figures = table("figure", "value", ids=())
+    for name, value in (
+        ("output tokens/s", num(summary.get("output_tokens_per_s"))),
+        ("requests/s", num(summary.get("requests_per_s"), 2)),
+        ("error rate", num(_pct(summary.get("error_rate")), 1, " %")),
+        ("USD per hour", num(cost.get("usd_per_hour"), 2)),
+        ("USD per million output tokens", num(cost.get("per_million_output_tokens_usd"), 2)),
+        ("SLO", {None: "-", True: "pass", False: "fail"}[summary.get("slo_passed")]),
+    ):
+        figures.add_row(*cells(name, value))
+    out.print(figures)
+
+
+def _pct(share: float | None) -> float | None:
+    return None if share is None else share * 100.0
+
+
+@runs.command("samples")
+@click.argument("run", type=resolve.RUN)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="CSV file to write (default: run-RUN.csv; '-' for standard output).",
+)
+@json_option
+@api_options
+def runs_samples(run: str, output: Path | None, as_json: bool, client: ApiClient) -> None:
+    """Save a run's raw per-request samples as CSV (one row a request)."""
+    run = resolve.run_id(client, run)
+    response = client.request("GET", f"/v1/runs/{run}/requests", headers={"Accept": "text/csv"})
+    text = response.text
+    rows = max(0, len(text.splitlines()) - 1)
+    if output is not None and str(output) == "-":
+        click.echo(text, nl=False)
+        return
+    target = output or Path(f"run-{run}.csv")
+    try:
+        target.write_text(text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {target}: {exc.strerror}") from None
+    if as_json:
+        emit_json({"run_id": run, "path": str(target), "rows": rows})
+    else:
+        click.echo(f"saved {target} ({rows:,} requests)")
+
+
+# -- estimates ---------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--model", required=True, help="The served model to plan for.")
+@click.option("--rps", type=click.FloatRange(min=0, min_open=True), help="Peak requests/s.")
+@click.option("--input-tokens", type=click.IntRange(1), help="Mean prompt tokens per request.")
+@click.option("--output-tokens", type=click.IntRange(1), help="Mean output tokens per request.")
+@click.option("--slo-ttft-p95", type=click.FloatRange(min=0, min_open=True), help="ms.")
+@click.option("--slo-tpot-p95", type=click.FloatRange(min=0, min_open=True), help="ms.")
+@click.option("--preset", help="Token lengths and SLO from a workload preset.")
+@click.option("--hardware", multiple=True, help="Only these GPU SKUs; repeatable.")
+@click.option(
+    "--target-utilization",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    help="Most of each replica's capacity at the SLO to plan on (default 0.8).",
+)
+@click.option(
+    "--allow-mismatched-workload",
+    is_flag=True,
+    help="Use evidence measured on other token lengths, labelled as an extrapolation.",
+)
+@json_option
+@api_options
+def estimate(  # click passes every option by name
+    *,
+    model: str,
+    rps: float | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    slo_ttft_p95: float | None,
+    slo_tpot_p95: float | None,
+    preset: str | None,
+    hardware: tuple[str, ...],
+    target_utilization: float | None = None,
+    allow_mismatched_workload: bool = False,
+    as_json: bool,
+    client: ApiClient,
+) -> None:
+    """What serving MODEL at this traffic and SLO costs, cheapest deployment first, from
+    what was measured (POST /v1/estimates)."""
+    traffic: dict[str, Any] = {}
+    for key, value in (
+        ("requests_per_s", rps),
+        ("input_tokens", input_tokens),
+        ("output_tokens", output_tokens),
+    ):
+        if value is not None:
+            traffic[key] = value
+    body: dict[str, Any] = {"model": model, "traffic": traffic}
+    slo: dict[str, Any] = {}
+    if slo_ttft_p95 is not None:
+        slo["ttft_ms"] = {"p95": slo_ttft_p95}
+    if slo_tpot_p95 is not None:
+        slo["tpot_ms"] = {"p95": slo_tpot_p95}
+    if slo:
+        body["slo"] = slo
+    if preset:
+        body["preset"] = preset
+    if hardware:
+        body["hardware"] = list(hardware)
+    if target_utilization is not None:
+        body["target_utilization"] = target_utilization
+    if allow_mismatched_workload:
+        body["allow_mismatched_workload"] = True
+    answer = client.post("/v1/estimates", body)
+    if as_json:
+        emit_json(answer)
+    else:
+        _print_estimate(answer)
+
+
+_ESTIMATE_NUMBERS = ("replicas", "GPUs", "util", "capacity req/s", "USD/h", "USD/month", "$/M out")
+
+
+def _print_estimate(answer: dict[str, Any]) -> None:
+    """The candidates cheapest first, then warnings and what was left out (on stderr)."""
+    out = console()
+    t = answer["traffic"]
+    out.print(
+        f"{answer['model']} at {num(t['requests_per_s'], 2)} req/s, "
+        f"{round(t['input_tokens']):,} in / {round(t['output_tokens']):,} out tokens",
+        markup=False,
+    )
+    if not answer["candidates"]:
+        out.print(f"no estimate: {answer.get('reason') or 'no evidence'}", markup=False)
+    else:
+        rows = table(
+            "deployment",
+            "hardware",
+            "basis",
+            "replicas",
+            "GPUs",
+            "util",
+            "capacity req/s",
+            "USD/h",
+            "USD/month",
+            "$/M output tok",
+            right=(
+                "replicas",
+                "GPUs",
+                "util",
+                "capacity req/s",
+                "USD/h",
+                "USD/month",
+                "$/M output tok",
+            ),
+            ids=(),
+        )
+        for c in answer["candidates"]:
+            d = c["deployment"]
+            rows.add_row(
+                *cells(
+                    d["name"],
+                    f"{d.get('hardware') or '-'} x {d.get('gpu_count') or '-'}",
+                    c["basis"],
+                    "-" if c["replicas"] is None else str(c["replicas"]),
+                    "-" if c["gpus"] is None else str(c["gpus"]),
+                    num(_pct(c["utilization"]), 0, " %"),
+                    num(c["capacity_rps"], 2),
+                    num(c["usd_per_hour"], 2),
+                    num(c["usd_per_month"], 0),
+                    num(c["per_million_output_tokens_usd"], 2),
+                )
+            )
+        out.print(rows)
+        if answer.get("explanation"):
+            out.print(answer["explanation"], markup=False)
+        for c in answer["candidates"]:
+            span = c.get("replicas_range")
+            if span and span[0] != span[1]:
+                out.print(
+                    f"{c['deployment']['name']}: capacity between "
+                    f"{num(c['capacity_rps_low'], 2)} and {num(c['capacity_rps_high'], 2)} req/s "
+                    f"(the bracketing levels), so {span[0]} to {span[1]} replicas",
+                    markup=False,
+                )
+    for assumption in answer.get("assumptions") or []:
+        out.print(f"assumed: {assumption}", markup=False)
+    for c in answer["candidates"]:
+        for warning in c.get("warnings") or []:
+            click.echo(f"warning ({c['deployment']['name']}): {warning}", err=True)
+    for u in answer.get("unavailable") or []:
+        click.echo(f"left out {u['name']}: {u['reason']}", err=True)

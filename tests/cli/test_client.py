@@ -1,0 +1,74 @@
+"""The client commands' failures before any job exists: where the API is, which key, bad
+files. Each must end in one clear line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cli import main
+from cli.client import resolve_connection
+from cli.up import TEAM_KEY_FILE
+from infercost.settings import Settings
+from tests.conftest import free_port
+
+
+def test_defaults_are_the_local_api_and_the_default_team_key(tmp_path: Path) -> None:
+    (tmp_path / TEAM_KEY_FILE).write_text("ic_abc123\n")
+    settings = Settings(data_dir=tmp_path, host="127.0.0.1", port=8123)
+    conn = resolve_connection(None, None, settings)
+    assert (conn.url, conn.token) == ("http://127.0.0.1:8123", "ic_abc123")
+    given = resolve_connection("http://api.example:9000/", "ic_given", settings)
+    assert (given.url, given.token) == ("http://api.example:9000", "ic_given")
+    assert resolve_connection(None, None, Settings(data_dir=tmp_path / "none")).token is None
+
+
+def test_no_api_says_how_to_start_it(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(main, ["jobs", "--url", url, "--token", "x"])
+    assert result.exit_code == 1
+    assert result.output == f"Error: no API at {url}: start it with `make run`\n"
+
+
+def test_env_variables_name_the_api(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(
+        main, ["cancel", "7d7ad1f4-79fd-4c4f-9d37-6f8fa2b1f0a2"], env={"INFERCOST_URL": url}
+    )
+    assert result.exit_code == 1
+    assert f"no API at {url}" in result.output
+
+
+def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text("endpoint: sim-fixed\nload:\n  levels: [1, 8\n  mode: concurrency\n")
+    result = CliRunner().invoke(main, ["submit", str(path), "--url", "http://127.0.0.1:9"])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"Error: {path}: not valid YAML: ")
+    assert "(line 4, column" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_file_that_is_not_a_job_body(tmp_path: Path) -> None:
+    listing = tmp_path / "job.json"
+    listing.write_text("[1, 2]")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    runner = CliRunner()
+    result = runner.invoke(main, ["submit", str(listing), "--url", "http://127.0.0.1:9"])
+    assert result.exit_code == 1
+    assert "expected a mapping with endpoint (or endpoint_id), workload and load" in result.output
+    result = runner.invoke(main, ["submit", str(empty), "--url", "http://127.0.0.1:9"])
+    assert result.output == f"Error: {empty} is empty: it should hold the POST /v1/jobs body\n"
+    missing = runner.invoke(main, ["submit", str(tmp_path / "nope.yaml")])
+    assert missing.exit_code == 1
+    assert "cannot read" in missing.output
+
+
+def test_a_job_id_must_be_an_id_or_an_id_prefix() -> None:
+    result = CliRunner().invoke(main, ["report", "not-a-job", "--url", "http://127.0.0.1:9"])
+    assert result.exit_code == 2
+    assert "'not-a-job' is not a job id: give the whole id or at least its first 4" in (
+        result.output
+    )
