@@ -87,7 +87,7 @@ def job_values(schedule: Schedule, slot: datetime) -> dict[str, Any]:
         "slo": template["slo"],
         "idempotency_key": f"schedule:{schedule.id}:{slot.isoformat()}",
         "dataset_id": None
-        if template.get("dataset_id") is None
+        if template["dataset_id"] is None
         else uuid.UUID(template["dataset_id"]),
         "workload_fingerprint": template.get("workload_fingerprint"),
         "progress_total": template["progress_total"],
