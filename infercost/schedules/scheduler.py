@@ -86,9 +86,7 @@ def job_values(schedule: Schedule, slot: datetime) -> dict[str, Any]:
         "load": template["load"],
         "slo": template["slo"],
         "idempotency_key": f"schedule:{schedule.id}:{slot.isoformat()}",
-        "dataset_id": None
-        if template["dataset_id"] is None
-        else uuid.UUID(template["dataset_id"]),
+        "dataset_id": None if template["dataset_id"] is None else uuid.UUID(template["dataset_id"]),
         "workload_fingerprint": template.get("workload_fingerprint"),
         "progress_total": template["progress_total"],
         "schedule_id": schedule.id,
