@@ -41,6 +41,7 @@ from sqlalchemy import (
     Select,
     TextClause,
     event,
+    inspect,
     or_,
     select,
     text,
@@ -99,7 +100,8 @@ def team_owned_tables() -> frozenset[str]:
 
 
 def _table_of(model: Any) -> str:
-    return str(model.__table__.name)
+    """The table a mapped class (or an alias of one) reads."""
+    return str(inspect(model).mapper.local_table.name)
 
 
 def owned_by(model: Any, team_id: uuid.UUID) -> ColumnElement[bool]:
