@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by, distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
+from infercost.db.scope import owned_by, readable
 from infercost.endpoints.models import Endpoint
 from infercost.figures.metrics import ADEQUATE_MIN_REQUESTS
 from infercost.history.repository import not_client_bound
@@ -185,7 +186,7 @@ def adequate_clause() -> ColumnElement[bool]:
 
 
 def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]:
-    where: list[ColumnElement[bool]] = [Run.team_id == team_id, Run.status == "succeeded"]
+    where: list[ColumnElement[bool]] = [owned_by(Run, team_id), Run.status == "succeeded"]
     # Model, engine, hardware and GPU count as the run measured them (its deployment);
     # tags are the endpoint's as they are now (they label, they do not measure).
     any_of: list[tuple[Any, Sequence[Any]]] = [
@@ -199,7 +200,7 @@ def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]
     ]
     where += [column.in_(values) for column, values in any_of if values]
     if f.tags:
-        tagged = select(Endpoint.id).where(Endpoint.team_id == team_id)
+        tagged = readable(Endpoint, team_id, Endpoint.id)
         for key, value in f.tags:
             tagged = tagged.where(
                 Endpoint.tags.has_key(key)
@@ -208,9 +209,7 @@ def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]
             )
         where.append(Run.endpoint_id.in_(tagged))
     if f.presets:
-        named = select(Job.id).where(
-            Job.team_id == team_id, Job.workload["preset"].astext.in_(f.presets)
-        )
+        named = readable(Job, team_id, Job.id).where(Job.workload["preset"].astext.in_(f.presets))
         where.append(Run.job_id.in_(named))
     if f.since is not None:
         where.append(Run.finished_at >= f.since)
@@ -319,7 +318,7 @@ def _deployments(team_id: uuid.UUID) -> CTE:
             Deployment.hardware.label("hardware"),
             Deployment.gpu_count.label("gpu_count"),
         )
-        .where(Deployment.team_id == team_id)
+        .where(owned_by(Deployment, team_id))
         .cte("numbered")
     )
 

@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.datasets.models import Dataset, DatasetItem
 from infercost.db.base import utcnow
+from infercost.db.scope import owned_by, readable, unscoped
 from infercost.jobs.models import Job
-from infercost.teams.scope import owned_by, readable, unscoped
 
 #: Items per INSERT statement when storing an upload.
 _BATCH = 5000

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from infercost.db.scope import ScopedSession, guard_engine
 from infercost.settings import Settings
 
 _DEFAULTS = Settings()
@@ -58,5 +59,9 @@ def engine_for(settings: Settings, *, pool_size: int = 5) -> AsyncEngine:
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    """Sessions that keep loaded values after commit (responses are built after the commit)."""
-    return async_sessionmaker(engine, expire_on_commit=False)
+    """Sessions that keep loaded values after commit (responses are built after the commit)
+    and refuse a read of a team-owned table that is not scoped to a team or marked as
+    crossing teams (infercost.db.scope), as do the statements run on `engine`'s connections
+    directly."""
+    guard_engine(engine)
+    return async_sessionmaker(engine, expire_on_commit=False, sync_session_class=ScopedSession)

@@ -8,8 +8,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
+from infercost.db.scope import owned_by, readable, unscoped
 from infercost.endpoints.models import Endpoint
-from infercost.teams.scope import owned_by, readable, unscoped
 
 
 class EndpointRepository:

@@ -7,8 +7,8 @@ import uuid
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import visible
 from infercost.hardware.models import Hardware
-from infercost.teams.scope import visible
 
 
 class HardwareRepository:

@@ -13,10 +13,10 @@ import numpy as np
 from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import owned_by, readable, unscoped
 from infercost.endpoints.models import Endpoint
 from infercost.history.stats import METRICS, FloatArray
 from infercost.jobs.models import RequestSample, Run
-from infercost.teams.scope import owned_by, readable, unscoped
 
 #: The run columns a history point shows (GET /v1/endpoints/{id}/history).
 POINT_COLUMNS = (

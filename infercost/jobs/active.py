@@ -13,6 +13,7 @@ from typing import Final
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import owned_by, unscoped
 from infercost.jobs.models import Job
 
 #: The statuses that count against the cap.
@@ -27,11 +28,12 @@ def lock_key(team_id: uuid.UUID) -> str:
 async def count_active_locked(session: AsyncSession, team_id: uuid.UUID) -> int:
     """Take the team's submission lock (held until this transaction ends) and count its
     queued and running jobs, one added earlier in this transaction included."""
+    lock = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
     await session.execute(
-        text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+        unscoped(lock, "an advisory lock named after the team: it reads no table"),
         {"key": lock_key(team_id)},
     )
     active = await session.scalar(
-        select(func.count()).select_from(Job).where(Job.team_id == team_id, Job.status.in_(ACTIVE))
+        select(func.count()).select_from(Job).where(owned_by(Job, team_id), Job.status.in_(ACTIVE))
     )
     return int(active or 0)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from infercost.db.base import Base
+from infercost.db.scope import readable_sql
 from infercost.endpoints.models import Endpoint
 
 #: The one rule: a row per (team, model, engine, hardware name, GPU count), made from an
@@ -73,12 +74,13 @@ class Deployment(Base):
 
 
 async def deployment_of(session: AsyncSession, endpoint: Endpoint) -> int:
-    """The id of the deployment `endpoint` describes now, created on first use."""
+    """The id of the deployment `endpoint` describes now (in the endpoint's team), created
+    on first use."""
+    statement = readable_sql(_DEPLOYMENT_OF_VALUES, endpoint.team_id)
     values = {
-        "team_id": endpoint.team_id,
         "model": endpoint.model,
         "engine": endpoint.engine,
         "hardware_id": endpoint.hardware_id,
         "gpu_count": endpoint.gpu_count,
     }
-    return int((await session.execute(_DEPLOYMENT_OF_VALUES, values)).scalar_one())
+    return int((await session.execute(statement, values)).scalar_one())

@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from infercost.db.base import Base
+from infercost.db.scope import unscoped
 from infercost.jobs.models import Job
 
 #: Re-publishing a queued job backs off: after requeue_after, then 2x, 4x, and at most
@@ -162,9 +163,10 @@ async def requeue_stale(
     """Write a new outbox row for each queued job that no worker claimed within the bound
     (its message may be gone: a flushed or restarted broker); returns their ids."""
     max_exp = MAX_REQUEUE_FACTOR.bit_length() - 1
+    reason = "the relay re-sends the queued jobs of every team that no worker claimed"
     ids = list(
         await session.scalars(
-            _STALE_QUEUED,
+            unscoped(_STALE_QUEUED, reason),
             {"after_s": requeue_after.total_seconds(), "max_exp": max_exp, "limit": limit},
         )
     )

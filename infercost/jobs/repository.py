@@ -12,9 +12,9 @@ from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
+from infercost.db.scope import owned_by, readable, unscoped
 from infercost.figures.metrics import percentile_columns
 from infercost.jobs.models import Job, RequestSample, Run
-from infercost.teams.scope import owned_by, readable, unscoped
 
 #: Column order of the COPY into request_samples: the table's own (infercost/jobs/models.py);
 #: rows from infercost.jobs.samples.sample_rows follow it.
@@ -23,7 +23,7 @@ SAMPLE_COLUMNS: tuple[str, ...] = tuple(column.name for column in RequestSample.
 
 class JobRepository:
     """Jobs, runs and samples; every read a user makes is scoped by team_id
-    (infercost.teams.scope), the worker's by the id it was handed. Callers commit."""
+    (infercost.db.scope), the worker's by the id it was handed. Callers commit."""
 
     def __init__(self, session: AsyncSession) -> None:
         self.session = session

@@ -8,11 +8,11 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import readable
 from infercost.endpoints.models import Endpoint
 from infercost.jobs.models import Job
 from infercost.prices.models import Price
 from infercost.prices.repository import in_effect_at
-from infercost.teams.scope import readable
 
 
 class EvidenceRepository:

@@ -10,9 +10,9 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import readable
 from infercost.hardware.models import Hardware
 from infercost.prices.models import Price
-from infercost.teams.scope import readable
 
 
 def in_effect_at(query: Select[Any], at: datetime) -> Select[Any]:

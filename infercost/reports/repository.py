@@ -11,23 +11,24 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import readable, readable_sql
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Run
-from infercost.teams.scope import readable
 
 #: Bins of a TTFT histogram: enough to show a tail, few enough to stay a small chart.
 TTFT_BINS = 30
 
 # Log-spaced bins shared by every run of the report, so levels overlay on one axis.
 # width_bucket puts the maximum in bucket bins + 1; the upper bound is nudged past it. When
-# every TTFT is equal the range is widened to about 5% so there is still one real bin.
+# every TTFT is equal the range is widened to about 5% so there is still one real bin. The
+# samples are those of the team's runs only (readable_sql binds :team_id).
 _TTFT_HISTOGRAM = text(
     """
     WITH s AS (
-        SELECT run_id, ln(greatest(ttft_ms, 0.001)) AS x
-        FROM request_samples
-        WHERE run_id = ANY(:run_ids) AND NOT warmup AND error_class IS NULL
-          AND ttft_ms IS NOT NULL
+        SELECT q.run_id, ln(greatest(q.ttft_ms, 0.001)) AS x
+        FROM request_samples q JOIN runs owner ON owner.id = q.run_id
+        WHERE owner.team_id = :team_id AND q.run_id = ANY(:run_ids) AND NOT q.warmup
+          AND q.error_class IS NULL AND q.ttft_ms IS NOT NULL
     ), r AS (
         SELECT min(x) AS lo, greatest(max(x), min(x) + 0.05) * (1 + 1e-12) + 1e-12 AS hi
         FROM s
@@ -58,15 +59,14 @@ class ReportRepository:
         self.session = session
 
     async def ttft_histograms(
-        self, run_ids: Sequence[uuid.UUID], bins: int = TTFT_BINS
+        self, team_id: uuid.UUID, run_ids: Sequence[uuid.UUID], bins: int = TTFT_BINS
     ) -> tuple[list[float], dict[uuid.UUID, list[int]]]:
-        """Shared bin edges (ms, log-spaced) and each run's counts of measured, successful
-        requests per bin; no edges and no counts when no such request has a TTFT."""
+        """Shared bin edges (ms, log-spaced) and each of the team's runs' counts of measured,
+        successful requests per bin; no edges and no counts when no such request has a TTFT."""
         if not run_ids:
             return [], {}
-        rows = (
-            await self.session.execute(_TTFT_HISTOGRAM, {"run_ids": list(run_ids), "bins": bins})
-        ).all()
+        query = readable_sql(_TTFT_HISTOGRAM, team_id)
+        rows = (await self.session.execute(query, {"run_ids": list(run_ids), "bins": bins})).all()
         if not rows:
             return [], {}
         lo, hi = float(rows[0].lo), float(rows[0].hi)

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import readable
 from infercost.endpoints.pricing import rfc3339
 from infercost.jobs.models import Job, Run
 from infercost.schedules.models import Schedule
@@ -101,15 +102,13 @@ def verdicts_settled(job: Job, runs: list[Run], now: datetime) -> bool:
     )
 
 
-async def availability(
-    session: AsyncSession, schedule_id: uuid.UUID, now: datetime
-) -> float | None:
+async def availability(session: AsyncSession, schedule: Schedule, now: datetime) -> float | None:
     """Share of the schedule's jobs finished in AVAILABILITY_WINDOW that succeeded
     (cancelled ones are left out); None without any."""
     rows = await session.execute(
-        select(Job.status, func.count())
+        readable(Job, schedule.team_id, Job.status, func.count())
         .where(
-            Job.schedule_id == schedule_id,
+            Job.schedule_id == schedule.id,
             Job.status.in_(("succeeded", "failed")),
             Job.finished_at >= now - AVAILABILITY_WINDOW,
         )
@@ -147,12 +146,12 @@ async def judge(session: AsyncSession, schedule: Schedule, job: Job, now: dateti
         schedule.consecutive_failures = 0
     runs = list(
         await session.scalars(
-            select(Run)
+            readable(Run, schedule.team_id)
             .where(Run.job_id == job.id, Run.status == "succeeded")
             .order_by(Run.level_index)
         )
     )
-    share = await availability(session, schedule.id, now)
+    share = await availability(session, schedule, now)
     found = breaches(schedule.thresholds, [_figures(r) for r in runs], share)
     if found:
         state = "degraded"

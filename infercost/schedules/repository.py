@@ -12,9 +12,9 @@ from sqlalchemy import Select, delete, func, select, update
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import owned_by, readable
 from infercost.jobs.models import Job
 from infercost.schedules.models import Schedule, ScheduleRun
-from infercost.teams.scope import owned_by, readable
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.db.base import utcnow
+from infercost.db.scope import readable, unscoped
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.preflight import refuse_if_failed
 from infercost.errors import Conflict
@@ -110,10 +111,8 @@ async def _failed_check(session: AsyncSession, schedule: Schedule) -> str | None
     if request.get("force"):
         return None
     endpoint = await session.scalar(
-        select(Endpoint).where(
-            Endpoint.id == schedule.endpoint_id,
-            Endpoint.team_id == schedule.team_id,
-            Endpoint.deleted_at.is_(None),
+        readable(Endpoint, schedule.team_id).where(
+            Endpoint.id == schedule.endpoint_id, Endpoint.deleted_at.is_(None)
         )
     )
     if endpoint is None:
@@ -147,13 +146,15 @@ async def _judge_last(
     once its regression verdicts are in (or overdue)."""
     if schedule.last_job_id is None or schedule.judged_job_id == schedule.last_job_id:
         return
-    job = await session.get(Job, schedule.last_job_id, populate_existing=True)
+    job = await _job_of(session, schedule, schedule.last_job_id)
     if job is None or job.status in UNFINISHED:
         return
     if wait:
         runs = list(
             await session.scalars(
-                select(Run).where(Run.job_id == job.id, Run.status == "succeeded")
+                readable(Run, schedule.team_id).where(
+                    Run.job_id == job.id, Run.status == "succeeded"
+                )
             )
         )
         if not verdicts_settled(job, runs, now):
@@ -184,7 +185,9 @@ async def handle(
     outcome: str = "submitted"
     reason: str | None = None
     previous = (
-        None if schedule.last_job_id is None else await session.get(Job, schedule.last_job_id)
+        None
+        if schedule.last_job_id is None
+        else await _job_of(session, schedule, schedule.last_job_id)
     )
     if in_quiet_hours(timing(schedule), slot):
         outcome, reason = "skipped", "in the schedule's quiet hours"
@@ -227,24 +230,34 @@ async def tick(
     verdicts are in; then every due enabled schedule is handled. Each in a transaction of its
     own. `now` is injectable for tests."""
     now = now or utcnow()
+    due_query = (
+        select(Schedule.id)
+        .where(Schedule.enabled, Schedule.next_slot_at <= now)
+        .order_by(Schedule.next_slot_at)
+        .limit(TICK_BATCH)
+    )
+    pending_query = (
+        select(Schedule.id)
+        .join(Job, Job.id == Schedule.last_job_id)
+        .where(
+            Schedule.judged_job_id.is_distinct_from(Schedule.last_job_id),
+            Job.status.not_in(UNFINISHED),
+        )
+        .limit(TICK_BATCH)
+    )
     async with sessionmaker() as session:
         due = list(
             await session.scalars(
-                select(Schedule.id)
-                .where(Schedule.enabled, Schedule.next_slot_at <= now)
-                .order_by(Schedule.next_slot_at)
-                .limit(TICK_BATCH)
+                unscoped(due_query, "the scheduler's tick finds the due schedules of every team")
             )
         )
         pending = list(
             await session.scalars(
-                select(Schedule.id)
-                .join(Job, Job.id == Schedule.last_job_id)
-                .where(
-                    Schedule.judged_job_id.is_distinct_from(Schedule.last_job_id),
-                    Job.status.not_in(UNFINISHED),
+                unscoped(
+                    pending_query,
+                    "the scheduler's tick finds every team's schedules whose last job ended "
+                    "unjudged",
                 )
-                .limit(TICK_BATCH)
             )
         )
     done: list[SlotOutcome] = []
@@ -269,10 +282,22 @@ async def tick(
 
 async def _locked(session: AsyncSession, schedule_id: uuid.UUID) -> Schedule | None:
     """The schedule, row-locked for this transaction; None when another replica holds it."""
-    schedule: Schedule | None = await session.scalar(
+    query = (
         select(Schedule)
         .where(Schedule.id == schedule_id)
         .with_for_update(skip_locked=True)
         .execution_options(populate_existing=True)
     )
+    reason = "the scheduler locks a schedule its tick found, whatever its team"
+    schedule: Schedule | None = await session.scalar(unscoped(query, reason))
     return schedule
+
+
+async def _job_of(session: AsyncSession, schedule: Schedule, job_id: uuid.UUID) -> Job | None:
+    """A job of the schedule's team, read fresh (the worker may have ended it meanwhile)."""
+    job: Job | None = await session.scalar(
+        readable(Job, schedule.team_id)
+        .where(Job.id == job_id)
+        .execution_options(populate_existing=True)
+    )
+    return job

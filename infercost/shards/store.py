@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from infercost.db.base import Base, utcnow
+from infercost.db.scope import unscoped
 from infercost.jobs.models import Job, RequestSample, Run
 
 SHARD_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -152,7 +153,9 @@ class ShardRepository:
         ).first()
         if row is None:
             return False, None
-        job_status = await self.session.scalar(select(Job.status).where(Job.id == job_id))
+        status = select(Job.status).where(Job.id == job_id)
+        reason = "a shard reads the status of the job whose lease its task carries"
+        job_status = await self.session.scalar(unscoped(status, reason))
         return job_status == "running", row[0]
 
     async def finish(
@@ -206,11 +209,9 @@ class ShardRepository:
 
     async def run_and_job(self, run_id: uuid.UUID) -> tuple[Run, Job] | None:
         """A shard's run and its job (None when either is gone)."""
-        row = (
-            await self.session.execute(
-                select(Run, Job).join(Job, Job.id == Run.job_id).where(Run.id == run_id)
-            )
-        ).first()
+        query = select(Run, Job).join(Job, Job.id == Run.job_id).where(Run.id == run_id)
+        reason = "a shard loads the run and job its task names"
+        row = (await self.session.execute(unscoped(query, reason))).first()
         return None if row is None else (row[0], row[1])
 
     async def samples(self, run_id: uuid.UUID) -> list[RequestSample]:

@@ -21,6 +21,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.db.scope import readable_sql
 from infercost.status.figures import (
     FIGURES,
     TREND_BUCKETS,
@@ -44,17 +45,17 @@ SELECT endpoint_id, nullif(workload_fingerprint, ''), mode, level,
        verdict, verdict_at, verdict_run_id,
        substring(runs FROM width_bucket(:before, ats) * :record + 1)
 FROM status_series
-WHERE team_id = :team AND newest_at >= :since AND (:everything OR endpoint_id = ANY(:watched))
+WHERE team_id = :team_id AND newest_at >= :since AND (:everything OR endpoint_id = ANY(:watched))
 ORDER BY endpoint_id, workload_fingerprint, mode, level
 """
 _JOBS_SQL = """
 SELECT endpoint_id, nullif(workload_fingerprint, ''), jobs FROM status_job_series
-WHERE team_id = :team AND newest_at >= :since AND (:everything OR endpoint_id = ANY(:watched))
+WHERE team_id = :team_id AND newest_at >= :since AND (:everything OR endpoint_id = ANY(:watched))
 """
 #: Per endpoint with a schedule: whether one is enabled, the next slot of those that are.
 _SCHEDULED_SQL = """
 SELECT endpoint_id, bool_or(enabled), min(next_slot_at) FILTER (WHERE enabled)
-FROM schedules WHERE team_id = :team GROUP BY endpoint_id
+FROM schedules WHERE team_id = :team_id GROUP BY endpoint_id
 """
 _ENDPOINTS_SQL = """
 SELECT e.id, e.name, e.model, e.engine, h.name, e.gpu_count,
@@ -62,7 +63,7 @@ SELECT e.id, e.name, e.model, e.engine, h.name, e.gpu_count,
          SELECT 1 FROM runs r WHERE r.team_id = e.team_id AND r.endpoint_id = e.id
            AND r.status = 'succeeded')
 FROM endpoints e LEFT JOIN hardware h ON h.id = e.hardware_id
-WHERE e.team_id = :team AND e.id = ANY(:ids)
+WHERE e.team_id = :team_id AND e.id = ANY(:ids)
 """
 
 
@@ -208,7 +209,7 @@ async def scheduled_endpoints(
     session: AsyncSession, team_id: uuid.UUID
 ) -> dict[uuid.UUID, Watched]:
     """Endpoints of the team with a schedule, paused or not: the watched deployments."""
-    rows = await session.execute(text(_SCHEDULED_SQL), {"team": team_id})
+    rows = await session.execute(readable_sql(_SCHEDULED_SQL, team_id))
     return {r[0]: Watched(enabled=bool(r[1]), next_run_at=r[2]) for r in rows}
 
 
@@ -232,7 +233,6 @@ async def status_rows(
         return []
     uuids = ARRAY(UUID(as_uuid=True))
     params: dict[str, Any] = {
-        "team": team_id,
         "since": since,
         "everything": everything,
         "watched": sorted(watched),
@@ -244,12 +244,14 @@ async def status_rows(
     # Core rows on the connection: ORM row processing would cost more than the query.
     series = (
         await connection.execute(
-            text(_SERIES_SQL).bindparams(bindparam("watched", type_=uuids)), params
+            readable_sql(text(_SERIES_SQL).bindparams(bindparam("watched", type_=uuids)), team_id),
+            params,
         )
     ).all()
     job_rows = (
         await connection.execute(
-            text(_JOBS_SQL).bindparams(bindparam("watched", type_=uuids)), params
+            readable_sql(text(_JOBS_SQL).bindparams(bindparam("watched", type_=uuids)), team_id),
+            params,
         )
     ).all()
     computed = _compute([r[13] for r in series], since.timestamp(), until.timestamp())
@@ -269,10 +271,13 @@ async def status_rows(
     endpoints: dict[uuid.UUID, Sequence[Any]] = {}
     if shown or missing:
         info = await connection.execute(
-            text(_ENDPOINTS_SQL).bindparams(
-                bindparam("ids", type_=uuids), bindparam("missing", type_=uuids)
+            readable_sql(
+                text(_ENDPOINTS_SQL).bindparams(
+                    bindparam("ids", type_=uuids), bindparam("missing", type_=uuids)
+                ),
+                team_id,
             ),
-            {"team": team_id, "ids": sorted(shown | set(missing)), "missing": missing},
+            {"ids": sorted(shown | set(missing)), "missing": missing},
         )
         endpoints = {r[0]: r for r in info}
 

@@ -8,8 +8,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
+from infercost.db.scope import owned_by, readable, unscoped
 from infercost.teams.models import ApiKey, Team
-from infercost.teams.scope import owned_by, readable, unscoped
 
 
 class TeamRepository:

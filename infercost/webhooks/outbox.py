@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
+from infercost.db.scope import readable, unscoped
 from infercost.endpoints.pricing import rfc3339
 from infercost.history.changes import RunChange
 from infercost.jobs.models import Job, Run
@@ -85,7 +86,9 @@ def _run_data(run: Run) -> dict[str, Any]:
 async def job_finished_data(session: AsyncSession, job: Job) -> dict[str, Any]:
     """The `data` of a job.finished event: the job's outcome and each level's headline
     figures, enough for a portal to show a result without calling back."""
-    runs = await session.scalars(select(Run).where(Run.job_id == job.id).order_by(Run.level_index))
+    runs = await session.scalars(
+        readable(Run, job.team_id).where(Run.job_id == job.id).order_by(Run.level_index)
+    )
     return {
         "job": {
             "id": str(job.id),
@@ -103,7 +106,9 @@ async def job_finished_data(session: AsyncSession, job: Job) -> dict[str, Any]:
 async def record_job_finished(session: AsyncSession, job_id: uuid.UUID) -> list[uuid.UUID]:
     """record_event("job.finished") for a job whose final status is in this session's view
     (committed, or written earlier in the same transaction)."""
-    job = await session.get(Job, job_id, populate_existing=True)
+    query = select(Job).where(Job.id == job_id).execution_options(populate_existing=True)
+    reason = "a job's end is announced by what ended it: the worker holding it, a user's cancel"
+    job = await session.scalar(unscoped(query, reason))
     if job is None:
         return []
     return await record_event(
@@ -118,8 +123,11 @@ async def record_regressions(
     baseline (infercost.history), in the transaction that stores those verdicts; one event
     per job, listing each regressed run with its per-metric detail."""
     regressed = [c for c in changes if c.verdict == "regression"]
-    job = await session.get(Job, job_id)
-    if not regressed or job is None:
+    if not regressed:
+        return []
+    reason = "the worker that judged the job's runs announces their regressions"
+    job = await session.scalar(unscoped(select(Job).where(Job.id == job_id), reason))
+    if job is None:
         return []
     data = {
         "job_id": str(job.id),

@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
-from infercost.teams.scope import owned_by, readable, unscoped
+from infercost.db.scope import owned_by, readable, unscoped
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 
 

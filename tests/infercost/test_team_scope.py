@@ -1,10 +1,11 @@
 """Team scoping in one place: every repository method's reads of team-owned tables carry a
-team criterion (infercost.teams.scope), or say why they must see every team.
+team criterion (infercost.db.scope), or say why they must see every team.
 
-Every public coroutine of every infercost/*/repository.py (a class's methods, and the
-module's functions that take a session) is called against the real database, with
-arguments made from its signature, on a session that refuses unscoped reads; a new method
-that reads a team-owned table by id alone fails here, whether or not another test calls it.
+Every public coroutine of every repository of the core (a class's methods, and the module's
+functions that take a session) is called against the real database, with arguments made
+from its signature, on the application's own sessions (which refuse unscoped reads); a new
+method that reads a team-owned table by id alone fails here, whether or not another test
+calls it. tests/api/test_scope_in_production.py shows the same refusal in the running API.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import re
 import types
 import typing
 import uuid
@@ -21,22 +23,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import func, not_, or_, select, text
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import infercost
 from infercost.db.base import Base, utcnow
-from infercost.errors import InvalidInput
-from infercost.jobs.models import Run
-from infercost.teams.scope import (
+from infercost.db.scope import (
     UnscopedRead,
-    check_reads,
+    check,
+    owned_by,
     readable,
+    readable_sql,
     team_owned_tables,
     unscoped,
     unscoped_tables,
+    visible,
 )
+from infercost.errors import InvalidInput
+from infercost.hardware.models import Hardware
+from infercost.jobs.models import Job, Run
 
 #: Values for parameters whose type alone would make a call that stops before any read.
 BY_NAME: dict[str, Any] = {
@@ -120,11 +126,16 @@ def _arguments(function: Callable[..., Any], skip: int) -> dict[str, Any]:
 
 
 def repository_targets() -> Iterator[Target]:
-    """Every public coroutine of every repository module, as (label, bind, arguments)."""
+    """Every public coroutine of every repository module (each infercost/*/repository.py,
+    and any other module of the core with a ...Repository class), as (label, bind,
+    arguments)."""
     root = Path(infercost.__file__).parent
-    for path in sorted(root.glob("*/repository.py")):
-        module = importlib.import_module(f"infercost.{path.parent.name}.repository")
-        yield from targets_of(module)
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text()
+        if path.name != "repository.py" and not re.search(r"^class \w+Repository\b", source, re.M):
+            continue
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        yield from targets_of(importlib.import_module(name))
 
 
 def targets_of(module: Any) -> Iterator[Target]:
@@ -163,7 +174,6 @@ async def unscoped_reads(
     stopped: dict[str, str] = {}
     for label, bind, arguments in targets:
         async with sessions() as session:
-            check_reads(session)
             try:
                 result = bind(session)(**arguments)
                 if isinstance(result, AsyncIterator):
@@ -190,15 +200,43 @@ def test_team_owned_tables_come_from_the_metadata() -> None:
 
 def test_the_check_tells_scoped_from_unscoped_statements() -> None:
     """The statement check, without a database: by id alone is unscoped; readable(), a join
-    from the team's rows, and a marked statement are not."""
+    from the team's rows and a subquery of them are not; a team criterion written by hand,
+    or one under OR or NOT, does not count."""
     team = uuid.uuid4()
     assert unscoped_tables(select(Run).where(Run.id == team)) == {"runs"}
     assert unscoped_tables(readable(Run, team).where(Run.id == team)) == set()
-    from infercost.jobs.models import Job
-
+    assert unscoped_tables(select(func.count()).where(Run.id == team)) == {"runs"}
     joined = select(Run, Job).join(Job, Job.id == Run.job_id).where(Run.id == team)
     assert unscoped_tables(joined) == {"jobs", "runs"}
-    assert unscoped_tables(joined.where(Run.team_id == team)) == set()
+    assert unscoped_tables(joined.where(owned_by(Run, team))) == set()
+    assert unscoped_tables(joined.where(Run.team_id == team)) == {"jobs", "runs"}
+    by_team = select(Run, Job).join(Job, Job.team_id == Run.team_id)
+    assert unscoped_tables(by_team) == {"jobs", "runs"}
+    within = select(Run).where(Run.id.in_(readable(Run, team, Run.id)))
+    assert unscoped_tables(within) == set()
+    assert unscoped_tables(select(Run).where(or_(owned_by(Run, team), Run.id == team))) == {"runs"}
+    assert unscoped_tables(select(Run).where(not_(owned_by(Run, team)))) == {"runs"}
+    assert unscoped_tables(visible(Hardware, team)) == set()
+
+
+def test_raw_sql_names_its_team_through_the_builder() -> None:
+    """readable_sql binds the team as :team_id and refuses a text that has none; the check
+    lets it through but refuses raw SQL that is neither scoped nor marked, and a scoped text
+    run with a :team_id of its own."""
+    team = uuid.uuid4()
+    scoped = readable_sql("SELECT id FROM runs WHERE team_id = :team_id", team)
+    check(scoped, scoped.get_execution_options(), {})
+    with pytest.raises(ArgumentError):
+        readable_sql("SELECT id FROM runs WHERE id = :id", team)
+    bare = text("SELECT id FROM runs WHERE team_id = :team_id")
+    with pytest.raises(UnscopedRead, match="raw SQL is neither readable_sql nor unscoped"):
+        check(bare, bare.get_execution_options(), {"team_id": team})
+    with pytest.raises(UnscopedRead, match="passes its own :team_id"):
+        check(scoped, scoped.get_execution_options(), {"team_id": uuid.uuid4()})
+    marked = unscoped(bare, "a sweep over every team")
+    check(marked, marked.get_execution_options(), {})
+    with pytest.raises(ValueError, match="reason"):
+        unscoped(bare, " ")
 
 
 @pytest.mark.asyncio

@@ -83,7 +83,7 @@ class Recorder:
         committed before its connection broke."""
         async with self.rt.sessionmaker() as session:
             await self.lease.hold(session)
-            if await session.get(Run, run_id) is not None:
+            if await JobRepository(session).get_run(self.job.team_id, run_id) is not None:
                 return run_id
             price = await hourly_price(session, self.endpoint, started_at)
             deployment_id = await deployment_of(session, self.endpoint)

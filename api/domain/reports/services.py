@@ -272,7 +272,9 @@ class ReportService:
         )
 
     async def _histograms(self, runs: Sequence[RunSummary]) -> tuple[Histogram, ...]:
-        edges, counts = await ReportRepository(self.session).ttft_histograms([r.id for r in runs])
+        edges, counts = await ReportRepository(self.session).ttft_histograms(
+            self.team_id, [r.id for r in runs]
+        )
         if not edges:
             return ()
         return tuple(

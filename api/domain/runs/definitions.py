@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from api.auth import CurrentCaller
 from api.db import DbSession
 from api.domain.runs.schemas import Definitions, Distribution
+from infercost.db.scope import readable_sql
 from infercost.errors import InvalidInput
 from infercost.figures.peers import READS_CHUNK_TIMES, TOOLS, Samples, Tool, recompute
 
@@ -113,8 +114,8 @@ class DefinitionsService:
         """Every sample of the run as columns, read in one query (no ORM objects, no row
         objects); with `chunk_times`, every chunk time too, which only the definitions in
         READS_CHUNK_TIMES need."""
-        ids = {"run_id": run_id, "team_id": self.team_id}
-        row = (await self.session.execute(_SAMPLES_SQL[chunk_times], ids)).one()
+        query = readable_sql(_SAMPLES_SQL[chunk_times], self.team_id)
+        row = (await self.session.execute(query, {"run_id": run_id})).one()
         records = np.frombuffer(row[1] or b"", dtype=_RECORD_DTYPE)
         if records.size != row[0]:
             # A NULL in a record (a column stored NULL that is not replaced) drops it.
