@@ -38,9 +38,9 @@ def _times(rng: np.random.Generator, n: int, duration_s: float) -> np.ndarray:
     return times - times[0]
 
 
-def _lengths(rng: np.random.Generator, n: int, mean_in: float, mean_out: float) -> tuple[
-    np.ndarray, np.ndarray
-]:
+def _lengths(
+    rng: np.random.Generator, n: int, mean_in: float, mean_out: float
+) -> tuple[np.ndarray, np.ndarray]:
     n_in = np.maximum(2, rng.lognormal(math.log(mean_in), 0.8, size=n)).astype(np.int64)
     n_out = np.maximum(1, rng.lognormal(math.log(mean_out), 0.7, size=n)).astype(np.int64)
     return n_in, np.minimum(n_out, 1000)

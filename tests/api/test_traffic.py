@@ -217,9 +217,7 @@ async def test_gzip_by_content_or_by_header(team: TeamClient) -> None:
     read = await imported(team, packed, "azure", name="packed")
     assert read["requests"] == 500
     assert read["size_bytes"] == len(packed)
-    said = await imported(
-        team, packed, "azure", name="said", headers={"Content-Encoding": "gzip"}
-    )
+    said = await imported(team, packed, "azure", name="said", headers={"Content-Encoding": "gzip"})
     assert said["requests"] == 500
     wrong = await post(team, body, "azure", name="not-gzip", headers={"Content-Encoding": "gzip"})
     assert wrong.status_code == 422 and "not gzip" in wrong.json()["detail"]

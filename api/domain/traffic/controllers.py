@@ -18,7 +18,7 @@ from litestar.openapi.spec import (
 from litestar.params import QueryParameter
 
 from api.auth import AppSettings, team_service
-from api.domain.traffic.schemas import TrafficRead
+from api.domain.traffic.schemas import TrafficLog
 from api.domain.traffic.services import TrafficService, too_large
 from api.openapi import problem_responses
 from api.schemas import Limit, Offset, Page, PathId
@@ -89,7 +89,7 @@ class TrafficController(Controller):
                 max_length=200,
             ),
         ] = None,
-    ) -> Response[TrafficRead]:
+    ) -> Response[TrafficLog]:
         """The body is the log, streamed: each request is stored with its time after the
         first request, lengths, model, session and prefix blocks, and the read is computed
         once. 201 with the new log; 200 with the stored one when your team already imported
@@ -113,7 +113,7 @@ class TrafficController(Controller):
     @get("/", summary="List request logs")
     async def list_traffic(
         self, traffic: NamedDependency[TrafficService], limit: Limit = 50, offset: Offset = 0
-    ) -> Page[TrafficRead]:
+    ) -> Page[TrafficLog]:
         """Your team's logs with their reads (no series), newest first."""
         items, total = await traffic.page(limit, offset)
         return Page(items=items, total=total, limit=limit, offset=offset)
@@ -132,7 +132,7 @@ class TrafficController(Controller):
                 le=86_400 * 366,
             ),
         ] = None,
-    ) -> TrafficRead:
+    ) -> TrafficLog:
         """One log's read and its `series`: requests and tokens per interval."""
         return await traffic.read(traffic_id, interval)
 

@@ -8,7 +8,7 @@ from datetime import datetime
 import msgspec
 
 
-class Lengths(msgspec.Struct):
+class TokenLengths(msgspec.Struct):
     """Tokens per request over the log: mean, percentiles (linear) and the largest."""
 
     mean: float
@@ -27,7 +27,7 @@ class ModelShare(msgspec.Struct):
     share: float
 
 
-class SeriesPoint(msgspec.Struct):
+class TrafficPoint(msgspec.Struct):
     """One interval of the log from `start_s` after t_0: its requests (and per second over
     the interval) and their prompt and output tokens."""
 
@@ -38,15 +38,15 @@ class SeriesPoint(msgspec.Struct):
     output_tokens: int
 
 
-class Series(msgspec.Struct):
+class TrafficSeries(msgspec.Struct):
     """Requests and tokens per interval of `interval_s` seconds aligned to t_0, every
     interval from the first to the one holding the last request (empty ones as zeros)."""
 
     interval_s: int
-    points: list[SeriesPoint]
+    points: list[TrafficPoint]
 
 
-class TrafficRead(msgspec.Struct):
+class TrafficLog(msgspec.Struct):
     """A request log and its read (docs/figures.md, "Traffic").
 
     Times are offsets from the first request (t_0); `start_at` and `end_at` place it in
@@ -75,8 +75,8 @@ class TrafficRead(msgspec.Struct):
     peak_5m_requests_per_s: float
     peak_minute_start_s: float
     peak_to_mean: float | None
-    input_tokens: Lengths
-    output_tokens: Lengths
+    input_tokens: TokenLengths
+    output_tokens: TokenLengths
     input_tokens_total: int
     output_tokens_total: int
     block_tokens: int | None
@@ -85,4 +85,4 @@ class TrafficRead(msgspec.Struct):
     models: list[ModelShare]
     in_order: bool
     created_at: datetime
-    series: Series | None = None
+    series: TrafficSeries | None = None

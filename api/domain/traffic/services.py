@@ -13,7 +13,13 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.domain.traffic.schemas import Lengths, ModelShare, Series, SeriesPoint, TrafficRead
+from api.domain.traffic.schemas import (
+    ModelShare,
+    TokenLengths,
+    TrafficLog,
+    TrafficPoint,
+    TrafficSeries,
+)
 from infercost.errors import Conflict, InfercostError, InvalidInput, NotFound
 from infercost.traffic.models import Traffic
 from infercost.traffic.parse import Decoder, Row, TooLarge, TrafficError, TrafficReader
@@ -72,7 +78,7 @@ def too_large(cap: int) -> TrafficTooLarge:
     )
 
 
-def to_read(traffic: Traffic, series: Series | None = None) -> TrafficRead:
+def to_read(traffic: Traffic, series: TrafficSeries | None = None) -> TrafficLog:
     """The response shape of a log."""
     counts = traffic.minute_counts or [0]
     peak_minute = max(range(len(counts)), key=lambda m: (counts[m], -m))
@@ -83,7 +89,7 @@ def to_read(traffic: Traffic, series: Series | None = None) -> TrafficRead:
         else traffic.start_at + timedelta(seconds=traffic.duration_s)
     )
     mean = traffic.mean_requests_per_s
-    return TrafficRead(
+    return TrafficLog(
         id=traffic.id,
         name=traffic.name,
         format=traffic.format,
@@ -98,8 +104,8 @@ def to_read(traffic: Traffic, series: Series | None = None) -> TrafficRead:
         peak_5m_requests_per_s=traffic.peak_5m_requests_per_s,
         peak_minute_start_s=peak_minute * 60.0,
         peak_to_mean=traffic.peak_1m_requests_per_s / mean if mean else None,
-        input_tokens=Lengths(**traffic.lengths["input_tokens"]),
-        output_tokens=Lengths(**traffic.lengths["output_tokens"]),
+        input_tokens=TokenLengths(**traffic.lengths["input_tokens"]),
+        output_tokens=TokenLengths(**traffic.lengths["output_tokens"]),
         input_tokens_total=traffic.input_tokens_total,
         output_tokens_total=traffic.output_tokens_total,
         block_tokens=traffic.block_tokens,
@@ -151,7 +157,7 @@ class TrafficService:
         fmt: str,
         gzip: bool | None,
         max_bytes: int,
-    ) -> tuple[TrafficRead, bool]:
+    ) -> tuple[TrafficLog, bool]:
         """Read a log as it streams in and store it with its read; the bool says whether it
         is new. The same bytes under the same name give back the stored log (200); other
         bytes under a name already taken are a 409."""
@@ -260,7 +266,7 @@ class TrafficService:
             raise NotFound(f"no traffic {traffic_id}: GET /v1/traffic lists yours")
         return traffic
 
-    async def read(self, traffic_id: uuid.UUID, interval_s: int | None) -> TrafficRead:
+    async def read(self, traffic_id: uuid.UUID, interval_s: int | None) -> TrafficLog:
         """One log's read, with its series per `interval_s` seconds (default: the shortest
         of 1 min, 5 min, 15 min, 1 h, 6 h, 1 day that gives at most 1,440 points)."""
         traffic = await self.get(traffic_id)
@@ -283,7 +289,7 @@ class TrafficService:
             b = found.get(index)
             n = 0 if b is None else b.requests
             points.append(
-                SeriesPoint(
+                TrafficPoint(
                     start_s=float(index * interval_s),
                     requests=n,
                     requests_per_s=n / interval_s,
@@ -291,9 +297,9 @@ class TrafficService:
                     output_tokens=0 if b is None else b.output_tokens,
                 )
             )
-        return to_read(traffic, Series(interval_s=interval_s, points=points))
+        return to_read(traffic, TrafficSeries(interval_s=interval_s, points=points))
 
-    async def page(self, limit: int, offset: int) -> tuple[list[TrafficRead], int]:
+    async def page(self, limit: int, offset: int) -> tuple[list[TrafficLog], int]:
         """A page of the team's logs, newest first."""
         rows, total = await self.repo.page(self.team_id, limit=limit, offset=offset)
         return [to_read(t) for t in rows], total
