@@ -55,7 +55,7 @@ async def replica(team: TeamClient, db: asyncpg.Connection) -> dict[str, Any]:
             (1, 0.5, 50.0, ADEQUATE, False),
             (2, 1.0, 100.0, ADEQUATE, False),
             (4, 2.0, 140.0, ADEQUATE, False),
-        ],  # fmt: skip
+        ],
         slo=SLO,
         input_tokens=500,
         output_tokens=100,
