@@ -12,7 +12,7 @@ public data (which is never committed).
 - infercost: `timestamp,input_tokens,output_tokens,model,session_id,prefix_hashes` or JSON
   lines of the same keys.
 
-`python -m tests.traffic_files docs/examples/chat-two-hours.csv` writes the docs' example.
+`python -m tests.traffic_files docs/examples/gateway-30min.csv` writes the docs' example.
 """
 
 from __future__ import annotations
@@ -128,29 +128,27 @@ def infercost_csv(
     return ("\n".join(lines) + "\n").encode()
 
 
-def chat_two_hours(seed: int = 7) -> bytes:
-    """The docs' example: two hours of a chat service's gateway log in the infercost CSV,
-    a quiet first hour, a ramp to a peak at 1 h 25 min and back: about 15,000 requests."""
+def gateway_log(seed: int = 7) -> bytes:
+    """The docs' example: half an hour of a chat service's gateway log in the infercost CSV
+    (epoch seconds), 4 requests/s rising to a peak of about 24 around minute 19 and back,
+    prompts of about 512 tokens and answers of about 64: some 16,000 requests."""
     rng = np.random.default_rng(seed)
-    start = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-    rows = []
-    for minute in range(120):
-        rate = 1.0 + 1.5 * math.exp(-(((minute - 85) / 12) ** 2)) + 0.5 * (minute / 120)
+    start = datetime(2026, 11, 2, 9, 0, tzinfo=UTC).timestamp()
+    times: list[float] = []
+    for minute in range(30):
+        rate = 4.0 + 20.0 * math.exp(-(((minute - 19) / 4.5) ** 2))
         count = int(rng.poisson(rate * 60))
-        for t in np.sort(rng.uniform(minute * 60, minute * 60 + 60, size=count)):
-            rows.append(float(t))
-    n = len(rows)
+        times += np.sort(rng.uniform(minute * 60, minute * 60 + 60, size=count)).tolist()
+    n = len(times)
     n_in = np.clip(rng.normal(512, 40, size=n), 300, 800).astype(np.int64)
     n_out = np.clip(rng.normal(64, 8, size=n), 30, 120).astype(np.int64)
-    lines = ["timestamp,input_tokens,output_tokens,model,session_id"]
-    for k, t in enumerate(rows):
-        at = start + timedelta(seconds=t)
-        stamp = at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
-        lines.append(f"{stamp},{int(n_in[k])},{int(n_out[k])},sim-llama-8b,s{k % 400}")
+    lines = ["timestamp,input_tokens,output_tokens"]
+    for k, t in enumerate(times):
+        lines.append(f"{start + t:.3f},{int(n_in[k])},{int(n_out[k])}")
     return ("\n".join(lines) + "\n").encode()
 
 
 if __name__ == "__main__":
     target = Path(sys.argv[1])
-    target.write_bytes(chat_two_hours())
+    target.write_bytes(gateway_log())
     print(f"wrote {target} ({target.stat().st_size:,} bytes)")

@@ -79,12 +79,10 @@ SIMILAR_WORKLOAD = 0.8
 EVIDENCE_JOBS = 200
 #: How the capacity is chosen from several jobs' levels, stated in every estimate.
 EVIDENCE_RULE = (
-    "capacity at the SLO from every adequate, not client-bound level of every finished job "
-    "of each deployment on this workload, old or new (levels older than max_age_days are "
-    "flagged stale), each taken at the requests/s it served: the best passing level, "
-    "interpolated towards the next failing level that served more; newer evidence wins one "
-    "way only: a passing level is overruled when a newer job failed at the same or a lower "
-    "rate (see each candidate's load_points)"
+    "capacity at the SLO: the best passing level of every adequate level of every job of "
+    "the deployment on this workload, however old (stale ones flagged), interpolated towards "
+    "the next failing level that served more; a passing level is overruled when a newer job "
+    "failed at the same or a lower rate (each candidate's load_points)"
 )
 
 
