@@ -117,6 +117,7 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             description="A request log of your team (GET /v1/traffic) to plan for, instead of "
             "traffic: each candidate then gets fleets per interval",
+            examples=["8b58da70-87c4-4a5e-9d3a-1f0e2b3c4d5e"],
         ),
     ] = None
     fleets: Annotated[
