@@ -148,8 +148,9 @@ def capacity_at_slo(levels: Sequence[LevelResult]) -> Capacity | None:
     fails.
 
     Levels are ordered by `level`. The passing levels below the first failure are
-    candidates, and the one that served the most requests/s is the capacity (the last
-    passing one unless throughput fell with load). If it is the last passing level, a
+    candidates: the last one is the capacity, unless a lower one served more than
+    FALL_TOLERANCE more requests/s (throughput fell with load), and then the one that served
+    the most. If it is the last passing level, a
     failing level follows that served more, and both margins bracket 1 (passing <= 1 <
     failing), the crossing margin = 1 is found by linear interpolation in the margin, and
     level, requests/s and output tokens/s are interpolated with the same weight, so each
@@ -171,8 +172,12 @@ def capacity_at_slo(levels: Sequence[LevelResult]) -> Capacity | None:
     if first_fail == 0:
         return None
     passing = order if first_fail is None else order[:first_fail]
-    # The most requests/s; among equals, the higher level.
-    best_i = max(passing, key=lambda i: (levels[i].requests_per_s, levels[i].level, i))
+    # The last passing level, unless a lower one served more beyond noise: then the one
+    # that served the most (among equals, the higher level).
+    most = max(passing, key=lambda i: (levels[i].requests_per_s, levels[i].level, i))
+    best_i = passing[-1]
+    if levels[best_i].requests_per_s < levels[most].requests_per_s * (1.0 - FALL_TOLERANCE):
+        best_i = most
     best = levels[best_i]
 
     if first_fail is None:
