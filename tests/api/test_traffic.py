@@ -21,9 +21,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from litestar.testing import AsyncTestClient
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from api.app import create_app
 from infercost.settings import Settings
+from infercost.traffic.repository import TrafficRepository
 from tests.asgi import serve_in_loop
 from tests.conftest import TeamClient
 from tests.traffic_files import azure_csv, burstgpt_csv, infercost_csv, mooncake_jsonl
@@ -339,3 +341,30 @@ async def test_list_scoped_to_team_and_delete(
     too_fine = await team.http.get(f"/v1/traffic/{second['id']}", params={"interval": 0})
     assert too_fine.status_code == 400 or too_fine.status_code == 422
     assert math.isfinite((await team.http.get("/v1/traffic")).json()["items"][0]["duration_s"])
+
+
+async def test_a_window_reads_back_in_time_order(
+    team: TeamClient, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """What a replay reads: the requests of [start_s, start_s + duration_s) after t_0, in time
+    order (file order among equal times), with their lengths, model, session and blocks."""
+    rows = [
+        {"timestamp": 30.0, "input_tokens": 600, "output_tokens": 3, "model": "m",
+         "session_id": "s1", "prefix_hashes": ["a", "b"]},
+        {"timestamp": 10.0, "input_tokens": 100, "output_tokens": 1},
+        {"timestamp": 30.0, "input_tokens": 700, "output_tokens": 4, "prefix_hashes": ["a"]},
+        {"timestamp": 45.5, "input_tokens": 800, "output_tokens": 5},
+        {"timestamp": 70.0, "input_tokens": 900, "output_tokens": 6},
+    ]  # fmt: skip
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    read = await imported(team, body, "infercost", name="window")
+    async with sessions() as session:
+        window = await TrafficRepository(session).window(uuid.UUID(read["id"]), 20.0, 35.5)
+    # t_0 is 10 s: the window holds offsets 20 (two requests at 30 s) and 35.5; 60 is past it.
+    assert [(w.seq, w.at_s, w.input_tokens, w.output_tokens) for w in window] == [
+        (1, 20.0, 600, 3),
+        (3, 20.0, 700, 4),
+        (4, 35.5, 800, 5),
+    ]
+    assert (window[0].model, window[0].session_id, window[0].prefix_blocks) == ("m", "s1", [0, 1])
+    assert window[1].prefix_blocks == [0] and window[1].model is None
