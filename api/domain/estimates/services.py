@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -73,6 +73,7 @@ from infercost.planning.roofline import ModelFacts, roofline_bounds
 from infercost.traffic.models import Traffic as TrafficLog
 from infercost.traffic.repository import TrafficRepository
 
+PointRole = Literal["basis", "passed", "failed", "overruled"]
 #: Token lengths within this ratio of the traffic's count as the same workload.
 SIMILAR_WORKLOAD = 0.8
 #: The most recent jobs of an endpoint whose levels are evidence of its capacity.
@@ -170,7 +171,7 @@ class Measured:
         out = []
         pooled = self.pooled
         for run in pooled.runs:
-            role: str = "passed" if pooled.passed[run.id] else "failed"
+            role: PointRole = "passed" if pooled.passed[run.id] else "failed"
             if run.id in pooled.overruled:
                 role = "overruled"
             if run.id in pooled.basis:
@@ -184,7 +185,7 @@ class Measured:
                     mode=run.mode,
                     requests_per_s=float(run.requests_per_s or 0.0),
                     slo_passed=pooled.passed[run.id],
-                    role=role,  # type: ignore[arg-type]
+                    role=role,
                     stale=run.finished_at is not None and run.finished_at < stale_before,
                     falls_with_load=run.id in pooled.falls,
                 )

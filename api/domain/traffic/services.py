@@ -249,6 +249,11 @@ class TrafficService:
             existing = await self.repo.by_name(self.team_id, final_name)
             if existing is not None and existing.content_sha256 == sha256:
                 raise _Same(existing)
+            if existing is not None:
+                raise Conflict(
+                    f"your team already has traffic named '{final_name}' with other content: "
+                    "import this file with ?name="
+                )
         return await self.repo.finish(
             traffic,
             {
