@@ -29,6 +29,7 @@ from api.domain.schedules.controllers import ScheduleController
 from api.domain.status.controllers import StatusController
 from api.domain.teams.controllers import TeamController
 from api.domain.telemetry.controllers import TelemetryController
+from api.domain.traffic.controllers import TrafficController
 from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
 from api.guards import rate_limit, refuse_nul
@@ -131,6 +132,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             EstimateController,
             PresetController,
             DatasetController,
+            TrafficController,
             ComparisonController,
             ReportController,
             StatusController,

@@ -120,6 +120,25 @@ def _reworded(field: str, message: str) -> str:
     return message
 
 
+def _parameter(request: Request[Any, Any, Any], field: str, message: str) -> tuple[str, str]:
+    """A query or path parameter's error under the name a client sends (`format`, not the
+    handler's `fmt`), with the allowed values of a Literal."""
+    handler = request.route_handler
+    signature = getattr(handler, "parsed_fn_signature", None)
+    definition = None if signature is None else signature.parameters.get(field)
+    if definition is None:
+        return field, message
+    kwarg = definition.kwarg_definition
+    name = getattr(kwarg, "name", None) or field
+    enum = _ENUM.match(message)
+    candidates = definition.inner_types if definition.is_optional else (definition,)
+    literal = next((t for t in candidates if t.is_literal), None)
+    values = [] if literal is None else [str(v.annotation) for v in literal.inner_types]
+    if enum and values:
+        message = f"'{enum.group('value')}' is not one of: {', '.join(values)}"
+    return name, message
+
+
 def _validation_problem(
     request: Request[Any, Any, Any], exc: ValidationException
 ) -> Response[dict[str, Any]]:
@@ -138,6 +157,8 @@ def _validation_problem(
         data_field = getattr(request.route_handler, "parsed_data_field", None)
         if data_field is not None:
             message = _explain(data_field.annotation, field, message)
+        if not match and field != "body":
+            field, message = _parameter(request, field, message)
         errors.append({"field": field, "message": _reworded(field, message)})
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) if errors else exc.detail
     return problem(request, 422, "Invalid input", detail, errors=errors)

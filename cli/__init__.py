@@ -1,5 +1,5 @@
 """The `infercost` command: server parts, the all-in-one launcher, the simulator, and the
-client commands that use the HTTP API (endpoints, prices, datasets, jobs, runs, compare,
+client commands that use the HTTP API (endpoints, prices, datasets, traffic, jobs, runs, compare,
 estimate, report, bench, schedules; submit and cancel as shortcuts).
 
 Each command's module is imported when the command runs (or lists its help), so a client
@@ -27,6 +27,7 @@ COMMANDS = {
     "endpoints": "cli.resources:endpoints",
     "prices": "cli.resources:prices",
     "datasets": "cli.resources:datasets",
+    "traffic": "cli.traffic:traffic",
     "runs": "cli.resources:runs",
     "estimate": "cli.resources:estimate",
     "bench": "cli.bench:bench",

@@ -144,10 +144,12 @@ class ApiClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         headers: Mapping[str, str] | None = None,
-        content: bytes | None = None,
+        content: bytes | BinaryIO | None = None,
+        timeout: float | None = None,
     ) -> httpx.Response:
-        """Send one request (None-valued parameters left out); a transport failure or an
-        error status raises ApiError."""
+        """Send one request (None-valued parameters left out; a file as `content` is sent
+        as it is read, never whole in memory); a transport failure or an error status raises
+        ApiError. `timeout` replaces the client's for this request."""
         try:
             response = self._http.request(
                 method,
@@ -156,6 +158,7 @@ class ApiClient:
                 json=json,
                 headers=headers,
                 content=content,
+                timeout=timeout if timeout is not None else self._http.timeout,
             )
         except httpx.ConnectError:
             raise ApiError(f"no API at {self.url}: start it with `make run`") from None

@@ -27,6 +27,7 @@ from cli.watch import (
     BarDisplay,
     Display,
     LineDisplay,
+    capacity_text,
     cells,
     evidence_text,
     queue_text,
@@ -125,6 +126,9 @@ def _watch(client: ApiClient, job_id: str, *, as_json: bool, announce: bool = Tr
     else:
         out.print(f"job {final['id']}: {final['status']}", markup=False)
         out.print(summary_table(final))
+        capacity = capacity_text(final)
+        if capacity:
+            out.print(capacity, markup=False)
     if final["status"] == "failed":
         raise click.ClickException(f"job {final['id']} failed: {final.get('error') or 'unknown'}")
     if final["status"] == "cancelled":
@@ -305,6 +309,9 @@ def jobs_show(job: str, as_json: bool, client: ApiClient) -> None:
         for run in state["runs"]:
             runs.add_row(*cells(level_label(float(run["level"]), str(run["mode"])), run["id"]))
         out.print(runs)
+        capacity = capacity_text(state)
+        if capacity:
+            out.print(capacity, markup=False)
 
 
 _MODES = click.Choice(["concurrency", "rate", "burst"])

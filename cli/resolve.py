@@ -110,3 +110,24 @@ def run_id(client: ApiClient, text: str) -> str:
         f"searched the runs of your newest {RUN_SEARCH_JOBS} jobs; `infercost jobs show JOB` "
         "lists a job's runs",
     )
+
+
+def traffic(client: ApiClient, text: str) -> dict[str, Any]:
+    """The request log a user means: by whole id, by name, or by a unique id prefix."""
+    if is_uuid(text):
+        found: dict[str, Any] = client.get(f"/v1/traffic/{text}")
+        return found
+    items = client.pages("/v1/traffic")
+    for item in items:
+        if item["name"] == text:
+            return dict(item)
+    if _PREFIX.fullmatch(text) and len(text) >= MIN_PREFIX:
+        try:
+            chosen = _by_prefix("traffic", text, (i["id"] for i in items), "")
+        except click.ClickException:
+            pass
+        else:
+            return next(dict(i) for i in items if i["id"] == chosen)
+    names = ", ".join(sorted(i["name"] for i in items))
+    known = names or "none: import one with `infercost traffic import FILE --format ...`"
+    raise click.ClickException(f"no request log named '{text}' in your team (yours: {known})")

@@ -12,6 +12,7 @@ import click
 from cli import resolve
 from cli.client import ApiClient, api_options
 from cli.output import console, emit_json, json_option, num, table, when
+from cli.traffic import print_fleets
 from cli.watch import cells
 from infercost.reports.data import level_label
 
@@ -470,6 +471,31 @@ def runs_samples(run: str, output: Path | None, as_json: bool, client: ApiClient
 @click.command()
 @click.option("--model", required=True, help="The served model to plan for.")
 @click.option("--rps", type=click.FloatRange(min=0, min_open=True), help="Peak requests/s.")
+@click.option(
+    "--per-day",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Requests a day (instead of --rps; the peak is the daily mean x --peak-to-mean).",
+)
+@click.option(
+    "--peak-to-mean",
+    type=click.FloatRange(min=1),
+    help="Peak rate over the mean (default with --per-day: 2, stated in the answer).",
+)
+@click.option(
+    "--traffic",
+    "traffic_log",
+    help="A request log (name, id or id prefix, `infercost traffic list`) to plan for, "
+    "instead of --rps: adds fixed and autoscaled fleets over it.",
+)
+@click.option(
+    "--interval-s", type=click.IntRange(60), help="With --traffic: seconds an interval (300)."
+)
+@click.option(
+    "--lag-s",
+    type=click.FloatRange(min=0),
+    help="With --traffic: how late the autoscaler follows demand, seconds (300).",
+)
+@click.option("--min-replicas", type=click.IntRange(0), help="With --traffic: fewest replicas (1).")
 @click.option("--input-tokens", type=click.IntRange(1), help="Mean prompt tokens per request.")
 @click.option("--output-tokens", type=click.IntRange(1), help="Mean output tokens per request.")
 @click.option("--slo-ttft-p95", type=click.FloatRange(min=0, min_open=True), help="ms.")
@@ -492,6 +518,12 @@ def estimate(  # click passes every option by name
     *,
     model: str,
     rps: float | None,
+    per_day: float | None = None,
+    peak_to_mean: float | None = None,
+    traffic_log: str | None = None,
+    interval_s: int | None = None,
+    lag_s: float | None = None,
+    min_replicas: int | None = None,
     input_tokens: int | None,
     output_tokens: int | None,
     slo_ttft_p95: float | None,
@@ -504,31 +536,38 @@ def estimate(  # click passes every option by name
     client: ApiClient,
 ) -> None:
     """What serving MODEL at this traffic and SLO costs, cheapest deployment first, from
-    what was measured (POST /v1/estimates)."""
-    traffic: dict[str, Any] = {}
+    what was measured (POST /v1/estimates). The traffic: --rps (a peak), --per-day with
+    --peak-to-mean, or --traffic NAME (a request log: sized for its busiest minute, with
+    fixed and autoscaled fleets over it)."""
+    body: dict[str, Any] = {"model": model}
+    if traffic_log is not None:
+        if rps is not None or per_day is not None or input_tokens or output_tokens:
+            raise click.UsageError(
+                "--traffic gives the rate and the lengths: leave out --rps, --per-day, "
+                "--input-tokens and --output-tokens"
+            )
+        body["traffic_id"] = resolve.traffic(client, traffic_log)["id"]
+        fleets = {"interval_s": interval_s, "lag_s": lag_s, "min_replicas": min_replicas}
+        if any(v is not None for v in fleets.values()):
+            body["fleets"] = {k: v for k, v in fleets.items() if v is not None}
+    else:
+        if any(v is not None for v in (interval_s, lag_s, min_replicas)):
+            raise click.UsageError("--interval-s, --lag-s and --min-replicas need --traffic")
+        body["traffic"] = _flat_traffic(rps, per_day, peak_to_mean, input_tokens, output_tokens)
+    slo = {
+        key: {"p95": value}
+        for key, value in (("ttft_ms", slo_ttft_p95), ("tpot_ms", slo_tpot_p95))
+        if value is not None
+    }
     for key, value in (
-        ("requests_per_s", rps),
-        ("input_tokens", input_tokens),
-        ("output_tokens", output_tokens),
+        ("slo", slo or None),
+        ("preset", preset or None),
+        ("hardware", list(hardware) or None),
+        ("target_utilization", target_utilization),
+        ("allow_mismatched_workload", allow_mismatched_workload or None),
     ):
         if value is not None:
-            traffic[key] = value
-    body: dict[str, Any] = {"model": model, "traffic": traffic}
-    slo: dict[str, Any] = {}
-    if slo_ttft_p95 is not None:
-        slo["ttft_ms"] = {"p95": slo_ttft_p95}
-    if slo_tpot_p95 is not None:
-        slo["tpot_ms"] = {"p95": slo_tpot_p95}
-    if slo:
-        body["slo"] = slo
-    if preset:
-        body["preset"] = preset
-    if hardware:
-        body["hardware"] = list(hardware)
-    if target_utilization is not None:
-        body["target_utilization"] = target_utilization
-    if allow_mismatched_workload:
-        body["allow_mismatched_workload"] = True
+            body[key] = value
     answer = client.post("/v1/estimates", body)
     if as_json:
         emit_json(answer)
@@ -536,18 +575,73 @@ def estimate(  # click passes every option by name
         _print_estimate(answer)
 
 
+def _flat_traffic(
+    rps: float | None,
+    per_day: float | None,
+    peak_to_mean: float | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+) -> dict[str, Any]:
+    """The `traffic` block of options that give a rate (--rps or --per-day)."""
+    if rps is not None and per_day is not None:
+        raise click.UsageError("give --rps or --per-day, not both")
+    values = {
+        "requests_per_s": rps,
+        "requests_per_day": per_day,
+        "peak_to_mean": peak_to_mean,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
 _ESTIMATE_NUMBERS = ("replicas", "GPUs", "util", "capacity req/s", "USD/h", "USD/month", "$/M out")
+#: Self-hosted candidates whose plan over a log is drawn (the cheapest first).
+MAX_FLEET_CHARTS = 3
+
+
+def capacity_interval(c: dict[str, Any]) -> str | None:
+    """The interval a candidate's capacity lies in and the replicas it allows, in a line."""
+    if c.get("kind") != "self_hosted" or c.get("capacity_rps_low") is None:
+        return None
+    name = c["deployment"]["name"]
+    low, high = c["capacity_rps_low"], c.get("capacity_rps_high")
+    if high is None:
+        return (
+            f"{name}: capacity at least {num(low, 2)} req/s (every measured level met the "
+            f"SLO), so at most {c['replicas']} replicas"
+        )
+    span = c.get("replicas_range") or [c["replicas"], c["replicas"]]
+    allows = (
+        f"{span[0]} replicas either way"
+        if span[0] == span[1]
+        else f"{span[0]} to {span[1]} replicas"
+    )
+    return (
+        f"{name}: capacity between {num(low, 2)} and {num(high, 2)} req/s (the bracketing "
+        f"levels), so {allows}"
+    )
+
+
+def _traffic_line(answer: dict[str, Any]) -> str:
+    """What the estimate planned for, in a line."""
+    t = answer["traffic"]
+    lengths = f"{round(t['input_tokens']):,} in / {round(t['output_tokens']):,} out tokens"
+    if t.get("traffic_id"):
+        return (
+            f"{answer['model']} for request log {t['name']}: {t['requests']:,} requests over "
+            f"{num(t['duration_s'], 0)} s, busiest minute {num(t['requests_per_s'], 2)} req/s, "
+            f"mean {num(t['mean_requests_per_s'], 2)} req/s, {lengths}"
+        )
+    mean = t["mean_requests_per_s"]
+    flat = "" if mean == t["requests_per_s"] else f" (mean {num(mean, 2)})"
+    return f"{answer['model']} at {num(t['requests_per_s'], 2)} req/s{flat}, {lengths}"
 
 
 def _print_estimate(answer: dict[str, Any]) -> None:
     """The candidates cheapest first, then warnings and what was left out (on stderr)."""
     out = console()
-    t = answer["traffic"]
-    out.print(
-        f"{answer['model']} at {num(t['requests_per_s'], 2)} req/s, "
-        f"{round(t['input_tokens']):,} in / {round(t['output_tokens']):,} out tokens",
-        markup=False,
-    )
+    out.print(_traffic_line(answer), markup=False)
     if not answer["candidates"]:
         out.print(f"no estimate: {answer.get('reason') or 'no evidence'}", markup=False)
     else:
@@ -593,14 +687,14 @@ def _print_estimate(answer: dict[str, Any]) -> None:
         if answer.get("explanation"):
             out.print(answer["explanation"], markup=False)
         for c in answer["candidates"]:
-            span = c.get("replicas_range")
-            if span and span[0] != span[1]:
-                out.print(
-                    f"{c['deployment']['name']}: capacity between "
-                    f"{num(c['capacity_rps_low'], 2)} and {num(c['capacity_rps_high'], 2)} req/s "
-                    f"(the bracketing levels), so {span[0]} to {span[1]} replicas",
-                    markup=False,
-                )
+            line = capacity_interval(c)
+            if line:
+                out.print(line, markup=False)
+        shown = 0
+        for c in answer["candidates"]:
+            if c.get("fleets") and shown < MAX_FLEET_CHARTS:
+                print_fleets(c["deployment"]["name"], c["fleets"])
+                shown += 1
     for assumption in answer.get("assumptions") or []:
         out.print(f"assumed: {assumption}", markup=False)
     for c in answer["candidates"]:

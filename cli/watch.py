@@ -316,8 +316,42 @@ def watch_job(
         display.close()
 
 
+def capacity_text(job: Mapping[str, Any]) -> str | None:
+    """The job's capacity at its SLO and its cost there, in a sentence that says which cost
+    it is (the table's costs are each level's own load); None for a job without an SLO or
+    before any level finished."""
+    block = job.get("capacity_at_slo")
+    if not block or not job.get("runs"):
+        return None
+    if block.get("requests_per_s") is None:
+        reason = block.get("reason")
+        return None if reason is None else f"capacity at the SLO: none ({reason})"
+    low, high = block.get("requests_per_s_low"), block.get("requests_per_s_high")
+    if block.get("lower_bound"):
+        where = " (a lower bound: every level passed)"
+    elif high is not None and low is not None:
+        where = f" (between {fmt(low, digits=2)} and {fmt(high, digits=2)} req/s measured)"
+    else:
+        where = ""
+    if block.get("monotone") is False:
+        where += "; throughput fell at a higher load, so this is the best passing level"
+    cost = block.get("per_million_output_tokens_usd")
+    priced = (
+        ""
+        if cost is None
+        else f", USD {fmt(cost, digits=2)} per million output tokens at that load "
+        f"(USD {fmt(block.get('usd_per_hour'), digits=2)}/h a replica)"
+    )
+    return (
+        f"capacity at the SLO: {fmt(block['requests_per_s'], digits=2)} req/s a replica"
+        f"{where}{priced}. The table's $/M is each level's own load; "
+        "`infercost estimate` prices your traffic"
+    )
+
+
 def summary_table(job: Mapping[str, Any]) -> Table:
-    """The job's levels side by side: requests, latency, throughput, cost and SLO verdict."""
+    """The job's levels side by side: requests, latency, throughput, the cost at each
+    level's own load, and the SLO verdict."""
     table = Table()
     for name, right in (
         ("level", False),
@@ -329,7 +363,7 @@ def summary_table(job: Mapping[str, Any]) -> Table:
         ("TPOT p50 ms", True),
         ("output tok/s", True),
         ("req/s", True),
-        ("$/M output tok", True),
+        ("$/M out at level", True),
         ("SLO", False),
         ("evidence", False),
     ):

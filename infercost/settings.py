@@ -45,6 +45,9 @@ class Settings:
     queue: str = "benchmarks"
     # Largest dataset upload accepted (POST /v1/datasets), in bytes.
     max_dataset_bytes: int = 64 * 1024 * 1024
+    # Largest request log accepted (POST /v1/traffic), in bytes of text (after gunzip):
+    # request logs run far longer than prompt sets (a day of a busy gateway is gigabytes).
+    max_traffic_bytes: int = 256 * 1024 * 1024
     # Webhook retries: the first after this many seconds, then doubling, up to this many
     # attempts in all (infercost/webhooks/delivery.py).
     webhook_backoff_s: float = 10.0
@@ -99,6 +102,7 @@ class Settings:
             max_concurrency=_int(env, "INFERCOST_MAX_CONCURRENCY", 1024),
             queue=env.get("INFERCOST_QUEUE") or "benchmarks",
             max_dataset_bytes=_int(env, "INFERCOST_MAX_DATASET_BYTES", 64 * 1024 * 1024),
+            max_traffic_bytes=_int(env, "INFERCOST_MAX_TRAFFIC_BYTES", 256 * 1024 * 1024),
             webhook_backoff_s=_float(env, "INFERCOST_WEBHOOK_BACKOFF_S", 10.0),
             webhook_max_attempts=max(1, _int(env, "INFERCOST_WEBHOOK_MAX_ATTEMPTS", 6)),
             abandoned_after_s=_float(env, "INFERCOST_ABANDONED_AFTER_S", 90.0),

@@ -12,6 +12,7 @@ from infercost.schedules.models import Schedule, ScheduleRun
 from infercost.shards.store import RunShard
 from infercost.status.models import StatusJobSeries, StatusSeries
 from infercost.teams.models import ApiKey, Team
+from infercost.traffic.models import Traffic, TrafficRequest
 from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "StatusSeries",
     "TaskOutbox",
     "Team",
+    "Traffic",
+    "TrafficRequest",
     "Webhook",
     "WebhookAttempt",
     "WebhookDelivery",

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from infercost.history.availability import Availability, ErrorChange, availability, error_change
 from infercost.history.repository import HistoryRepository
 from infercost.history.stats import (
     DEFAULT_THRESHOLDS,
@@ -88,27 +89,77 @@ class RunChange:
         }
 
 
+def combined_verdict(latency: RunVerdict, errors: ErrorChange | None) -> RunVerdict:
+    """The run's verdict from its latency and its error rate: a regression when either
+    regressed (62% failed requests is no "no change", however fast the rest were), else an
+    improvement when either improved, else the latency's."""
+    if errors is None or latency in ("baseline", "incomparable"):
+        return latency
+    for verdict in ("regression", "improvement"):
+        if verdict in (latency, errors.verdict):
+            return verdict
+    if latency == "insufficient_data" and errors.verdict == "no_change":
+        return "insufficient_data"
+    return latency
+
+
+def _availability_note(avail: Availability) -> str | None:
+    """A sentence on the time the endpoint served nothing, when it did so at all."""
+    if not avail.outages or avail.share is None:
+        return None
+    longest = avail.outages[0]
+    kinds = ", ".join(f"{n} {kind}" for kind, n in longest.errors.items())
+    return (
+        f"the endpoint was unavailable for {avail.unavailable_s:.3g} s of the level's "
+        f"{avail.window_s:.3g} s ({avail.share:.0%}) in {avail.count} outage(s); the longest, "
+        f"{longest.duration_s:.3g} s from {longest.start_s:.3g} s, failed {longest.failed} "
+        f"request(s) ({kinds})"
+    )
+
+
+def _errors_note(errors: ErrorChange) -> str | None:
+    if errors.verdict != "regression":
+        return None
+    return (
+        f"{errors.current_error_rate or 0:.0%} of this run's requests failed against "
+        f"{errors.baseline_error_rate or 0:.0%} in its baseline: a regression whatever the "
+        "latency of the requests that succeeded"
+    )
+
+
 def change_block(
     run: Run,
     baseline: Run | None,
     comparison: RunComparison | None,
     thresholds: Thresholds,
     refused: str | None = None,
+    *,
+    errors: ErrorChange | None = None,
+    avail: Availability | None = None,
 ) -> dict[str, Any]:
     """The JSON stored in runs.change (the API serves it as the run's `change`); `refused`
-    says why the run was not compared with its baseline (verdict `incomparable`)."""
+    says why the run was not compared with its baseline (verdict `incomparable`); `errors`
+    is the error rate against the baseline's and `avail` the time the endpoint served
+    nothing during the level."""
     notes = [] if baseline is not None else [FIRST_OF_ITS_KIND]
     if refused is not None:
         notes.append(refused)
     if run.client_bound:
         notes.append(CLIENT_BOUND)
-    verdict = (
+    for note in (
+        None if errors is None else _errors_note(errors),
+        None if avail is None else _availability_note(avail),
+    ):
+        if note is not None:
+            notes.append(note)
+    latency: RunVerdict = (
         "incomparable"
         if refused is not None
         else "baseline"
         if comparison is None
         else comparison.verdict
     )
+    verdict = combined_verdict(latency, errors)
     return {
         "verdict": verdict,
         "baseline_run_id": None if baseline is None else str(baseline.id),
@@ -126,6 +177,8 @@ def change_block(
         "output_tokens_per_s": (
             None if comparison is None else comparison.output_tokens_per_s.as_dict()
         ),
+        "errors": None if errors is None else errors.as_dict(),
+        "availability": None if avail is None else avail.as_dict(),
         "method": thresholds.as_dict(),
         "notes": notes,
     }
@@ -158,7 +211,18 @@ async def record_changes(
                 current_output_tokens_per_s=run.output_tokens_per_s,
                 thresholds=thresholds,
             )
-        block = change_block(run, baseline, comparison, thresholds, refused)
+        errors = None
+        if comparison is not None and baseline is not None:
+            errors = error_change(
+                baseline.requests_failed or 0,
+                baseline.requests_total or 0,
+                run.requests_failed or 0,
+                run.requests_total or 0,
+            )
+        avail = availability(*await repo.outcomes(run.id))
+        block = change_block(
+            run, baseline, comparison, thresholds, refused, errors=errors, avail=avail
+        )
         verdict: RunVerdict = block["verdict"]
         await repo.store_change(
             run.id,

@@ -133,6 +133,23 @@ class HistoryRepository:
             for name, values in zip(METRICS, row, strict=True)
         }
 
+    async def outcomes(
+        self, run_id: uuid.UUID
+    ) -> tuple[list[float], list[float | None], list[str | None]]:
+        """The measured requests' send times, end-to-end times and error classes (None for
+        a success), for the time the endpoint was unavailable."""
+        rows = await self.session.execute(
+            select(RequestSample.t_send, RequestSample.e2e_ms, RequestSample.error_class).where(
+                RequestSample.run_id == run_id, RequestSample.warmup.is_(False)
+            )
+        )
+        sends, e2e, errors = [], [], []
+        for t_send, e2e_ms, error_class in rows:
+            sends.append(float(t_send))
+            e2e.append(None if e2e_ms is None else float(e2e_ms))
+            errors.append(error_class)
+        return sends, e2e, errors
+
     async def store_change(
         self,
         run_id: uuid.UUID,

@@ -89,6 +89,12 @@ async def make_resources(a: TeamClient, db: asyncpg.Connection) -> dict[str, str
         },
     )
     assert hardware.status_code == 201, hardware.text
+    traffic = await a.http.post(
+        "/v1/traffic",
+        params={"format": "infercost"},
+        content=b"timestamp,input_tokens,output_tokens\n0,10,2\n61.5,12,3\n",
+    )
+    assert traffic.status_code == 201, traffic.text
     return {
         "endpoint_id": endpoint["id"],
         "job_id": job_id,
@@ -97,6 +103,7 @@ async def make_resources(a: TeamClient, db: asyncpg.Connection) -> dict[str, str
         "webhook_id": hook.json()["id"],
         "schedule_id": schedule.json()["id"],
         "hardware_id": hardware.json()["id"],
+        "traffic_id": traffic.json()["id"],
         # A chart every finished job has (it says why when there is no data).
         "file_name": "throughput.svg",
     }

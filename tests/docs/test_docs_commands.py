@@ -186,6 +186,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     venv = Path(sys.prefix)
     (work / ".venv").symlink_to(venv)
     (work / "bench").symlink_to(ROOT / "bench")  # the pages run from the repository's root
+    (work / "docs").symlink_to(ROOT / "docs")  # and import its examples (docs/examples/)
     database = f"infercost_docs_{uuid.uuid4().hex[:10]}"
     _run_sql(f'CREATE DATABASE "{database}"')
     api_port, sim_port, sim_gpu_port = free_port(), free_port(), free_port()

@@ -13,11 +13,14 @@ from infercost.endpoints.models import Endpoint
 from infercost.figures.cost import per_million
 from infercost.hardware.catalog import BYTES_PER_PARAM
 from infercost.hardware.models import Hardware as HardwareRow
-from infercost.jobs.models import Run
+from infercost.jobs.models import Job, Run
+from infercost.jobs.plan import read_load
 from infercost.planning.capacity import (
     Capacity,
     LevelResult,
+    LoadPoint,
     capacity_at_slo,
+    pooled_capacity,
     slo_margin,
 )
 from infercost.planning.capacity import inadequate_reasons as run_inadequacy
@@ -125,22 +128,17 @@ def inadequate_reasons(run: Run) -> list[dict[str, str]]:
 @dataclass(frozen=True, slots=True)
 class CapacityEvidence:
     """One job's capacity at an SLO (None when no adequate level met it), the runs it rests
-    on, and the levels left out as evidence with why (inadequate or client-bound)."""
+    on, the levels left out as evidence with why (inadequate or client-bound), and the
+    levels that served fewer requests/s than a lower load (`falls`)."""
 
     capacity: Capacity | None
     run_ids: list[uuid.UUID] = field(default_factory=list)
     skipped: list[SkippedLevel] = field(default_factory=list)
+    falls: list[uuid.UUID] = field(default_factory=list)
 
 
-def capacity_of(
-    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]], *, sweep: bool = False
-) -> CapacityEvidence:
-    """One job's capacity at `slo` over its finished, adequate, not client-bound levels; the
-    runs it rests on; the levels skipped and why.
-
-    A sweep's runs mix closed-loop and open-loop levels, so each is taken as a load point
-    at the requests/s it carried (mode rate, level = measured requests/s) and they are
-    ordered by that; other jobs' levels keep their own mode and level."""
+def _usable(runs: Sequence[Run]) -> tuple[list[Run], list[SkippedLevel]]:
+    """A job's finished levels that can stand as evidence, and the others with why not."""
     finished = [
         r
         for r in runs
@@ -161,6 +159,19 @@ def capacity_of(
             )
         else:
             usable.append(run)
+    return usable, skipped
+
+
+def capacity_of(
+    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]], *, sweep: bool = False
+) -> CapacityEvidence:
+    """One job's capacity at `slo` over its finished, adequate, not client-bound levels; the
+    runs it rests on; the levels skipped and why.
+
+    A sweep's runs mix closed-loop and open-loop levels, so each is taken as a load point
+    at the requests/s it carried (mode rate, level = measured requests/s) and they are
+    ordered by that; other jobs' levels keep their own mode and level."""
+    usable, skipped = _usable(runs)
     if not usable or (not sweep and len({r.mode for r in usable}) > 1):
         return CapacityEvidence(None, skipped=skipped)
     levels = []
@@ -180,7 +191,79 @@ def capacity_of(
     found = capacity_at_slo(levels)
     if found is None:
         return CapacityEvidence(None, skipped=skipped)
-    return CapacityEvidence(found, [usable[i].id for i in found.basis_run_indices], skipped)
+    return CapacityEvidence(
+        found,
+        [usable[i].id for i in found.basis_run_indices],
+        skipped,
+        [usable[i].id for i in found.falls_with_load],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PooledEvidence:
+    """A deployment's capacity at an SLO from every adequate level of the jobs given (None
+    when no standing level met it): `runs` the levels taken as load points (with their
+    jobs in `jobs_of`), `basis` those the capacity rests on, `overruled` passing levels a
+    newer job's failure at a lower rate overruled, `falls` levels that served fewer
+    requests/s than a lower load of their job, `skipped` the levels left out and why."""
+
+    capacity: Capacity | None
+    runs: list[Run] = field(default_factory=list)
+    jobs_of: dict[uuid.UUID, Job] = field(default_factory=dict)
+    basis: list[uuid.UUID] = field(default_factory=list)
+    overruled: list[uuid.UUID] = field(default_factory=list)
+    falls: list[uuid.UUID] = field(default_factory=list)
+    skipped: list[SkippedLevel] = field(default_factory=list)
+    passed: dict[uuid.UUID, bool] = field(default_factory=dict)
+
+
+def pooled_evidence(
+    jobs: Sequence[tuple[Job, Sequence[Run]]], slo: Mapping[str, Mapping[str, float]]
+) -> PooledEvidence:
+    """The capacity at `slo` over the adequate levels of every job in `jobs` (newest job
+    first), each level a load point at the requests/s it served (see pooled_capacity)."""
+    runs: list[Run] = []
+    points: list[LoadPoint] = []
+    skipped: list[SkippedLevel] = []
+    jobs_of: dict[uuid.UUID, Job] = {}
+    passed: dict[uuid.UUID, bool] = {}
+    for rank, (job, job_runs) in enumerate(jobs):
+        usable, left_out = _usable(job_runs)
+        skipped += left_out
+        load = read_load(job.load)
+        sweep = load is not None and load.mode == "sweep"
+        for run in usable:
+            ok, margin = passes(run, slo)
+            rps = float(run.requests_per_s or 0.0)
+            runs.append(run)
+            jobs_of[run.id] = job
+            passed[run.id] = ok
+            points.append(
+                LoadPoint(
+                    job=rank,
+                    level=rps if sweep else run.level,
+                    mode="rate" if sweep else run.mode,
+                    requests_per_s=rps,
+                    output_tokens_per_s=float(run.output_tokens_per_s or 0.0),
+                    slo_passed=ok,
+                    slo_margin=margin,
+                    client_bound=bool(run.client_bound),
+                )
+            )
+    found = pooled_capacity(points)
+    if found is None:
+        return PooledEvidence(None, runs, jobs_of, skipped=skipped, passed=passed)
+    capacity = found.capacity
+    return PooledEvidence(
+        capacity,
+        runs,
+        jobs_of,
+        basis=[runs[i].id for i in capacity.basis_run_indices],
+        overruled=[runs[i].id for i in found.overruled],
+        falls=[runs[i].id for i in capacity.falls_with_load],
+        skipped=skipped,
+        passed=passed,
+    )
 
 
 def capacity_block(
@@ -221,4 +304,6 @@ def capacity_block(
         requests_per_s_low=capacity.requests_per_s_low,
         requests_per_s_high=capacity.requests_per_s_high,
         skipped=found.skipped,
+        monotone=capacity.monotone,
+        falls_with_load=found.falls,
     )

@@ -11,6 +11,7 @@ import msgspec
 from api.domain.plans.schemas import Slo
 from api.domain.runs.schemas import SkippedLevel
 from infercost.planning.estimate import DEFAULT_TARGET_UTILIZATION
+from infercost.planning.fleets import DEFAULT_INTERVAL_S, DEFAULT_LAG_S, DEFAULT_MIN_REPLICAS
 
 Rate = Annotated[float, msgspec.Meta(gt=0, le=1e9)]
 Tokens = Annotated[float, msgspec.Meta(ge=1, le=10_000_000)]
@@ -60,6 +61,31 @@ class TrafficIn(msgspec.Struct, forbid_unknown_fields=True):
     ] = None
 
 
+class FleetsIn(msgspec.Struct, forbid_unknown_fields=True):
+    """How a plan from a request log is cut and how its autoscaler behaves."""
+
+    interval_s: Annotated[
+        Annotated[int, msgspec.Meta(ge=60, le=86_400, multiple_of=60)],
+        msgspec.Meta(
+            description="Seconds per interval of the plan, a whole number of minutes (each "
+            "interval's demand is its busiest minute)",
+            examples=[300],
+        ),
+    ] = DEFAULT_INTERVAL_S
+    lag_s: Annotated[
+        Annotated[float, msgspec.Meta(ge=0, le=86_400)],
+        msgspec.Meta(
+            description="How late the autoscaled fleet follows demand, in seconds (rounded to "
+            "whole intervals, at least one)",
+            examples=[300],
+        ),
+    ] = DEFAULT_LAG_S
+    min_replicas: Annotated[
+        Annotated[int, msgspec.Meta(ge=0, le=100_000)],
+        msgspec.Meta(description="The fewest replicas any interval runs", examples=[1]),
+    ] = DEFAULT_MIN_REPLICAS
+
+
 class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
     """POST /v1/estimates. `slo` defaults to the preset's; `hardware` keeps only those
     SKUs; `include_projections` adds hardware you have a price for but no measurement of
@@ -67,7 +93,10 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
     older than `max_age_days` is used but flagged stale. Replicas are sized to run at most
     `target_utilization` of their capacity at the SLO (default 0.8: 20% headroom). Evidence
     measured on other token lengths (workload similarity below 0.8) gives no figures unless
-    `allow_mismatched_workload` is true; then the candidate's basis is "extrapolation"."""
+    `allow_mismatched_workload` is true; then the candidate's basis is "extrapolation".
+    `traffic_id` (a request log, POST /v1/traffic) may replace `traffic`: the log's busiest
+    minute is the rate to size for, its mean lengths and token counts price it, and each
+    self-hosted candidate gets `fleets`, cut and lagged as `fleets` says."""
 
     model: Annotated[
         Annotated[str, msgspec.Meta(min_length=1, max_length=256)],
@@ -77,12 +106,28 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
         ),
     ]
     traffic: Annotated[
-        TrafficIn,
+        TrafficIn | None,
         msgspec.Meta(
-            description="The traffic to plan for",
+            description="The traffic to plan for (or traffic_id)",
             examples=[{"requests_per_s": 40, "input_tokens": 512, "output_tokens": 256}],
         ),
-    ]
+    ] = None
+    traffic_id: Annotated[
+        uuid.UUID | None,
+        msgspec.Meta(
+            description="A request log of your team (GET /v1/traffic) to plan for, instead of "
+            "traffic: each candidate then gets fleets per interval",
+            examples=["8b58da70-87c4-4a5e-9d3a-1f0e2b3c4d5e"],
+        ),
+    ] = None
+    fleets: Annotated[
+        FleetsIn | None,
+        msgspec.Meta(
+            description="With traffic_id: interval, autoscaler lag and minimum replicas of the "
+            "plan (defaults 300 s, 300 s, 1)",
+            examples=[{"interval_s": 300, "lag_s": 300, "min_replicas": 1}],
+        ),
+    ] = None
     slo: Annotated[
         Slo | None,
         msgspec.Meta(
@@ -139,13 +184,108 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
 
 class TrafficRead(msgspec.Struct):
     """The traffic as planned: requests_per_s is the sizing (peak) rate,
-    mean_requests_per_s the average that tokens and bills follow."""
+    mean_requests_per_s the average that tokens and bills follow. From a request log
+    (`traffic_id`): requests_per_s is its busiest minute's rate (the peak interval's
+    demand), mean_requests_per_s its requests over its duration, the lengths its means."""
 
     requests_per_s: float
     mean_requests_per_s: float
     peak_to_mean: float
     input_tokens: float
     output_tokens: float
+    traffic_id: uuid.UUID | None = None
+    name: str | None = None
+    requests: int | None = None
+    duration_s: float | None = None
+
+
+class LoadPointRead(msgspec.Struct):
+    """A measured level taken as evidence of a capacity, at the requests/s it served.
+
+    `role`: basis (the capacity rests on it), passed or failed (evidence around it), or
+    overruled (it passed, but a newer job failed at the same or a lower rate).
+    `stale`: older than max_age_days (still counted). `falls_with_load`: it served fewer
+    requests/s than a lower load of its own job (the curve is not monotone)."""
+
+    run_id: uuid.UUID
+    job_id: uuid.UUID
+    measured_at: datetime | None
+    level: float
+    mode: str
+    requests_per_s: float
+    slo_passed: bool
+    role: Literal["basis", "passed", "failed", "overruled"]
+    stale: bool
+    falls_with_load: bool
+
+
+class IntervalRead(msgspec.Struct):
+    """One interval of a plan from a log: from `start_s` after its first request, for
+    `length_s`; its requests; `demand_rps` = its busiest minute's requests / 60; replicas
+    `needed` = max(min_replicas, ceil(demand / (target_utilization x capacity))) and those the
+    autoscaled fleet runs (`autoscaled`); `at_risk` when it ran fewer than needed."""
+
+    start_s: float
+    length_s: float
+    requests: int
+    demand_rps: float
+    needed: int
+    autoscaled: int
+    at_risk: bool
+
+
+class FixedFleetRead(msgspec.Struct):
+    """The fleet sized for the peak interval, run all the time: replicas, replica-hours and
+    USD over the log, USD per day (x 86,400 / the log's duration), mean utilisation (mean
+    requests/s / (replicas x capacity)) and USD per million output tokens of the log."""
+
+    replicas: int
+    replica_hours: float
+    usd: float
+    usd_per_day: float
+    mean_utilization: float
+    per_million_output_tokens_usd: float | None
+
+
+class SloRiskRead(msgspec.Struct):
+    """Intervals (their indices) where the autoscaled fleet ran fewer replicas than needed,
+    and the log's requests in them (count and share)."""
+
+    intervals: list[int]
+    requests: int
+    share_of_requests: float
+
+
+class AutoscaledFleetRead(msgspec.Struct):
+    """The fleet that follows demand `lag_intervals` late, up and down: its replica-hours,
+    time-weighted mean replicas, cost, mean utilisation and SLO risk."""
+
+    replica_hours: float
+    mean_replicas: float
+    usd: float
+    usd_per_day: float
+    mean_utilization: float
+    per_million_output_tokens_usd: float | None
+    slo_risk: SloRiskRead
+
+
+class FleetsRead(msgspec.Struct):
+    """A self-hosted candidate over a request log (docs/figures.md, "Plans from traffic"):
+    per-interval demand and replicas, the fixed and the autoscaled fleet, which is cheaper
+    and what it saves a day. `lag_intervals` = max(1, round(lag_s / interval_s))."""
+
+    interval_s: int
+    lag_s: float
+    lag_intervals: int
+    min_replicas: int
+    capacity_rps: float
+    target_utilization: float
+    usd_per_replica_hour: float
+    intervals: list[IntervalRead]
+    fixed: FixedFleetRead
+    autoscaled: AutoscaledFleetRead
+    cheaper: Literal["fixed", "autoscaled"]
+    saving_usd_per_day: float
 
 
 class DeploymentRead(msgspec.Struct):
@@ -188,7 +328,10 @@ class Candidate(msgspec.Struct):
     bracketing levels; high null when every level passed), so replicas and cost lie in their
     `*_range` (fewest first; null without both ends). `skipped`: levels of the evidence job
     left out as inadequate or client-bound. Hosted APIs have no replicas; they cost the
-    average rate's tokens at their per-token prices.
+    average rate's tokens at their per-token prices (from a log: its own token counts).
+    `load_points`: every level the capacity was chosen from; `monotone` false when a level
+    served fewer requests/s than a lower load of its job (the capacity is the best passing
+    level). `fleets`: with traffic_id, the plan over the log.
     """
 
     kind: Literal["self_hosted", "hosted_api"]
@@ -217,6 +360,9 @@ class Candidate(msgspec.Struct):
     usd_per_hour_range: list[float] | None = None
     per_million_output_tokens_usd_range: list[float] | None = None
     skipped: list[SkippedLevel] = []
+    load_points: list[LoadPointRead] = []
+    monotone: bool | None = None
+    fleets: FleetsRead | None = None
 
 
 class Unavailable(msgspec.Struct):

@@ -15,25 +15,32 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.estimates.evidence import (
-    CapacityEvidence,
-    capacity_of,
+    PooledEvidence,
     mean_context,
     model_facts,
+    pooled_evidence,
     replica_hardware,
 )
 from api.domain.estimates.schemas import (
+    AutoscaledFleetRead,
     BreakEvenRead,
     Candidate,
     DeploymentRead,
     EstimateCreate,
     EstimateRead,
     EvidenceRead,
+    FixedFleetRead,
+    FleetsIn,
+    FleetsRead,
+    IntervalRead,
+    LoadPointRead,
+    SloRiskRead,
     TrafficRead,
     Unavailable,
 )
@@ -44,7 +51,7 @@ from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.models import Hardware as HardwareRow
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job, Run
-from infercost.jobs.plan import read_load, read_plan
+from infercost.jobs.plan import read_plan
 from infercost.jobs.repository import JobRepository
 from infercost.planning.capacity import Capacity
 from infercost.planning.estimate import (
@@ -60,12 +67,25 @@ from infercost.planning.estimate import (
     plan,
     project_capacity,
 )
+from infercost.planning.fleets import Fleets, plan_fleets
 from infercost.planning.presets import WorkloadPreset, get_preset
 from infercost.planning.repository import EvidenceRepository
 from infercost.planning.roofline import ModelFacts, roofline_bounds
+from infercost.traffic.models import Traffic as TrafficLog
+from infercost.traffic.repository import TrafficRepository
 
+PointRole = Literal["basis", "passed", "failed", "overruled"]
 #: Token lengths within this ratio of the traffic's count as the same workload.
 SIMILAR_WORKLOAD = 0.8
+#: The most recent jobs of an endpoint whose levels are evidence of its capacity.
+EVIDENCE_JOBS = 200
+#: How the capacity is chosen from several jobs' levels, stated in every estimate.
+EVIDENCE_RULE = (
+    "capacity at the SLO: the best passing level of every adequate level of every job of "
+    "the deployment on this workload, however old (stale ones flagged), interpolated towards "
+    "the next failing level that served more; a passing level is overruled when a newer job "
+    "failed at the same or a lower rate (each candidate's load_points)"
+)
 
 
 def _stated_lengths(job: Job) -> tuple[float | None, float | None]:
@@ -107,17 +127,31 @@ def similarity(job: Job, traffic: Traffic, runs: Sequence[Run] = ()) -> float | 
 
 @dataclass(frozen=True, slots=True)
 class Measured:
-    """One endpoint's best evidence: the job, its runs, its capacity at the SLO."""
+    """One endpoint's evidence: every adequate level of its jobs on this workload (`pooled`),
+    the capacity at the SLO they give, the job the capacity's best level came from and
+    how alike that job's workload is to the traffic."""
 
     job: Job
-    runs: list[Run]
+    pooled: PooledEvidence
     capacity: Capacity
-    run_ids: list[uuid.UUID]
     similarity: float | None
-    skipped: list[SkippedLevel]
+
+    @property
+    def runs(self) -> list[Run]:
+        """The levels taken as evidence (the basis first)."""
+        basis = [r for r in self.pooled.runs if r.id in self.pooled.basis]
+        return basis + [r for r in self.pooled.runs if r.id not in self.pooled.basis]
+
+    @property
+    def run_ids(self) -> list[uuid.UUID]:
+        return self.pooled.basis
+
+    @property
+    def skipped(self) -> list[SkippedLevel]:
+        return self.pooled.skipped
 
     def evidence(self) -> tuple[Evidence, ...]:
-        by_id = {r.id: r for r in self.runs}
+        by_id = {r.id: r for r in self.pooled.runs}
         return tuple(Evidence(str(run_id), by_id[run_id].finished_at) for run_id in self.run_ids)
 
     @property
@@ -127,7 +161,36 @@ class Measured:
 
     @property
     def measured_at(self) -> datetime | None:
-        return max((r.finished_at for r in self.runs if r.finished_at), default=None)
+        """When the newest run the capacity rests on finished."""
+        basis = [r for r in self.pooled.runs if r.id in self.pooled.basis]
+        return max((r.finished_at for r in basis if r.finished_at), default=None)
+
+    def points(self, stale_before: datetime) -> list[LoadPointRead]:
+        """Every level taken as evidence, with its part in the capacity."""
+        out = []
+        pooled = self.pooled
+        for run in pooled.runs:
+            role: PointRole = "passed" if pooled.passed[run.id] else "failed"
+            if run.id in pooled.overruled:
+                role = "overruled"
+            if run.id in pooled.basis:
+                role = "basis"
+            out.append(
+                LoadPointRead(
+                    run_id=run.id,
+                    job_id=run.job_id,
+                    measured_at=run.finished_at,
+                    level=run.level,
+                    mode=run.mode,
+                    requests_per_s=float(run.requests_per_s or 0.0),
+                    slo_passed=pooled.passed[run.id],
+                    role=role,
+                    stale=run.finished_at is not None and run.finished_at < stale_before,
+                    falls_with_load=run.id in pooled.falls,
+                )
+            )
+        out.sort(key=lambda p: p.requests_per_s)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +230,12 @@ def _resolve_traffic(
 ) -> tuple[Traffic, list[str]]:
     """The traffic to plan for, and the assumptions made where the request said nothing."""
     given = data.traffic
+    if given is None:
+        raise InvalidInput(
+            "traffic",
+            "give traffic (requests_per_s, or requests_per_day with peak_to_mean, and token "
+            "lengths) or traffic_id (a request log of your team: GET /v1/traffic)",
+        )
     input_tokens = given.input_tokens or (float(preset.input_tokens["mean"]) if preset else None)
     output_tokens = given.output_tokens or (float(preset.output_tokens["mean"]) if preset else None)
     if input_tokens is None or output_tokens is None:
@@ -222,6 +291,9 @@ class _Gathered:
     sources: list[tuple[Endpoint, HardwareRow, Measured, ModelFacts]] = field(default_factory=list)
     measured_hardware: set[uuid.UUID] = field(default_factory=set)
     skipped: dict[str, list[SkippedLevel]] = field(default_factory=dict)
+    points: dict[str, list[LoadPointRead]] = field(default_factory=dict)
+    monotone: dict[str, bool] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
 
 class EstimateService:
@@ -236,51 +308,51 @@ class EstimateService:
     async def _best_measurement(
         self, endpoint: Endpoint, slo: Mapping[str, Mapping[str, float]], traffic: Traffic
     ) -> Measured | Unmeasured:
-        """The endpoint's job most like the traffic whose levels give a capacity at the SLO
-        (ties: not client-bound, then newest), or why there is none."""
-        jobs = await self.evidence.finished_jobs(self.team_id, endpoint.id)
+        """The endpoint's capacity at the SLO from every adequate level of its jobs on this
+        traffic's workload (docs/figures.md, "Capacity at the SLO"), measured on the
+        deployment its newest evidence describes; from jobs of other workloads only when
+        none of this one gives a capacity (then `similar` is false), or why there is none."""
+        jobs = await self.evidence.finished_jobs(self.team_id, endpoint.id, EVIDENCE_JOBS)
         if not jobs:
             return Unmeasured("never measured: submit a job with several load levels")
         runs = await JobRepository(self.session).runs_of_jobs(self.team_id, [j.id for j in jobs])
+        # A re-pointed or re-sized endpoint: only its present deployment's runs count.
+        newest = next((r.deployment_id for r in runs if r.deployment_id is not None), None)
         by_job: dict[uuid.UUID, list[Run]] = {}
         for run in runs:
-            by_job.setdefault(run.job_id, []).append(run)
-        found: list[Measured] = []
+            if run.deployment_id in (None, newest):
+                by_job.setdefault(run.job_id, []).append(run)
+        alike = {j.id: similarity(j, traffic, by_job.get(j.id, [])) for j in jobs}
+
+        def is_similar(job: Job) -> bool:
+            value = alike[job.id]
+            return value is not None and value >= SIMILAR_WORKLOAD
+
         skipped: list[SkippedLevel] = []
-        for job in jobs:
-            load = read_load(job.load)
-            sweep = load is not None and load.mode == "sweep"
-            runs_of_job = by_job.get(job.id, [])
-            evidence: CapacityEvidence = capacity_of(runs_of_job, slo, sweep=sweep)
-            skipped += evidence.skipped
-            if evidence.capacity is not None:
-                found.append(
-                    Measured(
-                        job,
-                        runs_of_job,
-                        evidence.capacity,
-                        evidence.run_ids,
-                        similarity(job, traffic, runs_of_job),
-                        evidence.skipped,
-                    )
-                )
-        if not found:
-            if skipped:
-                codes = sorted({r.code for level in skipped for r in level.reasons})
-                return Unmeasured(
-                    f"no adequate measured level of its {len(jobs)} latest job(s) met this "
-                    f"SLO; {len(skipped)} level(s) were left out as evidence ({', '.join(codes)})",
-                    advice="run levels long enough for their percentiles (load.duration_s), "
-                    "not client-bound (load.shards), then ask again",
-                    skipped=skipped,
-                )
+        for group in (
+            [j for j in jobs if is_similar(j)],
+            [j for j in jobs if not is_similar(j)],
+        ):
+            if not group:
+                continue
+            pooled = pooled_evidence([(j, by_job.get(j.id, [])) for j in group], slo)
+            skipped += pooled.skipped
+            if pooled.capacity is not None:
+                job = pooled.jobs_of[pooled.basis[0]]
+                return Measured(job, pooled, pooled.capacity, alike[job.id])
+        if skipped:
+            codes = sorted({r.code for level in skipped for r in level.reasons})
             return Unmeasured(
-                f"no measured level of its {len(jobs)} latest job(s) met this SLO",
-                advice="measure lower load levels, or relax the SLO",
+                f"no adequate measured level of its {len(jobs)} latest job(s) met this "
+                f"SLO; {len(skipped)} level(s) were left out as evidence ({', '.join(codes)})",
+                advice="run levels long enough for their percentiles (load.duration_s), "
+                "not client-bound (load.shards), then ask again",
+                skipped=skipped,
             )
-        # Newest first already; a stable sort keeps that order among equals.
-        found.sort(key=lambda m: (not m.similar, m.capacity.client_bound))
-        return found[0]
+        return Unmeasured(
+            f"no measured level of its {len(jobs)} latest job(s) met this SLO",
+            advice="measure lower load levels, or relax the SLO",
+        )
 
     @staticmethod
     def _deployment(
@@ -456,15 +528,40 @@ class EstimateService:
         )
         found.similarities[endpoint.name] = best.similarity
         found.skipped[endpoint.name] = best.skipped
+        found.points[endpoint.name] = best.points(stale_before)
+        found.monotone[endpoint.name] = best.capacity.monotone
+        found.notes[endpoint.name] = _evidence_notes(best)
         facts = model_facts(endpoint)
         if facts is not None and hardware is not None:
             found.sources.append((endpoint, hardware, best, facts))
+
+    async def _traffic(
+        self, data: EstimateCreate, preset: WorkloadPreset | None, settings: FleetsIn
+    ) -> tuple[Traffic, list[str], TrafficLog | None]:
+        """The traffic to plan for, its assumptions, and the request log it came from."""
+        if data.traffic_id is None:
+            if data.fleets is not None:
+                raise InvalidInput(
+                    "fleets", "fleets are planned over a request log: give traffic_id with them"
+                )
+            return (*_resolve_traffic(data, preset), None)
+        if data.traffic is not None:
+            raise InvalidInput("traffic_id", "give traffic or traffic_id, not both")
+        log = await TrafficRepository(self.session).get(self.team_id, data.traffic_id)
+        if log is None:
+            raise InvalidInput(
+                "traffic_id",
+                f"no request log {data.traffic_id} in your team: GET /v1/traffic lists yours",
+            )
+        return (*_log_traffic(log, settings), log)
 
     async def estimate(self, data: EstimateCreate) -> EstimateRead:
         """Rank every way the team could serve the traffic, cheapest first."""
         preset = get_preset(data.preset) if data.preset is not None else None
         slo = _resolve_slo(data, preset)
-        traffic, assumptions = _resolve_traffic(data, preset)
+        settings = data.fleets or FleetsIn()
+        traffic, assumptions, log = await self._traffic(data, preset, settings)
+        assumptions.append(EVIDENCE_RULE)
         target = data.target_utilization
         assumptions.append(
             f"each replica is sized to carry at most {target:.0%} of its capacity at the SLO "
@@ -503,6 +600,7 @@ class EstimateService:
                 found.providers[deployment.name] = provider
                 found.similarities[deployment.name] = source.similarity
                 found.skipped[deployment.name] = source.skipped
+                found.monotone[deployment.name] = source.capacity.monotone
 
         planned = plan(traffic, found.deployments, found.hosted, target)
         traffic_read = TrafficRead(
@@ -511,6 +609,10 @@ class EstimateService:
             peak_to_mean=traffic.peak_to_mean,
             input_tokens=traffic.input_tokens,
             output_tokens=traffic.output_tokens,
+            traffic_id=None if log is None else log.id,
+            name=None if log is None else log.name,
+            requests=None if log is None else log.requests,
+            duration_s=None if log is None else log.duration_s,
         )
         if isinstance(planned, NoEvidence):
             return EstimateRead(
@@ -525,21 +627,197 @@ class EstimateService:
                 target_utilization=target,
                 assumptions=assumptions,
             )
-        candidates = [
-            _candidate(c, found.similarities, found.providers, found.hosted_notes, found.skipped)
-            for c in planned.candidates
-        ]
+        candidates = []
+        for c in planned.candidates:
+            candidate = _candidate(
+                c, found.similarities, found.providers, found.hosted_notes, found.skipped
+            )
+            name = candidate.deployment.name
+            candidate.load_points = found.points.get(name, [])
+            candidate.monotone = found.monotone.get(name)
+            candidate.warnings += found.notes.get(name, [])
+            if log is not None and isinstance(c, SelfHostedEstimate):
+                candidate.fleets = _fleets_read(
+                    plan_fleets(
+                        log.minute_counts,
+                        duration_s=log.duration_s,
+                        output_tokens=log.output_tokens_total,
+                        capacity_rps=c.capacity_rps,
+                        usd_per_hour=c.deployment.usd_per_hour,
+                        target_utilization=target,
+                        interval_s=settings.interval_s,
+                        lag_s=settings.lag_s,
+                        min_replicas=settings.min_replicas,
+                    )
+                )
+            candidates.append(candidate)
+        explanation = _explain(candidates)
+        if log is not None and explanation is not None:
+            explanation += _explain_fleets(candidates)
         return EstimateRead(
             model=data.model,
             traffic=traffic_read,
             slo=slo,
             preset=data.preset,
             candidates=candidates,
-            explanation=_explain(candidates),
+            explanation=explanation,
             unavailable=found.unavailable,
             target_utilization=target,
             assumptions=assumptions,
         )
+
+
+def _log_traffic(log: TrafficLog, settings: FleetsIn) -> tuple[Traffic, list[str]]:
+    """The traffic a request log describes: sized for its busiest minute (the peak
+    interval's demand), with its mean rate and mean lengths, so hosted APIs are priced from
+    its own token counts; and what the plan assumes about it."""
+    if not log.duration_s > 0:
+        raise InvalidInput(
+            "traffic_id",
+            f"request log '{log.name}' spans no time (its requests share one instant): a plan "
+            "needs a log over minutes at least",
+        )
+    if not log.output_tokens_total:
+        raise InvalidInput(
+            "traffic_id", f"request log '{log.name}' has no output tokens: nothing to price"
+        )
+    peak = log.peak_1m_requests_per_s
+    mean = log.requests / log.duration_s
+    counts = log.minute_counts
+    busiest = max(range(len(counts)), key=lambda m: (counts[m], -m))
+    assumed = [
+        f"traffic from request log '{log.name}': {log.requests:,} requests over "
+        f"{log.duration_s:,.0f} s; sized for its busiest minute ({counts[busiest]:,} requests "
+        f"from {busiest * 60:,} s, {peak:.4g} requests/s); mean {mean:.4g} requests/s, "
+        f"{log.input_tokens_total / log.requests:.4g} prompt and "
+        f"{log.output_tokens_total / log.requests:.4g} output tokens a request"
+    ]
+    if mean > peak:
+        # A log of under a few minutes can average more than its busiest whole minute.
+        assumed.append(
+            f"the log's mean rate ({mean:.4g} requests/s) is above its busiest minute's: "
+            "costs per token are taken at the busiest minute's rate"
+        )
+        mean = peak
+    defaults = settings == FleetsIn()
+    assumed.append(
+        f"fleets: {settings.interval_s}-s intervals, each needing replicas for its busiest "
+        f"minute; the autoscaled fleet follows demand {settings.lag_s:g} s late and runs at "
+        f"least {settings.min_replicas} replica(s)" + (" (the defaults)" if defaults else "")
+    )
+    traffic = Traffic(
+        requests_per_s=peak,
+        input_tokens=log.input_tokens_total / log.requests,
+        output_tokens=log.output_tokens_total / log.requests,
+        mean_requests_per_s=mean,
+    )
+    return traffic, assumed
+
+
+def _fleets_read(fleets: Fleets) -> FleetsRead:
+    """The response shape of a plan over a log."""
+    return FleetsRead(
+        interval_s=fleets.interval_s,
+        lag_s=fleets.lag_s,
+        lag_intervals=fleets.lag_intervals,
+        min_replicas=fleets.min_replicas,
+        capacity_rps=fleets.capacity_rps,
+        target_utilization=fleets.target_utilization,
+        usd_per_replica_hour=fleets.usd_per_replica_hour,
+        intervals=[
+            IntervalRead(
+                start_s=p.start_s,
+                length_s=p.length_s,
+                requests=p.requests,
+                demand_rps=p.demand_rps,
+                needed=p.needed,
+                autoscaled=p.autoscaled,
+                at_risk=p.at_risk,
+            )
+            for p in fleets.intervals
+        ],
+        fixed=FixedFleetRead(
+            replicas=fleets.fixed_replicas,
+            replica_hours=fleets.fixed.replica_hours,
+            usd=fleets.fixed.usd,
+            usd_per_day=fleets.fixed.usd_per_day,
+            mean_utilization=fleets.fixed.mean_utilization,
+            per_million_output_tokens_usd=fleets.fixed.per_million_output_tokens_usd,
+        ),
+        autoscaled=AutoscaledFleetRead(
+            replica_hours=fleets.autoscaled.replica_hours,
+            mean_replicas=fleets.autoscaled.mean_replicas,
+            usd=fleets.autoscaled.usd,
+            usd_per_day=fleets.autoscaled.usd_per_day,
+            mean_utilization=fleets.autoscaled.mean_utilization,
+            per_million_output_tokens_usd=fleets.autoscaled.per_million_output_tokens_usd,
+            slo_risk=SloRiskRead(
+                intervals=fleets.at_risk,
+                requests=fleets.requests_at_risk,
+                share_of_requests=fleets.requests_at_risk_share,
+            ),
+        ),
+        cheaper=fleets.cheaper,
+        saving_usd_per_day=fleets.saving_usd_per_day,
+    )
+
+
+def _explain_fleets(candidates: Sequence[Candidate]) -> str:
+    """A sentence on the cheapest self-hosted candidate's two fleets over the log."""
+    best = next((c for c in candidates if c.fleets is not None), None)
+    if best is None or best.fleets is None:
+        return ""
+    f = best.fleets
+    fixed, auto = f.fixed.usd_per_day, f.autoscaled.usd_per_day
+    risk = f.autoscaled.slo_risk
+    short = (
+        f"it runs short of replicas in {len(risk.intervals)} of {len(f.intervals)} intervals "
+        f"({risk.share_of_requests:.1%} of requests)"
+        if risk.intervals
+        else "no interval runs short of replicas"
+    )
+    lag = f"{f.lag_intervals} interval" + ("s" if f.lag_intervals != 1 else "")
+    if f.cheaper == "autoscaled":
+        verdict = (
+            f"autoscaled is cheaper by USD {f.saving_usd_per_day:,.2f} a day "
+            f"({f.saving_usd_per_day / fixed:.0%})"
+            if fixed
+            else "autoscaled is cheaper"
+        )
+    else:
+        verdict = "fixed costs no more"
+    return (
+        f" Over the log, {best.deployment.name} costs USD {fixed:,.2f} a day as a fixed fleet "
+        f"of {f.fixed.replicas} replica(s) and USD {auto:,.2f} autoscaled ({lag} behind "
+        f"demand, mean {f.autoscaled.mean_replicas:.2f} replicas): {verdict}; {short}."
+    )
+
+
+def _evidence_notes(measured: Measured) -> list[str]:
+    """Warnings on the evidence itself: throughput falling with load, older passes
+    overruled by a newer failure."""
+    notes = []
+    pooled: PooledEvidence = measured.pooled
+    by_id = {r.id: r for r in pooled.runs}
+    if pooled.falls:
+        falls = ", ".join(
+            f"run {run_id} ({by_id[run_id].requests_per_s or 0:.3g} requests/s)"
+            for run_id in pooled.falls
+        )
+        notes.append(
+            "The curve is not monotone: at a higher load "
+            f"{falls} served fewer requests/s than a lower load of its job (an overloaded "
+            f"engine does this); the capacity is the best passing level, "
+            f"{measured.capacity.requests_per_s_low or 0:.3g} requests/s, not a point "
+            "interpolated below it."
+        )
+    if pooled.overruled:
+        notes.append(
+            f"{len(pooled.overruled)} passing level(s) of older jobs were overruled: a newer "
+            "job failed the SLO at the same or a lower rate, so the deployment may have got "
+            "slower since (see load_points)."
+        )
+    return notes
 
 
 def _mismatch_reason(measured: Measured, traffic: Traffic) -> str:

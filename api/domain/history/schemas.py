@@ -86,6 +86,46 @@ class ChangeMethod(msgspec.Struct):
     tail_test: str | None = None
 
 
+class ErrorRateChange(msgspec.Struct):
+    """The run's share of failed measured requests against its baseline's: `verdict`
+    regression (improvement) when it rose (fell) by at least `min_change` (absolute) and
+    Fisher's exact test on the failed and succeeded counts gives `p_value` < `alpha`."""
+
+    verdict: MetricVerdict
+    baseline: float | None
+    current: float | None
+    baseline_failed: int
+    current_failed: int
+    p_value: float | None
+    min_change: float
+    alpha: float
+    test: str
+
+
+class Outage(msgspec.Struct):
+    """A stretch of consecutive failed requests: from the first one's send (`start_s`, on
+    the run's clock) to the next successful send, or the level's end; the requests that
+    failed in it by error class."""
+
+    start_s: float
+    end_s: float
+    duration_s: float
+    failed: int
+    errors: dict[str, int]
+
+
+class Availability(msgspec.Struct):
+    """Time the endpoint served nothing during the level: `unavailable_s` summed over its
+    `outages`, as a share of the level's window (first send to last end), and the longest
+    outages (at most five)."""
+
+    window_s: float
+    unavailable_s: float
+    unavailable_share: float | None
+    outages: int
+    longest: list[Outage]
+
+
 class Change(msgspec.Struct):
     """A run against its baseline: the latest earlier succeeded, not client-bound run of
     another job on the same endpoint, workload fingerprint, mode and level.
@@ -96,7 +136,10 @@ class Change(msgspec.Struct):
     `metrics` is empty); `incomparable` when the two runs' shares of prompt tokens served
     from the prefix cache differ by more than 10 points (cached prefill is far cheaper, so
     TTFT would differ for that reason alone; `notes` says by how much, `metrics` is empty).
-    `output_tokens_per_s` is reported, never tested.
+    `output_tokens_per_s` is reported, never tested. `errors`: the error rate against the
+    baseline's; a rise beyond noise makes the run a regression whatever its latency.
+    `availability`: how long the endpoint was unavailable during the level (null on
+    changes decided before these existed, `errors` also when there is no baseline).
     """
 
     verdict: RunVerdict
@@ -107,6 +150,8 @@ class Change(msgspec.Struct):
     output_tokens_per_s: RateChange | None
     method: ChangeMethod
     notes: list[str]
+    errors: ErrorRateChange | None = None
+    availability: Availability | None = None
 
 
 class HistoryPoint(msgspec.Struct):

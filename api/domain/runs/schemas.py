@@ -1042,6 +1042,9 @@ class CapacityAtSlo(msgspec.Struct, omit_defaults=False):
     were measured; `lower_bound` when every level passed (the true capacity is higher).
     The true capacity lies in [`requests_per_s_low`, `requests_per_s_high`]: the bracketing
     levels' requests/s (high null when no level failed). `reason` says why there is none.
+    `monotone` false: a level at a higher load served fewer requests/s than a lower one (an
+    overloaded engine does this; `falls_with_load` names those runs): the capacity is then
+    the best passing level, never a point interpolated below it.
     """
 
     requests_per_s: float | None = None
@@ -1058,6 +1061,8 @@ class CapacityAtSlo(msgspec.Struct, omit_defaults=False):
     requests_per_s_low: float | None = None
     requests_per_s_high: float | None = None
     skipped: list[SkippedLevel] = []
+    monotone: bool | None = None
+    falls_with_load: list[uuid.UUID] = []
 
 
 class SweepLevel(msgspec.Struct):
