@@ -22,7 +22,7 @@ from infercost.access.repository import BrowserSessionRepository
 from infercost.access.tokens import session_hash
 from infercost.db.base import utcnow
 from infercost.errors import Forbidden, InfercostError, Unauthorized
-from infercost.security import key_prefix, same_token, verify_api_key
+from infercost.security import KEY_SCHEME, key_prefix, same_token, verify_api_key
 from infercost.settings import Settings
 from infercost.teams.models import ApiKey, Team
 from infercost.teams.repository import TeamRepository
@@ -163,7 +163,7 @@ async def provide_caller(
         if same_token(token, settings.admin_token):
             raise Forbidden("the admin token manages teams and keys; use a team's API key here")
         raise Unauthorized("this API key is unknown or revoked: ask an admin for a new key")
-    return Caller(team_id=key.team_id, who=f"key {key.prefix}")
+    return Caller(team_id=key.team_id, who=f"key {KEY_SCHEME}_{key.prefix}")
 
 
 async def provide_admin(request: Request[object, object, State], settings: AppSettings) -> None:

@@ -36,12 +36,13 @@ def frame_ancestors(settings: Settings) -> str:
 
 def page_headers(settings: Settings, *, cache: str = "private, no-cache") -> dict[str, str]:
     """Headers of an HTML page or chart: no external load, framing only by the allowed
-    origins (X-Frame-Options DENY besides when none is), no Referer carrying a share link."""
+    origins (X-Frame-Options DENY besides when none is), and no Referer, which may carry a
+    share link, to any other site."""
     ancestors = frame_ancestors(settings)
     headers = {
         "Content-Security-Policy": f"{CONTENT_SECURITY_POLICY}; frame-ancestors {ancestors}",
         "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
+        "Referrer-Policy": "same-origin",
         "Cache-Control": cache,
     }
     if ancestors == "'none'":

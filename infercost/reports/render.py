@@ -50,7 +50,8 @@ def _usd(value: float | None) -> str:
     return "\u2013" if value is None else f"${number(value)}"
 
 
-def _when(value: datetime | None) -> str:
+def utc_text(value: datetime | None) -> str:
+    """A time as pages write it: '2026-12-05 14:03 UTC'."""
     if value is None:
         return "\u2013"
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -92,7 +93,7 @@ def _environment() -> Environment:
         num=number,
         pct=_pct,
         usd=_usd,
-        when=_when,
+        when=utc_text,
         short_when=_short_when,
         slo_text=slo_text,
     )

@@ -3,13 +3,12 @@ GET /shared/{token}: the page a link opens, in any browser, with no key."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from litestar import Controller, MediaType, Request, Response, delete, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
-from litestar.response.base import ASGIResponse
 
 from api.auth import AppSettings, Caller, CurrentCaller
 from api.db import DbSession
@@ -18,7 +17,8 @@ from api.domain.reports.services import ReportService
 from api.domain.shares.schemas import ShareCreate, ShareCreated, ShareRead
 from api.domain.shares.services import SHARED_PREFIX, ShareService, share_state
 from api.domain.signin.pages import render_message
-from api.domain.status.controllers import Sort, board_page
+from api.domain.status.controllers import Sort
+from api.domain.status.page import render_board
 from api.domain.status.services import StatusService
 from api.errors import problem
 from api.openapi import problem_responses
@@ -28,7 +28,7 @@ from infercost.access.repository import ShareRepository
 from infercost.access.tokens import share_id_of
 from infercost.db.base import utcnow
 from infercost.reports.links import PageLinks
-from infercost.reports.render import _when, render_comparison, render_job_report
+from infercost.reports.render import render_comparison, render_job_report, utc_text
 from infercost.settings import Settings
 
 
@@ -126,7 +126,7 @@ class SharedPageController(Controller):
         window: SharedWindow = None,
         all: SharedAll = None,
         sort: Sort = None,
-    ) -> Response[str] | ASGIResponse:
+    ) -> Response[Any]:
         """The shared page, drawn for the team that shared it."""
         now = utcnow()
         base = base_url(request, settings)
@@ -149,7 +149,7 @@ class SharedPageController(Controller):
                 settings,
                 410,
                 f"Link {status}",
-                f"This share link was {status} at {_when(when)}: ask the team that shared it "
+                f"This share link was {status} at {utc_text(when)}: ask the team that shared it "
                 "for a new one.",
             )
         links = PageLinks(
@@ -165,7 +165,9 @@ class SharedPageController(Controller):
                 all_endpoints=share.all_endpoints if all is None else all,
                 sort=sort,
             )
-            return board_page(board, share.all_endpoints if all is None else all, links, settings)
+            every = share.all_endpoints if all is None else all
+            html = render_board(board, all_endpoints=every, links=links)
+            return page(html, MediaType.HTML, settings)
         reports = provide_report_service(db_session, caller, state, settings)
         if share.page == "report":
             report = await reports.job_report(share.job_ids[0])
@@ -180,11 +182,11 @@ def _gone(
     status: int,
     heading: str,
     message: str,
-) -> Response[str]:
+) -> Response[Any]:
     """Why a link opens nothing: a page for a browser, problem+json for anyone else."""
     if not wants_html(request):
         title = "Not found" if status == 404 else "Gone"
-        return problem(request, status, title, message)  # type: ignore[return-value]
+        return problem(request, status, title, message)
     links = links_for(request, settings)
     html = render_message(
         links=links,
