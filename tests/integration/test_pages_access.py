@@ -462,7 +462,9 @@ async def test_pages_in_chromium_through_shares_and_a_session(
                 assert response is not None
                 if shot:
                     await page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
-                return Opened(response.status, page.url, _plain(await page.content()), list(console))
+                return Opened(
+                    response.status, page.url, _plain(await page.content()), list(console)
+                )
 
             # No credentials: every page lands on the sign-in form.
             for path in (report_path, compare_path, "/v1/status/page"):
@@ -498,7 +500,9 @@ async def test_pages_in_chromium_through_shares_and_a_session(
             await page.fill("#key", team.key)
             await page.click("button[type=submit]")
             await page.wait_for_load_state("load")
-            assert page.url == pages_api.url + report_path, (await page.content()).split("<h1>")[1][:400]
+            assert page.url == pages_api.url + report_path, (await page.content()).split("<h1>")[1][
+                :400
+            ]
             assert pages.names[0] in _plain(await page.content())
             cookie = next(c for c in await context.cookies() if "session" in c["name"])
             assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
