@@ -40,18 +40,36 @@ from infercost.settings import Settings
 CSRF_TTL_S = 3600
 
 
-class SignInForm(msgspec.Struct):
+class SignInForm(msgspec.Struct, forbid_unknown_fields=True):
     """The sign-in form's fields."""
 
-    key: str = ""
-    csrf: str = ""
-    next: str = ""
+    key: Annotated[
+        str,
+        msgspec.Meta(description="A team API key", examples=["ic_1a2b3c4d5e6f_..."]),
+    ] = ""
+    csrf: Annotated[
+        str,
+        msgspec.Meta(
+            description="The form's CSRF token, as the sign-in page wrote it (it must equal "
+            "the page's cookie)",
+            examples=["0YH3m..."],
+        ),
+    ] = ""
+    next: Annotated[
+        str,
+        msgspec.Meta(description="The path to open once signed in", examples=["/v1/status/page"]),
+    ] = ""
 
 
-class SignOutForm(msgspec.Struct):
+class SignOutForm(msgspec.Struct, forbid_unknown_fields=True):
     """The sign-out form's field."""
 
-    csrf: str = ""
+    csrf: Annotated[
+        str,
+        msgspec.Meta(
+            description="The sign-out button's token, bound to the session", examples=["Zx9..."]
+        ),
+    ] = ""
 
 
 Form = RequestEncodingType.URL_ENCODED
