@@ -24,7 +24,7 @@ from tests.integration.test_reports import _chromium_or_skip
 pytestmark = pytest.mark.integration
 
 # Inside the page: each row's endpoint, its sparklines' drawn lines and the header links.
-_BOARD = """
+_BOARD = r"""
 () => ({
   rows: [...document.querySelectorAll('#board tbody tr')].map(tr => ({
     name: tr.querySelector('td strong').textContent,
