@@ -16,6 +16,7 @@ import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.datastructures import Cookie, State
 from litestar.enums import RequestEncodingType
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Body, QueryParameter
 
 from api.auth import AppSettings, live_key
@@ -77,6 +78,16 @@ Next = Annotated[
     str | None,
     QueryParameter(description="the page to open after signing in (a path on this service)"),
 ]
+
+
+def _html_answer(description: str) -> ResponseSpec:
+    """An answer of these forms: a page for the person at the browser."""
+    return ResponseSpec(
+        data_container=str,
+        media_type=MediaType.HTML,
+        generate_examples=False,
+        description=description,
+    )
 
 
 def _origin(url: str) -> str:
@@ -197,6 +208,10 @@ class SignInController(Controller):
         media_type=MediaType.HTML,
         security=[{}],
         status_code=303,
+        responses={
+            401: _html_answer("The key is unknown or revoked: the form again, saying so"),
+            403: _html_answer("The form came from another site, or without its CSRF token"),
+        },
         description="Form fields `key`, `csrf` (from the page's form) and `next`. A good key "
         "sets the session cookie and answers 303 to `next`; a wrong one shows the form "
         "again (401); a form sent from another site is refused (403).",
@@ -264,6 +279,7 @@ class SignInController(Controller):
         media_type=MediaType.HTML,
         security=[{}],
         status_code=303,
+        responses={403: _html_answer("The form came from another site, or without its token")},
         description="Form field `csrf`, from the sign-out button of a page. Ends the session "
         "and answers 303 to the sign-in page; a form without the session's token is refused "
         "(403).",
