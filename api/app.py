@@ -27,7 +27,11 @@ from api.domain.jobs.controllers import JobController, RunController
 from api.domain.prices.controllers import PriceController
 from api.domain.reports.controllers import ReportController
 from api.domain.schedules.controllers import ScheduleController
-from api.domain.shares.controllers import ShareController, SharedPageController
+from api.domain.shares.controllers import (
+    ShareController,
+    SharedPageController,
+    ShareFormController,
+)
 from api.domain.signin.controllers import SignInController
 from api.domain.signin.docs import doc_page
 from api.domain.status.controllers import StatusController
@@ -160,6 +164,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             ScheduleController,
             ShareController,
             SharedPageController,
+            ShareFormController,
             SignInController,
             doc_page,
         ],

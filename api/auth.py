@@ -18,7 +18,7 @@ from api.db import DbSession
 from api.pages import SignInRequired, session_cookie, wants_html
 from infercost.access.oidc import IssuerUnavailable, OidcVerifier, TokenRejected, looks_like_jwt
 from infercost.access.oidc import team_names as claimed_teams
-from infercost.access.repository import BrowserSessionRepository
+from infercost.access.repository import BrowserSessionRepository, LiveSession
 from infercost.access.tokens import session_hash
 from infercost.db.base import utcnow
 from infercost.errors import Forbidden, InfercostError, Unauthorized
@@ -118,6 +118,16 @@ async def _single_sign_on(
     return Caller(team_id=team.id, who=f"sso {claims.get('sub') or 'unknown subject'}"[:200])
 
 
+def session_caller(found: LiveSession) -> Caller:
+    """The caller a signed-in browser is: its team, by the key it signed in with."""
+    return Caller(
+        team_id=found.session.team_id,
+        who=f"browser, key {KEY_SCHEME}_{found.key_prefix}",
+        session_id=found.session.id,
+        team_name=found.team_name,
+    )
+
+
 def _is_uuid(text: str) -> bool:
     try:
         uuid.UUID(text)
@@ -136,13 +146,7 @@ async def provide_caller(
         if cookie and request.method in ("GET", "HEAD"):
             found = await BrowserSessionRepository(db_session).live(session_hash(cookie), utcnow())
             if found is not None:
-                session, team_name = found
-                return Caller(
-                    team_id=session.team_id,
-                    who="browser session",
-                    session_id=session.id,
-                    team_name=team_name,
-                )
+                return session_caller(found)
         if request.method in ("GET", "HEAD") and wants_html(request):
             query = request.url.query
             raise SignInRequired(request.url.path + (f"?{query}" if query else ""))

@@ -5,15 +5,15 @@ signed-in browsers, and the way a browser without credentials is sent to sign in
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from litestar import Request, Response
 from litestar.datastructures import MutableScopeHeaders, State
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from infercost.access.tokens import signout_csrf
-from infercost.reports.links import PageLinks
+from infercost.access.tokens import session_csrf
+from infercost.reports.links import PageLinks, ThisPage
 from infercost.reports.render import CONTENT_SECURITY_POLICY
 from infercost.settings import Settings
 
@@ -80,6 +80,23 @@ def base_url(request: Request[Any, Any, State], settings: Settings) -> str:
     return str(request.base_url).rstrip("/")
 
 
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def same_origin(request: Request[Any, Any, State], settings: Settings) -> bool:
+    """False when the browser says the form came from another origin. (A browser sends
+    Origin with every POST; a client that sends none is not a browser, and CSRF needs one.)"""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    own = {_origin(str(request.base_url))}
+    if settings.public_url:
+        own.add(_origin(settings.public_url))
+    return origin in own
+
+
 def wants_html(request: Request[Any, Any, State]) -> bool:
     """Whether the client is a browser asking for a page (Accept names text/html)."""
     return "text/html" in request.headers.get("accept", "")
@@ -122,11 +139,13 @@ def links_for(
     *,
     team: str | None = None,
     session_id: Any = None,
+    this_page: ThisPage | None = None,
 ) -> PageLinks:
-    """The links of a page opened with a key, a token or a session (then with its
-    sign-out form)."""
+    """The links of a page opened with a key, a token or a session (then with its forms:
+    sign out, and share `this_page`)."""
     return PageLinks(
         base=base_url(request, settings),
         team=team if session_id is not None else None,
-        signout_csrf=None if session_id is None else signout_csrf(settings.secret_keys, session_id),
+        session_csrf=None if session_id is None else session_csrf(settings.secret_keys, session_id),
+        this_page=this_page if session_id is not None else None,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select, update
@@ -59,6 +60,15 @@ class ShareRepository:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class LiveSession:
+    """A signed-in browser's session, its team's name and the prefix of the key it used."""
+
+    session: BrowserSession
+    team_name: str
+    key_prefix: str
+
+
 class BrowserSessionRepository:
     """Sessions of browsers signed in with a team key."""
 
@@ -71,11 +81,11 @@ class BrowserSessionRepository:
         await self.session.flush()
         return row
 
-    async def live(self, token_hash: bytes, now: datetime) -> tuple[BrowserSession, str] | None:
-        """The session with this cookie and its team's name, while it is not expired, not
-        signed out, and its key not revoked."""
+    async def live(self, token_hash: bytes, now: datetime) -> LiveSession | None:
+        """The session with this cookie, while it is not expired, not signed out, and its
+        key not revoked."""
         query = (
-            select(BrowserSession, Team.name)
+            select(BrowserSession, Team.name, ApiKey.prefix)
             .join(ApiKey, ApiKey.id == BrowserSession.key_id)
             .join(Team, Team.id == BrowserSession.team_id)
             .where(
@@ -87,7 +97,7 @@ class BrowserSessionRepository:
         )
         reason = "authentication: the session cookie is how a request learns its team"
         row = (await self.session.execute(unscoped(query, reason))).first()
-        return None if row is None else (row[0], row[1])
+        return None if row is None else LiveSession(row[0], row[1], row[2])
 
     async def end(self, session_id: uuid.UUID, at: datetime) -> None:
         """Sign a session out."""

@@ -61,12 +61,12 @@ def session_hash(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def signout_csrf(secret_keys: Sequence[str], session_id: uuid.UUID) -> str:
+def session_csrf(secret_keys: Sequence[str], session_id: uuid.UUID) -> str:
     """The sign-out form's hidden token, bound to the session it ends."""
     return _b64(_mac(secret_keys[0], b"signout", session_id.bytes))
 
 
-def valid_signout_csrf(secret_keys: Sequence[str], session_id: uuid.UUID, given: str) -> bool:
+def valid_session_csrf(secret_keys: Sequence[str], session_id: uuid.UUID, given: str) -> bool:
     """Whether `given` is the sign-out token of this session under any server key."""
     return any(
         hmac.compare_digest(_b64(_mac(s, b"signout", session_id.bytes)), given) for s in secret_keys

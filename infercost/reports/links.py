@@ -15,17 +15,29 @@ FIGURES_PATH = "/docs/figures.md"
 
 
 @dataclass(frozen=True, slots=True)
+class ThisPage:
+    """What a page shows, as a share of it would name it (POST /v1/shares)."""
+
+    page: str
+    job_ids: tuple[str, ...] = ()
+    window: str | None = None
+    all_endpoints: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class PageLinks:
     """Links of one page: `base` is the service's address (no trailing slash); `share_path`
     the share link it was opened through (`/shared/<token>`), with what that share opens;
-    `team` and `signout_csrf` are set when a signed-in browser opened it."""
+    `team` and `session_csrf` are set when a signed-in browser opened it, and `this_page`
+    when it may offer to share itself."""
 
     base: str = ""
     share_path: str | None = None
     share_kind: str | None = None
     share_jobs: tuple[str, ...] = ()
     team: str | None = None
-    signout_csrf: str | None = None
+    session_csrf: str | None = None
+    this_page: ThisPage | None = None
 
     def signin(self, next_path: str) -> str:
         """The sign-in page, coming back to `next_path` afterwards."""
@@ -54,6 +66,11 @@ class PageLinks:
     def figures(self) -> str:
         """The page that defines every figure."""
         return self.base + FIGURES_PATH
+
+    @property
+    def share_form(self) -> str:
+        """Where the "Share this page" form posts."""
+        return f"{self.base}/shares/new"
 
     @property
     def signout(self) -> str:

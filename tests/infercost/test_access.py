@@ -11,12 +11,12 @@ from cryptography.fernet import Fernet
 from infercost.access.oidc import looks_like_jwt, team_names
 from infercost.access.tokens import (
     new_session_token,
+    session_csrf,
     session_hash,
     share_hint,
     share_id_of,
     share_token,
-    signout_csrf,
-    valid_signout_csrf,
+    valid_session_csrf,
 )
 from infercost.reports.links import PageLinks
 from infercost.settings import Settings
@@ -53,10 +53,10 @@ def test_session_tokens_are_random_and_stored_as_a_hash() -> None:
 
 def test_the_sign_out_token_is_bound_to_its_session() -> None:
     session, other = uuid.uuid4(), uuid.uuid4()
-    token = signout_csrf([OLD], session)
-    assert valid_signout_csrf([NEW, OLD], session, token)
-    assert not valid_signout_csrf([OLD], other, token)
-    assert not valid_signout_csrf([OLD], session, "")
+    token = session_csrf([OLD], session)
+    assert valid_session_csrf([NEW, OLD], session, token)
+    assert not valid_session_csrf([OLD], other, token)
+    assert not valid_session_csrf([OLD], session, "")
 
 
 def test_links_keep_a_share_only_where_it_covers_the_target() -> None:

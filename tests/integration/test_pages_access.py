@@ -54,6 +54,7 @@ class Issuer:
     url: str
     key: rsa.RSAPrivateKey
     other: rsa.RSAPrivateKey
+    fetched: dict[str, int]
 
     def token(self, key: rsa.RSAPrivateKey | None = None, kid: str = "k1", **claims: Any) -> str:
         """A signed JWT: issuer, audience and a 5-minute life unless `claims` say otherwise."""
@@ -81,9 +82,11 @@ def issuer() -> Iterator[Issuer]:
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     documents: dict[str, bytes] = {}
+    fetched: dict[str, int] = {}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            fetched[self.path] = fetched.get(self.path, 0) + 1
             body = documents.get(self.path)
             self.send_response(200 if body else 404)
             self.send_header("Content-Type", "application/json")
@@ -101,7 +104,7 @@ def issuer() -> Iterator[Issuer]:
         {"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}
     ).encode()
     try:
-        yield Issuer(url, key, other)
+        yield Issuer(url, key, other, fetched)
     finally:
         server.shutdown()
 
@@ -389,6 +392,23 @@ async def test_sign_in_sets_a_safe_cookie_for_reads_only(
         write = await browser.post("/v1/shares", json={"page": "status"}, headers=session)
         assert write.status_code == 401, write.text
 
+        # The page's "Share this page" form: with the session's token only, and from here.
+        form = {"csrf": _csrf(opened.text), "page": "report", "job_id": pages.jobs[0],
+                "expires_in_s": "86400"}  # fmt: skip
+        for bad, origin in (({**form, "csrf": "x"}, pages_api.url), (form, "http://192.0.2.7")):
+            refused = await browser.post(
+                "/shares/new", data=bad, headers={**session, "Origin": origin}
+            )
+            assert refused.status_code == 403, refused.text
+        assert (await browser.post("/shares/new", data=form)).status_code == 403  # no session
+        made = await browser.post("/shares/new", data=form, headers=session)
+        assert made.status_code == 201, made.text
+        link = made.text.split('id="share-url" type="text" readonly value="', 1)[1].split('"')[0]
+        assert link.startswith(f"{pages_api.url}/shared/ics_")
+        assert pages.names[0] in (await browser.get(link)).text  # no cookie, no key
+        listed = (await team.http.get("/v1/shares")).json()["items"]
+        assert listed[0]["created_by"] == f"browser, key {team.key[:15]}", listed[0]
+
         # Sign-out needs the page's token; then the cookie opens nothing.
         refused = await browser.post("/signout", data={"csrf": "x"}, headers=session)
         assert refused.status_code == 403
@@ -430,7 +450,7 @@ class Opened:
 
 
 async def test_pages_in_chromium_through_shares_and_a_session(
-    pages_api: Api, pages: Pages, portals: Portals
+    pages_api: Api, pages: Pages, portals: Portals, db: asyncpg.Connection
 ) -> None:
     """What a person sees: each page through its share link, and through a signed-in
     session after signing in with the form; nothing without either; a portal on the allowed
@@ -495,17 +515,37 @@ async def test_pages_in_chromium_through_shares_and_a_session(
             assert opened.status == 410 and "was revoked" in opened.text
             assert pages.names[0] not in opened.text
 
+            # So does an expired one.
+            await db.execute(
+                "UPDATE shares SET expires_at = now() - interval '1 second' WHERE id = $1",
+                uuid.UUID(shares["comparison"]["id"]),
+            )
+            opened = await open_(shares["comparison"]["url"])
+            assert opened.status == 410 and "expired at" in opened.text
+            assert pages.names[1] not in opened.text
+
             # Sign in with the form, then open the pages through the session.
             await open_(pages_api.url + report_path)
             await page.fill("#key", team.key)
             await page.click("button[type=submit]")
             await page.wait_for_load_state("load")
-            assert page.url == pages_api.url + report_path, (await page.content()).split("<h1>")[1][
-                :400
-            ]
+            assert page.url == pages_api.url + report_path, page.url
             assert pages.names[0] in _plain(await page.content())
             cookie = next(c for c in await context.cookies() if "session" in c["name"])
             assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Lax"
+            # Its "Share this page" button makes a link another browser opens with no key.
+            await page.select_option("select[name=expires_in_s]", "86400")
+            await page.click("text=Share this page")
+            await page.wait_for_load_state("load")
+            link = await page.input_value("#share-url")
+            stranger = await browser.new_context()
+            try:
+                elsewhere = await stranger.new_page()
+                answered = await elsewhere.goto(link, wait_until="load")
+                assert answered is not None and answered.status == 200
+                assert pages.names[0] in _plain(await elsewhere.content())
+            finally:
+                await stranger.close()
             opened = await open_(pages_api.url + compare_path, "signed-in-compare.png")
             assert opened.status == 200 and all(n in opened.text for n in pages.names)
             opened = await open_(pages_api.url + "/v1/status/page")
@@ -604,3 +644,7 @@ async def test_single_sign_on_tokens_read_their_teams_jobs(
     ):
         response = await get(token)
         assert response.status_code == 403 and phrase in response.json()["detail"], response.text
+    # Thirteen tokens checked, the issuer's keys fetched once (twice if this test ran past
+    # the 30 s after which an unknown key id fetches them again): they are kept.
+    assert issuer.fetched["/jwks"] <= 2, issuer.fetched
+    assert issuer.fetched["/.well-known/openid-configuration"] == issuer.fetched["/jwks"]

@@ -24,7 +24,7 @@ from api.openapi import problem_responses
 from api.pages import links_for, page_headers
 from api.schemas import PathId
 from infercost.reports.charts import CHART_NAMES, job_chart
-from infercost.reports.links import PageLinks
+from infercost.reports.links import PageLinks, ThisPage
 from infercost.reports.render import render_comparison, render_job_report
 from infercost.settings import Settings
 
@@ -82,7 +82,8 @@ class ReportController(Controller):
     ) -> Response[str]:
         """The report of one of your jobs; a running job shows the levels finished so far."""
         report = await reports.job_report(job_id)
-        html = await draw(render_job_report, report, _links(request, settings, caller))
+        this = ThisPage("report", (str(job_id),))
+        html = await draw(render_job_report, report, _links(request, settings, caller, this))
         return page(html, MediaType.HTML, settings)
 
     @get(
@@ -127,11 +128,15 @@ class ReportController(Controller):
     ) -> Response[str]:
         """The comparison page."""
         report = await reports.comparison(job_id)
-        html = await draw(render_comparison, report, _links(request, settings, caller))
+        this = ThisPage("comparison", tuple(str(j) for j in job_id))
+        html = await draw(render_comparison, report, _links(request, settings, caller, this))
         return page(html, MediaType.HTML, settings)
 
 
 def _links(
-    request: Request[object, object, State], settings: Settings, caller: Caller
+    request: Request[object, object, State], settings: Settings, caller: Caller, this: ThisPage
 ) -> PageLinks:
-    return links_for(request, settings, team=caller.team_name, session_id=caller.session_id)
+    """The page's links, with its sign-out and share forms for a signed-in browser."""
+    return links_for(
+        request, settings, team=caller.team_name, session_id=caller.session_id, this_page=this
+    )

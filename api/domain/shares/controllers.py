@@ -5,28 +5,37 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, MediaType, Request, Response, delete, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from api.auth import AppSettings, Caller, CurrentCaller
+from api.auth import AppSettings, Caller, CurrentCaller, session_caller
 from api.db import DbSession
 from api.domain.reports.controllers import draw, page, provide_report_service
 from api.domain.reports.services import ReportService
 from api.domain.shares.schemas import ShareCreate, ShareCreated, ShareRead
 from api.domain.shares.services import SHARED_PREFIX, ShareService, share_state
-from api.domain.signin.pages import render_message
+from api.domain.signin.pages import render_message, render_shared
 from api.domain.status.controllers import Sort
 from api.domain.status.page import render_board
 from api.domain.status.services import StatusService
 from api.errors import problem
 from api.openapi import problem_responses
-from api.pages import base_url, links_for, page_headers, wants_html
+from api.pages import (
+    base_url,
+    links_for,
+    page_headers,
+    same_origin,
+    session_cookie,
+    wants_html,
+)
 from api.schemas import Limit, Offset, Page, PathId
-from infercost.access.repository import ShareRepository
-from infercost.access.tokens import share_id_of
+from infercost.access.repository import BrowserSessionRepository, ShareRepository
+from infercost.access.tokens import session_hash, share_id_of, valid_session_csrf
 from infercost.db.base import utcnow
+from infercost.errors import InvalidInput
 from infercost.reports.links import PageLinks
 from infercost.reports.render import render_comparison, render_job_report, utc_text
 from infercost.settings import Settings
@@ -174,6 +183,91 @@ class SharedPageController(Controller):
             return page(await draw(render_job_report, report, links), MediaType.HTML, settings)
         comparison = await reports.comparison(share.job_ids)
         return page(await draw(render_comparison, comparison, links), MediaType.HTML, settings)
+
+
+class ShareFormController(Controller):
+    """The "Share this page" button of a signed-in browser's pages."""
+
+    path = "/shares"
+    tags = ["shares"]
+    include_in_schema = False
+
+    @post("/new", status_code=201, media_type=MediaType.HTML)
+    async def share_this_page(
+        self,
+        request: Request[object, object, State],
+        db_session: DbSession,
+        settings: AppSettings,
+        state: State,
+    ) -> Response[str]:
+        """Make a share of the page the form was on, for the browser's session: the same
+        rules as POST /v1/shares, with the session's form token instead of a bearer key."""
+        form = await request.form()
+        cookie = request.cookies.get(session_cookie(settings))
+        found = (
+            await BrowserSessionRepository(db_session).live(session_hash(cookie), utcnow())
+            if cookie
+            else None
+        )
+        base = base_url(request, settings)
+        if (
+            found is None
+            or not same_origin(request, settings)
+            or not valid_session_csrf(
+                settings.secret_keys, found.session.id, str(form.get("csrf", ""))
+            )
+        ):
+            html = render_message(
+                links=links_for(request, settings),
+                heading="Not shared",
+                message="This form was sent from another site, or this browser is no longer "
+                "signed in: open the page again and use its Share button.",
+                tone="bad",
+                signin=f"{base}/signin",
+                now=utcnow(),
+            )
+            return Response(
+                html,
+                status_code=403,
+                media_type=MediaType.HTML,
+                headers=page_headers(settings, cache="no-store"),
+            )
+        caller = session_caller(found)
+        try:
+            data = msgspec.convert(
+                {
+                    "page": form.get("page"),
+                    "job_ids": list(form.getall("job_id", [])),
+                    "window": form.get("window") or None,
+                    "all": form.get("all") == "true",
+                    "expires_in_s": float(str(form.get("expires_in_s") or 604800)),
+                },
+                ShareCreate,
+            )
+        except (msgspec.ValidationError, ValueError) as exc:
+            raise InvalidInput("form", f"this form cannot make a share: {exc}") from None
+        reports = provide_report_service(db_session, caller, state, settings)
+        shares = ShareService(db_session, caller.team_id, settings, reports)
+        made = await shares.create(data, caller.who, base)
+        links = links_for(request, settings, team=caller.team_name, session_id=caller.session_id)
+        what = {"report": "this report", "comparison": "this comparison"}.get(
+            made.page, "the status board"
+        )
+        html = render_shared(
+            links=links,
+            url=made.url,
+            what=what,
+            page_url=base + made.path,
+            share_id=str(made.id),
+            expires_at=made.expires_at,
+            now=utcnow(),
+        )
+        return Response(
+            html,
+            status_code=201,
+            media_type=MediaType.HTML,
+            headers=page_headers(settings, cache="no-store"),
+        )
 
 
 def _gone(

@@ -10,7 +10,6 @@ import hmac
 import secrets
 from datetime import timedelta
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
@@ -28,11 +27,12 @@ from api.pages import (
     links_for,
     page_headers,
     safe_next,
+    same_origin,
     session_cookie,
 )
 from infercost.access.models import BrowserSession
 from infercost.access.repository import BrowserSessionRepository
-from infercost.access.tokens import new_session_token, session_hash, valid_signout_csrf
+from infercost.access.tokens import new_session_token, session_hash, valid_session_csrf
 from infercost.db.base import utcnow
 from infercost.security import same_token
 from infercost.settings import Settings
@@ -88,23 +88,6 @@ def _html_answer(description: str) -> ResponseSpec:
         generate_examples=False,
         description=description,
     )
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def _same_origin(request: Request[Any, Any, State], settings: Settings) -> bool:
-    """False when the browser says the form came from another origin. (A browser sends
-    Origin with every POST; a client that sends none is not a browser, and CSRF needs one.)"""
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    own = {_origin(str(request.base_url))}
-    if settings.public_url:
-        own.add(_origin(settings.public_url))
-    return origin in own
 
 
 def _cookie(settings: Settings, key: str, value: str, max_age: int, samesite: Any) -> Cookie:
@@ -227,7 +210,7 @@ class SignInController(Controller):
         target = safe_next(data.next)
         expected = request.cookies.get(csrf_cookie(settings))
         if (
-            not _same_origin(request, settings)
+            not same_origin(request, settings)
             or not expected
             or not hmac.compare_digest(expected.encode(), data.csrf.encode())
         ):
@@ -296,8 +279,8 @@ class SignInController(Controller):
         cookie = request.cookies.get(session_cookie(settings))
         found = await sessions.live(session_hash(cookie), utcnow()) if cookie else None
         if found is not None:
-            session, _ = found
-            if not _same_origin(request, settings) or not valid_signout_csrf(
+            session = found.session
+            if not same_origin(request, settings) or not valid_session_csrf(
                 settings.secret_keys, session.id, data.csrf
             ):
                 return self._refused(

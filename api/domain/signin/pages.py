@@ -69,3 +69,29 @@ def render_message(
             generated_at=now,
         )
     )
+
+
+def render_shared(
+    *,
+    links: PageLinks,
+    url: str,
+    what: str,
+    page_url: str,
+    share_id: str,
+    expires_at: datetime,
+    now: datetime,
+) -> str:
+    """The page a "Share this page" button leads to: the new link, shown once."""
+    return (
+        _environment()
+        .get_template("shared.html.j2")
+        .render(
+            links=links,
+            url=url,
+            what=what,
+            page_url=page_url,
+            share_id=share_id,
+            expires_at=expires_at,
+            generated_at=now,
+        )
+    )

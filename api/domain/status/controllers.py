@@ -19,7 +19,7 @@ from api.domain.status.page import render_board
 from api.domain.status.schemas import StatusBoard
 from api.domain.status.services import SORT_KEYS, StatusService, status_csv
 from api.pages import links_for, page_headers
-from infercost.reports.links import PageLinks
+from infercost.reports.links import PageLinks, ThisPage
 from infercost.settings import Settings
 from infercost.status.figures import DEFAULT_WINDOW, FIGURES, WINDOWS
 
@@ -100,7 +100,11 @@ class StatusController(Controller):
             )
         if "text/html" in request.headers.get("accept", ""):
             links = links_for(
-                request, settings, team=caller.team_name, session_id=caller.session_id
+                request,
+                settings,
+                team=caller.team_name,
+                session_id=caller.session_id,
+                this_page=ThisPage("status", window=window, all_endpoints=all),
             )
             return board_page(board, all, links, settings)
         return ASGIResponse(body=msgspec.json.encode(board), media_type=MediaType.JSON)
@@ -124,5 +128,11 @@ class StatusController(Controller):
     ) -> ASGIResponse:
         """The board, HTML."""
         board = await status.board(window, all_endpoints=all, sort=sort)
-        links = links_for(request, settings, team=caller.team_name, session_id=caller.session_id)
+        links = links_for(
+            request,
+            settings,
+            team=caller.team_name,
+            session_id=caller.session_id,
+            this_page=ThisPage("status", window=window, all_endpoints=all),
+        )
         return board_page(board, all, links, settings)
