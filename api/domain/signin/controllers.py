@@ -47,7 +47,7 @@ class SignInForm(msgspec.Struct, forbid_unknown_fields=True):
     key: Annotated[
         str,
         msgspec.Meta(description="A team API key", examples=["ic_1a2b3c4d5e6f_..."]),
-    ] = ""
+    ]
     csrf: Annotated[
         str,
         msgspec.Meta(
@@ -55,7 +55,7 @@ class SignInForm(msgspec.Struct, forbid_unknown_fields=True):
             "the page's cookie)",
             examples=["0YH3m..."],
         ),
-    ] = ""
+    ]
     next: Annotated[
         str,
         msgspec.Meta(description="The path to open once signed in", examples=["/v1/status/page"]),
@@ -70,7 +70,7 @@ class SignOutForm(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             description="The sign-out button's token, bound to the session", examples=["Zx9..."]
         ),
-    ] = ""
+    ]
 
 
 Form = RequestEncodingType.URL_ENCODED
