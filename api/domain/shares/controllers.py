@@ -192,7 +192,7 @@ class ShareFormController(Controller):
     tags = ["shares"]
     include_in_schema = False
 
-    @post("/new", status_code=201, media_type=MediaType.HTML)
+    @post("/new", status_code=201, media_type=MediaType.HTML, include_in_schema=False)
     async def share_this_page(
         self,
         request: Request[object, object, State],

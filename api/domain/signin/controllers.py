@@ -15,12 +15,12 @@ import msgspec
 from litestar import Controller, MediaType, Request, Response, get, post
 from litestar.datastructures import Cookie, State
 from litestar.enums import RequestEncodingType
-from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Body, QueryParameter
 
 from api.auth import AppSettings, live_key
 from api.db import DbSession
 from api.domain.signin.pages import render_message, render_signin
+from api.openapi import problem_responses
 from api.pages import (
     base_url,
     csrf_cookie,
@@ -29,11 +29,13 @@ from api.pages import (
     safe_next,
     same_origin,
     session_cookie,
+    wants_html,
 )
 from infercost.access.models import BrowserSession
 from infercost.access.repository import BrowserSessionRepository
 from infercost.access.tokens import new_session_token, session_hash, valid_session_csrf
 from infercost.db.base import utcnow
+from infercost.errors import Forbidden, Unauthorized
 from infercost.security import same_token
 from infercost.settings import Settings
 
@@ -78,16 +80,6 @@ Next = Annotated[
     str | None,
     QueryParameter(description="the page to open after signing in (a path on this service)"),
 ]
-
-
-def _html_answer(description: str) -> ResponseSpec:
-    """An answer of these forms: a page for the person at the browser."""
-    return ResponseSpec(
-        data_container=str,
-        media_type=MediaType.HTML,
-        generate_examples=False,
-        description=description,
-    )
 
 
 def _cookie(settings: Settings, key: str, value: str, max_age: int, samesite: Any) -> Cookie:
@@ -174,6 +166,8 @@ class SignInController(Controller):
     def _refused(
         self, request: Request[object, object, State], settings: Settings, message: str
     ) -> Response[str]:
+        if not wants_html(request):
+            raise Forbidden(message)
         base = base_url(request, settings)
         html = render_message(
             links=links_for(request, settings),
@@ -191,13 +185,11 @@ class SignInController(Controller):
         media_type=MediaType.HTML,
         security=[{}],
         status_code=303,
-        responses={
-            401: _html_answer("The key is unknown or revoked: the form again, saying so"),
-            403: _html_answer("The form came from another site, or without its CSRF token"),
-        },
+        responses=problem_responses(401, 403),
         description="Form fields `key`, `csrf` (from the page's form) and `next`. A good key "
         "sets the session cookie and answers 303 to `next`; a wrong one shows the form "
-        "again (401); a form sent from another site is refused (403).",
+        "again (401); a form sent from another site is refused (403). A browser (Accept: "
+        "text/html) gets these answers as pages, anyone else as problem+json.",
     )
     async def signin(
         self,
@@ -230,6 +222,8 @@ class SignInController(Controller):
                 else "That key is unknown or revoked: paste a team API key (ic_...) as an "
                 "admin gave it, or ask them for a new one."
             )
+            if not wants_html(request):
+                raise Unauthorized(error)
             return self._form(request, settings, target, error, 401)
         cookie_value, digest = new_session_token()
         now = utcnow()
@@ -262,10 +256,10 @@ class SignInController(Controller):
         media_type=MediaType.HTML,
         security=[{}],
         status_code=303,
-        responses={403: _html_answer("The form came from another site, or without its token")},
+        responses=problem_responses(403),
         description="Form field `csrf`, from the sign-out button of a page. Ends the session "
         "and answers 303 to the sign-in page; a form without the session's token is refused "
-        "(403).",
+        "(403: a page for a browser, problem+json for anyone else).",
     )
     async def signout(
         self,
