@@ -22,6 +22,8 @@ COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 COPY alembic.ini ./
 COPY migrations ./migrations
+# The documentation pages the API serves at /docs/<page>.md (found in the working directory).
+COPY docs ./docs
 USER infercost
 EXPOSE 8000
 ENTRYPOINT ["infercost"]

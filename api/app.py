@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 
+import httpx
 from litestar import Litestar, get
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -26,6 +27,13 @@ from api.domain.jobs.controllers import JobController, RunController
 from api.domain.prices.controllers import PriceController
 from api.domain.reports.controllers import ReportController
 from api.domain.schedules.controllers import ScheduleController
+from api.domain.shares.controllers import (
+    ShareController,
+    SharedPageController,
+    ShareFormController,
+)
+from api.domain.signin.controllers import SignInController
+from api.domain.signin.docs import doc_page
 from api.domain.status.controllers import StatusController
 from api.domain.teams.controllers import TeamController
 from api.domain.telemetry.controllers import TelemetryController
@@ -34,12 +42,15 @@ from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
 from api.guards import rate_limit, refuse_nul
 from api.openapi import docs_handlers, document, openapi_config, problem_responses
+from api.pages import SignInRequired, deny_framing, sign_in_redirect
 from api.queue import TaskQueue, make_celery
 from api.strict import StrictRequest, strict_query
 from infercost import __version__
+from infercost.access.oidc import OidcVerifier
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.db.scope import unscoped
 from infercost.net.outbound import Policy
+from infercost.net.tls import tls_context
 from infercost.security import Vault
 from infercost.settings import Settings
 
@@ -96,6 +107,20 @@ def create_app(settings: Settings | None = None) -> Litestar:
             if settings.redis_client_url and settings.rate_limit_per_minute > 0
             else None
         )
+        # Single sign-on: the issuer's keys are fetched on first use and kept (oidc.py).
+        if settings.oidc_issuer:
+            if not settings.oidc_audience:
+                raise RuntimeError(
+                    "INFERCOST_OIDC_ISSUER is set without INFERCOST_OIDC_AUDIENCE: set the "
+                    "audience (aud) this service's tokens carry"
+                )
+            app.state.oidc_client = httpx.AsyncClient(timeout=5.0, verify=tls_context())
+            app.state.oidc = OidcVerifier(
+                settings.oidc_issuer,
+                settings.oidc_audience,
+                client=app.state.oidc_client,
+                ttl_s=settings.oidc_jwks_ttl_s,
+            )
         celery = make_celery(settings)
         app.state.celery = celery
         app.state.task_queue = TaskQueue(celery, app.state.sessionmaker)
@@ -106,6 +131,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
 
     async def shutdown(app: Litestar) -> None:
         await app.state.engine.dispose()
+        if app.state.get("oidc_client") is not None:
+            await app.state.oidc_client.aclose()
         if "celery" in app.state:
             app.state.celery.close()
         if app.state.get("rate_limit_redis") is not None:
@@ -138,15 +165,20 @@ def create_app(settings: Settings | None = None) -> Litestar:
             StatusController,
             WebhookController,
             ScheduleController,
+            ShareController,
+            SharedPageController,
+            ShareFormController,
+            SignInController,
+            doc_page,
         ],
         dependencies={
             "settings": Provide(provide_settings, sync_to_thread=False),
             "db_session": Provide(provide_db_session),
             "caller": Provide(provide_caller),
         },
-        exception_handlers=EXCEPTION_HANDLERS,
+        exception_handlers={**EXCEPTION_HANDLERS, SignInRequired: sign_in_redirect},
         request_class=StrictRequest,
-        middleware=[refuse_nul, rate_limit, strict_query],
+        middleware=[deny_framing, refuse_nul, rate_limit, strict_query],
         on_startup=[startup],
         on_shutdown=[shutdown],
         openapi_config=openapi_config(),

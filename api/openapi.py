@@ -154,6 +154,12 @@ _ERRORS: Final[dict[int, tuple[str, str, str]]] = {
         "Conflict",
         "an endpoint named 'vllm-llama8b-h200' already exists in your team",
     ),
+    410: (
+        "The share link expired or was revoked: its team can make a new one",
+        "Gone",
+        "This share link was revoked at 2026-12-05 14:03 UTC: ask the team that shared it "
+        "for a new one.",
+    ),
     413: (
         "The body is over this server's size limit",
         "Request too large",

@@ -28,6 +28,39 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from None
 
 
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be 1 or 0 (true or false), got {raw!r}")
+
+
+def _origins(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Origins (scheme://host[:port], `*.` allowed before the host) separated by commas or
+    spaces; anything else is refused, so a typo never widens who may frame the pages."""
+    found = []
+    for raw in env.get(name, "").replace(",", " ").split():
+        origin = raw.rstrip("/")
+        scheme, sep, host = origin.partition("://")
+        if (
+            scheme not in ("http", "https")
+            or not sep
+            or not host
+            or "/" in host
+            or "*" in host.removeprefix("*.")
+        ):
+            raise ValueError(
+                f"{name}: '{raw}' is not an origin; list origins such as "
+                "https://portal.example.com, separated by commas"
+            )
+        found.append(origin)
+    return tuple(found)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything the api, the workers and the CLI need to know about their environment."""
@@ -83,6 +116,28 @@ class Settings:
     # Whether registering an endpoint (or changing where it points) runs the preflight check
     # at once (a few seconds at most); POST /v1/endpoints/{id}/check runs it either way.
     preflight_on_register: bool = True
+    # Pages for people (docs/operations.md, "Sign-in, share links, embedding and SSO").
+    # The address people reach the API at, for links in pages and share URLs
+    # (https://infercost.example.com); unset: the address each request came in on.
+    public_url: str | None = None
+    # Origins allowed to frame the HTML pages (a portal); none: no page may be framed.
+    frame_ancestors: tuple[str, ...] = ()
+    # How long a browser stays signed in after signing in with a team key.
+    session_ttl_s: float = 12 * 3600.0
+    # Whether the session cookie is Secure (__Host- prefixed): browsers keep it over https
+    # and on loopback only, so a plain-http deployment on another address turns it off.
+    session_cookie_secure: bool = True
+    # The longest a share link may live, and how long one lives when the request says not.
+    share_max_ttl_s: float = 90 * 86400.0
+    share_default_ttl_s: float = 7 * 86400.0
+    # Single sign-on: bearer tokens (JWT) from this OpenID Connect issuer, for this audience,
+    # whose `oidc_team_claim` names a team (by name or id). Unset issuer: SSO is off.
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    oidc_team_claim: str = "infercost_team"
+    # How long the issuer's discovery document and signing keys are kept before refetching
+    # (a token signed by a key not in the cached set refetches at once, at most every 30 s).
+    oidc_jwks_ttl_s: float = 3600.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -125,6 +180,16 @@ class Settings:
             rate_limit_per_minute=_int(env, "INFERCOST_RATE_LIMIT_PER_MINUTE", 600),
             preflight_on_register=env.get("INFERCOST_PREFLIGHT_ON_REGISTER", "1").strip().lower()
             not in ("0", "false", "no", "off"),
+            public_url=(env.get("INFERCOST_PUBLIC_URL") or "").rstrip("/") or None,
+            frame_ancestors=_origins(env, "INFERCOST_FRAME_ANCESTORS"),
+            session_ttl_s=_float(env, "INFERCOST_SESSION_TTL_S", 12 * 3600.0),
+            session_cookie_secure=_flag(env, "INFERCOST_SESSION_COOKIE_SECURE", True),
+            share_max_ttl_s=_float(env, "INFERCOST_SHARE_MAX_TTL_S", 90 * 86400.0),
+            share_default_ttl_s=_float(env, "INFERCOST_SHARE_DEFAULT_TTL_S", 7 * 86400.0),
+            oidc_issuer=(env.get("INFERCOST_OIDC_ISSUER") or "").rstrip("/") or None,
+            oidc_audience=env.get("INFERCOST_OIDC_AUDIENCE") or None,
+            oidc_team_claim=env.get("INFERCOST_OIDC_TEAM_CLAIM") or "infercost_team",
+            oidc_jwks_ttl_s=_float(env, "INFERCOST_OIDC_JWKS_TTL_S", 3600.0),
         )
 
     def require_database_url(self) -> str:

@@ -1,5 +1,6 @@
 """Every table, imported in one place so Alembic and the tests see the whole metadata."""
 
+from infercost.access.models import BrowserSession, Share
 from infercost.datasets.models import Dataset, DatasetItem
 from infercost.db.base import Base
 from infercost.endpoints.models import Endpoint
@@ -18,6 +19,7 @@ from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 __all__ = [
     "ApiKey",
     "Base",
+    "BrowserSession",
     "Dataset",
     "DatasetItem",
     "Deployment",
@@ -30,6 +32,7 @@ __all__ = [
     "RunShard",
     "Schedule",
     "ScheduleRun",
+    "Share",
     "StatusJobSeries",
     "StatusSeries",
     "TaskOutbox",

@@ -22,12 +22,15 @@ from infercost.reports.charts import (
     job_chart,
 )
 from infercost.reports.data import ComparisonReport, JobReport, SloLimit, level_label
+from infercost.reports.links import PageLinks
 from infercost.reports.numbers import number
 
-#: What a report page may load: nothing but its own inline styles (and data: images).
+#: What a report page may load: nothing but its own inline styles (and data: images); its
+#: only form (sign-out) posts to the service itself. Who may frame it is added per response
+#: (frame-ancestors, from INFERCOST_FRAME_ANCESTORS).
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-    "base-uri 'none'; form-action 'none'"
+    "base-uri 'none'; form-action 'self'"
 )
 
 
@@ -47,10 +50,19 @@ def _usd(value: float | None) -> str:
     return "\u2013" if value is None else f"${number(value)}"
 
 
-def _when(value: datetime | None) -> str:
+def utc_text(value: datetime | None) -> str:
+    """A time as pages write it: '2026-12-05 14:03 UTC'."""
     if value is None:
         return "\u2013"
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _short_when(value: datetime | None) -> str:
+    """A time in a narrow cell: 'Dec 5 14:03' (UTC, as the column heading says)."""
+    if value is None:
+        return "\u2013"
+    at = value.astimezone(UTC)
+    return f"{at:%b} {at.day} {at:%H:%M}"
 
 
 _NAMES = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL", "e2e_ms": "E2E"}
@@ -77,7 +89,13 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        level_label=level_label, num=number, pct=_pct, usd=_usd, when=_when, slo_text=slo_text
+        level_label=level_label,
+        num=number,
+        pct=_pct,
+        usd=_usd,
+        when=utc_text,
+        short_when=_short_when,
+        slo_text=slo_text,
     )
     return env
 
@@ -87,22 +105,28 @@ def _chart(name: str, svg: str) -> _Chart:
     return _Chart(name, Markup(inline(svg, f"c-{name}")))  # noqa: S704
 
 
-def render_job_report(report: JobReport) -> str:
+def render_job_report(report: JobReport, links: PageLinks | None = None) -> str:
     """GET /v1/jobs/{id}/report: the header, the table of levels and the six charts."""
     charts = [
         _chart(name, job_chart(name, report.deployment, report.slo, report.histograms))
         for name in CHART_NAMES
     ]
     template = _environment().get_template("report.html.j2")
-    return template.render(report=report, charts=charts, generated_at=report.generated_at)
+    return template.render(
+        report=report, charts=charts, generated_at=report.generated_at, links=links or PageLinks()
+    )
 
 
-def render_comparison(report: ComparisonReport) -> str:
+def render_comparison(report: ComparisonReport, links: PageLinks | None = None) -> str:
     """GET /v1/reports/compare: deployment cards, overlaid charts and one table."""
     charts = [
         _chart(name, comparison_chart(name, report.deployments)) for name in COMPARISON_CHARTS
     ]
     template = _environment().get_template("compare.html.j2")
     return template.render(
-        report=report, charts=charts, colours=PALETTE, generated_at=report.generated_at
+        report=report,
+        charts=charts,
+        colours=PALETTE,
+        generated_at=report.generated_at,
+        links=links or PageLinks(),
     )

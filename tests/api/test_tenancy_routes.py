@@ -20,13 +20,16 @@ from tests.conftest import Api, TeamClient, insert_finished_run
 pytestmark = pytest.mark.integration
 
 # Routes whose path ids name no team's row: the admin's team routes (a team key gets 403
-# there, checked below), a shared preset by name, and the docs.
+# there, checked below), a shared preset by name, the docs, and a share link's page (its
+# token, not a key, names the team: tests/integration/test_pages_access.py).
 NOT_TEAM_SCOPED = {
     "/v1/teams/{team_id}/keys",
     "/v1/teams/{team_id}/keys/{key_id}",
     "/v1/presets/{name}",
     "/docs/assets/{file_path}",
+    "/docs/{page}",
     "/schema/{path}",
+    "/shared/{token}",
 }
 
 # What the other team sends with a method that takes a body: valid on A's resource, so a
@@ -95,6 +98,8 @@ async def make_resources(a: TeamClient, db: asyncpg.Connection) -> dict[str, str
         content=b"timestamp,input_tokens,output_tokens\n0,10,2\n61.5,12,3\n",
     )
     assert traffic.status_code == 201, traffic.text
+    share = await a.http.post("/v1/shares", json={"page": "report", "job_ids": [job_id]})
+    assert share.status_code == 201, share.text
     return {
         "endpoint_id": endpoint["id"],
         "job_id": job_id,
@@ -104,6 +109,7 @@ async def make_resources(a: TeamClient, db: asyncpg.Connection) -> dict[str, str
         "schedule_id": schedule.json()["id"],
         "hardware_id": hardware.json()["id"],
         "traffic_id": traffic.json()["id"],
+        "share_id": share.json()["id"],
         # A chart every finished job has (it says why when there is no data).
         "file_name": "throughput.svg",
     }

@@ -280,7 +280,9 @@ def test_job_page_is_one_escaped_self_contained_document() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     # No way to load anything: no src, no link, no external href or url().
     assert not re.search(r"\ssrc=|<link|<iframe|@import", html)
-    assert not re.search(r'href="(?!#)', html)
+    # Links are for the reader to follow, never loaded: only <a> carries an href.
+    assert not re.search(r'<(?!a\s)[a-z]+[^>]*\shref="(?!#)', html)
+    assert re.findall(r'<a href="([^"#]*)"', html) == ["/docs/figures.md"]
     assert not re.search(r"url\((?!#)", html)
     for name in CHART_NAMES:
         assert f'id="chart-{name}"' in html

@@ -56,6 +56,7 @@ BY_NAME: dict[str, Any] = {
     "status": "succeeded",
     "limit": 5,
     "offset": 0,
+    "token_hash": bytes(32),
 }
 
 Target = tuple[str, Callable[[AsyncSession], Callable[..., Any]], dict[str, Any]]

@@ -1,7 +1,10 @@
 """The status board (GET /v1/status/page) opened in headless Chromium with the API's own
-headers (its CSP included): one row per watched deployment with drawn sparklines, nothing
-fetched but the page, user text escaped, sort links that reorder the rows and links to each
-job's report; a watched endpoint without a run says so. Screenshot: test-artifacts/status.png."""
+headers (its CSP included), in a 1280 px window: one row per watched deployment, workload and
+level with drawn sparklines, nothing fetched but the page, user text escaped, sort links that
+reorder the rows and links to each job's report (absolute, so a saved copy works); a watched
+endpoint without a run says so. It reads as the other pages do: deployments counted as
+deployments, levels as "1 user", short dates on one line, no word broken, no sideways
+scrolling. Screenshot: test-artifacts/status.png."""
 
 from __future__ import annotations
 
@@ -21,10 +24,11 @@ from tests.integration.test_reports import _chromium_or_skip
 pytestmark = pytest.mark.integration
 
 # Inside the page: each row's endpoint, its sparklines' drawn lines and the header links.
-_BOARD = """
+_BOARD = r"""
 () => ({
   rows: [...document.querySelectorAll('#board tbody tr')].map(tr => ({
     name: tr.querySelector('td strong').textContent,
+    level: tr.querySelector('.level')?.textContent ?? null,
     sparks: [...tr.querySelectorAll('.spark svg')].map(svg => {
       const box = svg.getBoundingClientRect();
       const lines = [...svg.querySelectorAll('polyline')].filter(p => {
@@ -39,6 +43,29 @@ _BOARD = """
   })),
   sortTtft: [...document.querySelectorAll('thead a')]
     .find(a => a.textContent.startsWith('TTFT')).getAttribute('href'),
+  summary: document.querySelector('p.sub').textContent.replace(/\s+/g, ' '),
+  levels: [...document.querySelectorAll('#board .level')].map(e => e.textContent),
+  // Times that wrap onto a second line (each is one <time> element).
+  wrappedTimes: [...document.querySelectorAll('#board time')]
+    .filter(t => new Set([...t.getClientRects()].map(r => Math.round(r.top))).size > 1)
+    .map(t => t.textContent),
+  // Words laid out on more than one line: each run of letters and digits of every text in
+  // the table, measured with a Range (a break after - . / _ : is between words).
+  brokenWords: (() => {
+    const broken = [];
+    const walker = document.createTreeWalker(document.querySelector('#board'),
+                                             NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/[^\s\-./_:()]+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(m[0]);
+      }
+    }
+    return broken;
+  })(),
   scripts: document.querySelectorAll('script').length,
   width: document.documentElement.scrollWidth,
   tableFits: (() => { const w = document.querySelector('.table-wrap');
@@ -85,6 +112,9 @@ async def test_status_board_in_headless_chromium(
             )
             if k == 0:
                 jobs[endpoint["name"]] = job
+    # The first deployment is also measured at 4 users: a second row, the same deployment.
+    for k in range(3):
+        await run(db, team, endpoints[0], ago=timedelta(hours=3 * k + 2), ttft=150.0, level=4.0)
 
     # A fourth watched endpoint, its schedule just created: no run yet, a row that says so.
     fresh = await team.create_endpoint(name="zephyr-7b.new", model="zephyr-7b")
@@ -103,7 +133,7 @@ async def test_status_board_in_headless_chromium(
             executable_path=str(_chromium_or_skip()), args=["--no-sandbox"]
         )
         try:
-            page = await browser.new_page(viewport={"width": 1440, "height": 900})
+            page = await browser.new_page(viewport={"width": 1280, "height": 900})
             await page.set_extra_http_headers({"Authorization": f"Bearer {team.key}"})
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
@@ -117,7 +147,7 @@ async def test_status_board_in_headless_chromium(
             await page.screenshot(path=str(ARTIFACTS / "status.png"), full_page=True)
             # The sort link is a plain link: following it reorders by TTFT, worst first
             # on the second click.
-            await page.goto(api_server.url + board["sortTtft"], wait_until="load")
+            await page.goto(board["sortTtft"], wait_until="load")
             by_ttft: dict[str, Any] = await page.evaluate(_BOARD)
         finally:
             await browser.close()
@@ -126,24 +156,33 @@ async def test_status_board_in_headless_chromium(
     # The pages themselves and nothing else: no font, style, script or image was fetched.
     assert all("/v1/status/page" in url for url in requests), requests
     assert board["scripts"] == 0  # the model named <script> is text, not a script
-    assert sorted(r["name"] for r in board["rows"]) == sorted([*names, "zephyr-7b.new"])
+    assert sorted(r["name"] for r in board["rows"]) == sorted([*names, names[0], "zephyr-7b.new"])
+    # Four deployments (one of them on two rows), counted as deployments, levels in words.
+    assert "4 deployments watched by a schedule, 5 rows" in board["summary"], board["summary"]
+    assert sorted(board["levels"]) == ["1 user", "1 user", "1 user", "4 users"]
+    assert board["wrappedTimes"] == [] and board["brokenWords"] == [], board
     waiting = next(r for r in board["rows"] if r["name"] == "zephyr-7b.new")
     # No charts and no report link for it: the reason, and when its first run is due.
     assert waiting["verdict"] == "no run yet" and waiting["sparks"] == [], waiting
     assert waiting["report"] is None and "next" in waiting["latest"], waiting
-    for row in (r for r in board["rows"] if r["name"] != "zephyr-7b.new"):
+    for row in (
+        r for r in board["rows"] if r["name"] != "zephyr-7b.new" and r["level"] != "4 users"
+    ):
         # Five figures, each a sparkline with one unbroken drawn line over 24 slices.
         assert len(row["sparks"]) == 5, row
         for spark in row["sparks"]:
             assert spark["width"] > 80 and spark["height"] > 20, row
         assert all(s["lines"] == 1 for s in row["sparks"]), row
-        assert row["report"] == f"/v1/jobs/{jobs[row['name']]}/report"
-    verdicts = {r["name"]: r["verdict"] for r in board["rows"]}
+        # Absolute: it opens from a saved copy too (through sign-in without a session).
+        assert row["report"] == f"{api_server.url}/v1/jobs/{jobs[row['name']]}/report"
+    verdicts = {r["name"]: r["verdict"] for r in board["rows"] if r["level"] != "4 users"}
     assert verdicts[names[0]] == "regression" and verdicts[names[2]] == "none"
     # Medians: 120, 240 and 360 ms times the same drift, so TTFT order is the creation order.
     assert "sort=ttft_p50_ms" in board["sortTtft"]
-    # (The row without figures sorts last, nulls last whichever the direction.)
-    assert [r["name"] for r in by_ttft["rows"]] == [*names, "zephyr-7b.new"]
-    # Every column in view: the table fits the window, nothing scrolled away.
-    assert board["width"] <= 1440
+    # (The row without figures sorts last, nulls last whichever the direction; the first
+    # deployment's 4-user row, at 150 ms, between the first two.)
+    order = [names[0], names[0], names[1], names[2], "zephyr-7b.new"]
+    assert [r["name"] for r in by_ttft["rows"]] == order
+    # Every column in view at 1280 px: the table fits the window, nothing scrolled away.
+    assert board["width"] <= 1280
     assert board["tableFits"], board

@@ -13,12 +13,14 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import QueryParameter
 from litestar.response.base import ASGIResponse
 
-from api.auth import team_service
+from api.auth import AppSettings, CurrentCaller, team_service
 from api.csv import csv_attachment, wants_csv
 from api.domain.status.page import render_board
 from api.domain.status.schemas import StatusBoard
 from api.domain.status.services import SORT_KEYS, StatusService, status_csv
-from infercost.reports.render import CONTENT_SECURITY_POLICY
+from api.pages import links_for, page_headers
+from infercost.reports.links import PageLinks, ThisPage
+from infercost.settings import Settings
 from infercost.status.figures import DEFAULT_WINDOW, FIGURES, WINDOWS
 
 Window = Annotated[
@@ -40,16 +42,14 @@ Sort = Annotated[
 ]
 
 
-def _html(board: StatusBoard, all_endpoints: bool, path: str) -> ASGIResponse:
+def board_page(
+    board: StatusBoard, all_endpoints: bool, links: PageLinks, settings: Settings
+) -> ASGIResponse:
     """The page, with the reports' headers that forbid every external load."""
     return ASGIResponse(
-        body=render_board(board, all_endpoints=all_endpoints, path=path).encode(),
+        body=render_board(board, all_endpoints=all_endpoints, links=links).encode(),
         media_type=MediaType.HTML,
-        headers={
-            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-            "X-Content-Type-Options": "nosniff",
-            "Cache-Control": "private, no-cache",
-        },
+        headers=page_headers(settings),
     )
 
 
@@ -86,6 +86,8 @@ class StatusController(Controller):
         *,
         request: Request[object, object, State],
         status: NamedDependency[StatusService],
+        caller: CurrentCaller,
+        settings: AppSettings,
         window: Window = DEFAULT_WINDOW,
         all: All = False,
         sort: Sort = None,
@@ -97,7 +99,14 @@ class StatusController(Controller):
                 status_csv(board), "status.csv", {"X-Total-Count": str(board.total)}
             )
         if "text/html" in request.headers.get("accept", ""):
-            return _html(board, all, "/v1/status/page")
+            links = links_for(
+                request,
+                settings,
+                team=caller.team_name,
+                session_id=caller.session_id,
+                this_page=ThisPage("status", window=window, all_endpoints=all),
+            )
+            return board_page(board, all, links, settings)
         return ASGIResponse(body=msgspec.json.encode(board), media_type=MediaType.JSON)
 
     @get(
@@ -108,11 +117,22 @@ class StatusController(Controller):
     )
     async def status_page(
         self,
+        *,
+        request: Request[object, object, State],
         status: NamedDependency[StatusService],
+        caller: CurrentCaller,
+        settings: AppSettings,
         window: Window = DEFAULT_WINDOW,
         all: All = False,
         sort: Sort = None,
     ) -> ASGIResponse:
         """The board, HTML."""
         board = await status.board(window, all_endpoints=all, sort=sort)
-        return _html(board, all, "/v1/status/page")
+        links = links_for(
+            request,
+            settings,
+            team=caller.team_name,
+            session_id=caller.session_id,
+            this_page=ThisPage("status", window=window, all_endpoints=all),
+        )
+        return board_page(board, all, links, settings)

@@ -3,13 +3,14 @@ rules (autoescaped text, inline styles, no script, nothing external), sparklines
 
 from __future__ import annotations
 
+import re
 from functools import cache
-from urllib.parse import urlencode
 
 from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from api.domain.status.schemas import StatusBoard
+from infercost.reports.links import PageLinks
 from infercost.reports.numbers import number
 from infercost.reports.render import _environment as report_environment
 from infercost.status.figures import TREND_BUCKETS, WINDOWS
@@ -23,6 +24,15 @@ COLUMNS = (
     ("output_tokens_per_s_per_gpu", "Per GPU", "output tokens/s"),
     ("cost_per_million_at_slo_usd", "Cost at SLO", "USD / M output tokens"),
 )
+
+
+_BREAK_AFTER = re.compile(r"([./_:])")
+
+
+def breakable(text: str) -> Markup:
+    """`text` escaped, with a line-break opportunity after each . / _ and : (names such as
+    llama-70b.h200x8 or meta-llama/Llama-3.1-8B wrap there, never inside a word)."""
+    return Markup(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(text))))  # noqa: S704
 
 
 @cache
@@ -39,17 +49,19 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(base.filters)
+    env.filters["breakable"] = breakable
     return env
 
 
-def render_board(board: StatusBoard, *, all_endpoints: bool, path: str) -> str:
-    """GET /v1/status as HTML: a row per deployment, sort links in the header."""
+def render_board(board: StatusBoard, *, all_endpoints: bool, links: PageLinks) -> str:
+    """GET /v1/status as HTML: a row per workload and level of each deployment, sort links
+    in the header (absolute, through `links`, so they work from a saved copy too)."""
     current = ",".join(board.sort)
 
     def link(**changes: str) -> str:
         params = {"window": board.window, "sort": current, "all": str(all_endpoints).lower()}
         params.update(changes)
-        return f"{path}?{urlencode(params)}"
+        return links.board(params)
 
     def head(key: str, title: str) -> Markup:
         # A second click on the sorted column reverses it; figures start worst-first for
@@ -89,5 +101,7 @@ def render_board(board: StatusBoard, *, all_endpoints: bool, path: str) -> str:
             spark=spark,
             money=money,
             generated_at=board.until,
+            links=links,
+            deployments=board.deployments,
         )
     )

@@ -85,7 +85,8 @@ class StatusRow(msgspec.Struct, gc=False):
 
 
 class StatusBoard(msgspec.Struct):
-    """The board: rows over [since, until], each trend point `bucket_seconds` wide."""
+    """The board: rows over [since, until], each trend point `bucket_seconds` wide; `total`
+    counts its rows (one per endpoint, workload and level), `deployments` its endpoints."""
 
     window: str
     since: datetime
@@ -93,4 +94,5 @@ class StatusBoard(msgspec.Struct):
     bucket_seconds: float
     sort: list[str]
     total: int
+    deployments: int
     rows: list[StatusRow]

@@ -175,6 +175,7 @@ class StatusService:
             bucket_seconds=WINDOWS[window].total_seconds() / TREND_BUCKETS,
             sort=[("-" if d else "") + k for k, d in keys],
             total=len(rows),
+            deployments=len({r.endpoint.id for r in rows}),
             rows=rows,
         )
 
