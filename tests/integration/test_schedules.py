@@ -193,7 +193,12 @@ async def test_a_restart_loses_no_slot_and_a_running_job_makes_a_skip(
 
     await tick_as_new_process(at(1, 0, 5))
     (first,) = await jobs_of(db, schedule_id)
-    # 02:00: the 01:00 job is still queued, so the slot is skipped and says why.
+    # The 01:00 job is running (the test plays its runner: a lease no worker holds, a fresh
+    # heartbeat), whatever the session's worker may have done with it since the outbox
+    # relay handed it over: left as queued, a worker could end it (its endpoint refuses
+    # connections) before the next tick, and that slot would run instead of being skipped.
+    await hold_running(db, first["id"])
+    # 02:00: the 01:00 job is still running, so the slot is skipped and says why.
     await tick_as_new_process(at(2, 0, 5))
     assert len(await jobs_of(db, schedule_id)) == 1
     skipped = await db.fetchrow(
@@ -218,6 +223,16 @@ async def test_a_restart_loses_no_slot_and_a_running_job_makes_a_skip(
         "SELECT last_slot_at, next_slot_at FROM schedules WHERE id = $1", uuid.UUID(schedule_id)
     )
     assert (stored["last_slot_at"], stored["next_slot_at"]) == (at(5), at(6))
+
+
+async def hold_running(db: asyncpg.Connection, job_id: uuid.UUID) -> None:
+    """Hold a job as running under a lease no runner has, with a fresh heartbeat: a worker
+    that claimed it can write nothing more (its writes are fenced) and none can claim it."""
+    await db.execute(
+        "UPDATE jobs SET status = 'running', heartbeat_at = now(), finished_at = NULL,"
+        " error = NULL, lease_token = lease_token + 1000 WHERE id = $1",
+        job_id,
+    )
 
 
 async def test_failures_in_a_row_stop_the_schedule_and_say_why(
@@ -372,14 +387,19 @@ async def test_the_maintenance_process_submits_a_due_slot_on_the_real_clock(
     team: TeamClient, maintenance: subprocess.Popen[bytes]
 ) -> None:
     endpoint = await team.create_endpoint()
+    before = datetime.now(UTC)
     created = await team.http.post(
         "/v1/schedules",
         json={"job": {"endpoint_id": endpoint["id"], **JOB}, "when": {"interval_s": 60}},
     )
+    after = datetime.now(UTC)
     assert created.status_code == 201, created.text
     schedule = created.json()
+    # The first whole minute after the API read its clock, which it did between `before`
+    # and `after` (compared with now, a slot computed just before a minute turned would
+    # seem to be in the past).
     next_run = datetime.fromisoformat(schedule["next_run_at"])
-    assert next_run.second == 0 and 0 < (next_run - datetime.now(UTC)).total_seconds() <= 60
+    assert next_run.second == 0 and before < next_run <= after + timedelta(seconds=60)
     # The process ticks every maintenance_every_s (5 s): the slot is handled soon after it.
     deadline = asyncio.get_running_loop().time() + 90
     while True:
@@ -493,14 +513,19 @@ async def test_a_slot_counts_against_the_same_active_job_cap_as_the_api(
 async def test_a_patch_that_leaves_the_timing_keeps_the_due_slot(
     team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    """On the real clock (the API's PATCH reads it): an hourly slot is due and not yet run
+    """On the real clock (the API's PATCH reads it): a daily slot is due and not yet run
     when the schedule is renamed; the slot still runs. (Were it dropped by the PATCH, the
-    ledger would hold nothing for it.)"""
+    ledger would hold nothing for it.) Daily, so the next slot is hours away: a slot
+    that fell due while the test ran would add a row of its own."""
     endpoint = await team.create_endpoint()
-    schedule_id = await make_schedule(team, db, endpoint["id"])
+    day = 86400
+    schedule_id = await make_schedule(team, db, endpoint["id"], when={"interval_s": day})
     now = datetime.now(UTC)
-    due = datetime.fromtimestamp(int(now.timestamp()) // 3600 * 3600, UTC)
-    before = due - timedelta(hours=1)
+    if day - now.timestamp() % day < 120:  # a UTC midnight within two minutes: let it pass
+        await asyncio.sleep(day - now.timestamp() % day + 1)
+        now = datetime.now(UTC)
+    due = datetime.fromtimestamp(int(now.timestamp()) // day * day, UTC)
+    before = due - timedelta(days=1)
     await db.execute(
         "UPDATE schedules SET created_at = $2, last_slot_at = $2, next_slot_at = $3 WHERE id = $1",
         uuid.UUID(schedule_id),
