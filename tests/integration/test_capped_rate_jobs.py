@@ -14,9 +14,16 @@ import httpx
 import pytest
 
 from sim.config import SimConfig
-from sim.process import SimProcess, start_sim_process
+from sim.process import SimProcess
 from tests.conftest import TeamClient, inflight_at_sends
-from tests.truth import ServerSaysOtherwise, base_url_for, hold, lateness_ms, read_record
+from tests.truth import (
+    ServerSaysOtherwise,
+    base_url_for,
+    hold,
+    lateness_ms,
+    read_record,
+    recording_sim,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
@@ -25,12 +32,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 def slow_sim() -> Iterator[SimProcess]:
     """200 ms to the first token, then 20 ms a token: 16 tokens take 0.5 s a request. It
     records when each request arrived and ended, and the most it served at once."""
-    config = SimConfig(port=0, ttft_ms=200.0, itl_ms=20.0, model="sim-model", record_writes=True)
-    proc = start_sim_process(config)
-    try:
+    with recording_sim(SimConfig(port=0, ttft_ms=200.0, itl_ms=20.0, model="sim-model")) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 async def running_peak(sim: SimProcess) -> int:
@@ -48,7 +51,7 @@ def job(endpoint_id: str, **load: Any) -> dict[str, Any]:
 
 
 @pytest.mark.server_truth
-@pytest.mark.parametrize("late_step_s", [0.0, 0.005], ids=["on-time", "late-client"])
+@pytest.mark.parametrize("late_step_s", [0.0, 0.01], ids=["on-time", "late-client"])
 async def test_capped_rate_level_waits_for_slots(
     team: TeamClient, slow_sim: SimProcess, late_step_s: float
 ) -> None:
@@ -57,7 +60,7 @@ async def test_capped_rate_level_waits_for_slots(
     # 0.5 * (i // 4) + 0.05 * (i % 4): the last of 44 (due at 2.15 s) at 5.15 s, after
     # waiting 3.0 s (plus the client's and server's overheads of 10 rounds).
     # The late-client case reaches the simulator through a LateLink that holds the n-th
-    # request back n x 5 ms: the client's samples say each went as soon as its slot was
+    # request back n x 10 ms: the client's samples say each went as soon as its slot was
     # free, the server says not.
     async with base_url_for(slow_sim, late_step_s) as base_url:
         endpoint = await team.create_endpoint(base_url=base_url)
@@ -183,6 +186,7 @@ async def test_burst_sends_every_request_at_once(team: TeamClient, slow_sim: Sim
     assert "requests sent at once" in report.text
 
 
+@pytest.mark.server_truth
 async def test_capped_burst_queues_from_the_start(team: TeamClient, slow_sim: SimProcess) -> None:
     # vLLM's --request-rate inf with --max-concurrency: 12 due at once, 3 in flight.
     endpoint = await team.create_endpoint(base_url=slow_sim.openai_base_url)

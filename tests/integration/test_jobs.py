@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sim.config import SimConfig
-from sim.process import SimProcess, sim_process
+from sim.process import SimProcess
 from tests.conftest import TeamClient
-from tests.truth import judge, most_in_flight, output_tokens_per_s, read_record
+from tests.truth import judge, most_in_flight, output_tokens_per_s, read_record, recording_sim
 
 #: Output tokens of each request of the ground-truth job (its one-user level runs 54 in a row).
 OUT = 32
@@ -35,18 +35,18 @@ def job_body(endpoint_id: str, **load: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def recording_sim() -> Iterator[SimProcess]:
+def witness() -> Iterator[SimProcess]:
     """The session's simulator (50 ms to the first token, then 10 ms a token), one of its own
     that records each request's arrival and writes: the server's side (tests/truth.py)."""
-    config = SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model", record_writes=True)
-    with sim_process(config) as proc:
+    with recording_sim(SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model")) as proc:
         yield proc
 
 
+@pytest.mark.server_truth
 async def test_fixed_sim_figures_match_ground_truth(
-    team: TeamClient, recording_sim: SimProcess, db: asyncpg.Connection
+    team: TeamClient, witness: SimProcess, db: asyncpg.Connection
 ) -> None:
-    sim = recording_sim
+    sim = witness
     endpoint = await team.create_endpoint(base_url=sim.openai_base_url, usd_per_hour=3.5)
     body = {
         "endpoint_id": endpoint["id"],

@@ -16,9 +16,16 @@ import asyncpg
 import pytest
 
 from sim.config import SimConfig
-from sim.process import SimProcess, sim_process
+from sim.process import SimProcess
 from tests.conftest import TeamClient
-from tests.truth import ServerSaysOtherwise, base_url_for, hold, lateness_ms, read_record
+from tests.truth import (
+    ServerSaysOtherwise,
+    base_url_for,
+    hold,
+    lateness_ms,
+    read_record,
+    recording_sim,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
@@ -34,26 +41,25 @@ def rate_job(endpoint_id: str, **load: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def recording_sim() -> Iterator[SimProcess]:
+def witness() -> Iterator[SimProcess]:
     """The session's simulator (50 ms to the first token, then 10 ms a token), one of its own
     that records when each request arrived: the witness of the schedule (tests/truth.py)."""
-    config = SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model", record_writes=True)
-    with sim_process(config) as proc:
+    with recording_sim(SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model")) as proc:
         yield proc
 
 
 @pytest.mark.server_truth
-@pytest.mark.parametrize("late_step_s", [0.0, 0.005], ids=["on-time", "late-client"])
+@pytest.mark.parametrize("late_step_s", [0.0, 0.01], ids=["on-time", "late-client"])
 async def test_constant_rate_keeps_its_schedule(
-    team: TeamClient, recording_sim: SimProcess, db: asyncpg.Connection, late_step_s: float
+    team: TeamClient, witness: SimProcess, db: asyncpg.Connection, late_step_s: float
 ) -> None:
     # The simulator: 50 ms to the first token, then 10 ms per token; 16 tokens -> each
     # request lasts about 200 ms, so at 20 requests/s about four are in flight.
     # Four warm-up requests open the connections (the first request through a fresh HTTP
     # client is tens of ms late: connection and first-use costs), as a user would do.
     # The late-client case reaches the simulator through a LateLink that holds the n-th
-    # request back n x 5 ms: its samples and figures say it kept time, the server says not.
-    async with base_url_for(recording_sim, late_step_s) as base_url:
+    # request back n x 10 ms: its samples and figures say it kept time, the server says not.
+    async with base_url_for(witness, late_step_s) as base_url:
         endpoint = await team.create_endpoint(base_url=base_url)
         body = rate_job(
             endpoint["id"], arrival="constant", requests_per_level=60, warmup_requests=4
@@ -109,7 +115,7 @@ async def test_constant_rate_keeps_its_schedule(
     # The schedule was kept: each request reached the simulator when the schedule said,
     # by the simulator's own record of its arrival (tests/truth.py has the bound and what a
     # loaded machine makes of it).
-    record = await read_record(recording_sim)
+    record = await read_record(witness)
     late = lateness_ms(rows, record)
     assert len(late) == 60
     if late_step_s:

@@ -97,6 +97,30 @@ async def end_job(db: asyncpg.Connection, job_id: uuid.UUID, status: str, error:
     )
 
 
+async def tick_until_handled(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    now: datetime,
+    db: asyncpg.Connection,
+    schedule_id: str,
+) -> None:
+    """Tick at `now` until the schedule's due slots are handled. A tick passes over a
+    schedule another process holds locked, as a replica does, and the session's maintenance
+    process takes each schedule's lock now and then (it judges a schedule's last job once
+    that ended, on the real clock): the next tick handles it then. (A hang is caught after
+    60 s; the loop waits for a state, not a duration.)"""
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        await tick(sessions, settings, now=now)
+        row = await db.fetchrow(
+            "SELECT enabled, next_slot_at FROM schedules WHERE id = $1", uuid.UUID(schedule_id)
+        )
+        if not row["enabled"] or row["next_slot_at"] > now:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"slot not handled: {dict(row)}"
+        await asyncio.sleep(0.1)
+
+
 async def test_the_api_checks_a_schedule_as_a_job_and_lists_last_and_next_runs(
     team: TeamClient, db: asyncpg.Connection
 ) -> None:
@@ -161,9 +185,11 @@ async def test_two_schedulers_racing_on_one_slot_submit_one_job(
     engines = [make_engine(database_url) for _ in range(2)]
     try:
         makers = [make_sessionmaker(e) for e in engines]
-        # Two replicas, each with its own connections, tick at the same moment, twice.
+        # Two replicas, each with its own connections, tick at the same moment, twice (and
+        # again should the session's maintenance process have held the schedule's lock).
         for _ in range(2):
             await asyncio.gather(*(tick(m, settings, now=at(1, 0, 30)) for m in makers))
+        await tick_until_handled(makers[0], settings, at(1, 0, 30), db, schedule_id)
     finally:
         for engine in engines:
             await engine.dispose()
@@ -187,7 +213,7 @@ async def test_a_restart_loses_no_slot_and_a_running_job_makes_a_skip(
         # A process of its own each time: nothing but the database carries over.
         engine = make_engine(database_url)
         try:
-            await tick(make_sessionmaker(engine), settings, now=now)
+            await tick_until_handled(make_sessionmaker(engine), settings, now, db, schedule_id)
         finally:
             await engine.dispose()
 
@@ -241,14 +267,14 @@ async def test_failures_in_a_row_stop_the_schedule_and_say_why(
     endpoint = await team.create_endpoint()
     schedule_id = await make_schedule(team, db, endpoint["id"], max_consecutive_failures=2)
     settings = Settings.from_env()
-    await tick(sessions, settings, now=at(1, 0, 1))
+    await tick_until_handled(sessions, settings, at(1, 0, 1), db, schedule_id)
     (first,) = await jobs_of(db, schedule_id)
     await end_job(db, first["id"], "failed", "connection refused")
-    await tick(sessions, settings, now=at(2, 0, 1))
+    await tick_until_handled(sessions, settings, at(2, 0, 1), db, schedule_id)
     jobs = await jobs_of(db, schedule_id)
     assert len(jobs) == 2
     await end_job(db, jobs[1]["id"], "failed", "connection refused")
-    await tick(sessions, settings, now=at(3, 0, 1))
+    await tick_until_handled(sessions, settings, at(3, 0, 1), db, schedule_id)
     assert len(await jobs_of(db, schedule_id)) == 2  # stopped: no third job
     schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
     assert schedule["enabled"] is False
@@ -298,7 +324,7 @@ async def test_one_signed_webhook_per_state_change_not_per_run(
         figures = [800.0, 900.0, 300.0, 200.0]
         runs = []
         for hour, ttft in enumerate(figures, start=1):
-            await tick(sessions, settings, now=at(hour, 0, 1))
+            await tick_until_handled(sessions, settings, at(hour, 0, 1), db, schedule_id)
             job = (await jobs_of(db, schedule_id))[-1]
             runs.append(await add_run(db, job["id"], ttft))
             await end_job(db, job["id"], "succeeded")
@@ -367,9 +393,9 @@ async def test_quiet_hours_skip_a_slot_and_say_so(
         team, db, endpoint["id"], quiet_hours={"start": "00:30", "end": "01:30"}
     )
     settings = Settings.from_env()
-    await tick(sessions, settings, now=at(1, 0, 1))
+    await tick_until_handled(sessions, settings, at(1, 0, 1), db, schedule_id)
     assert await jobs_of(db, schedule_id) == []
-    await tick(sessions, settings, now=at(2, 0, 1))
+    await tick_until_handled(sessions, settings, at(2, 0, 1), db, schedule_id)
     (job,) = await jobs_of(db, schedule_id)
     assert await ledger(db, schedule_id) == [
         (at(1), "skipped", None),
@@ -424,7 +450,7 @@ async def test_deleting_an_endpoint_stops_its_schedules(
     schedule_id = await make_schedule(team, db, endpoint["id"])
     response = await team.http.delete(f"/v1/endpoints/{endpoint['id']}")
     assert response.status_code == 204, response.text
-    await tick(sessions, Settings.from_env(), now=at(1, 0, 1))
+    await tick_until_handled(sessions, Settings.from_env(), at(1, 0, 1), db, schedule_id)
     assert await jobs_of(db, schedule_id) == []
     schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
     assert schedule["enabled"] is False
@@ -459,7 +485,8 @@ async def test_a_slot_against_an_endpoint_that_failed_its_check_is_refused_unles
                                                     "force": True}}
     )  # fmt: skip
     assert forced.status_code == 200, forced.text
-    await tick(sessions, Settings.from_env(), now=at(1, 0, 1))
+    for each in (schedule_id, forced_id):
+        await tick_until_handled(sessions, Settings.from_env(), at(1, 0, 1), db, each)
     assert await jobs_of(db, schedule_id) == []
     row = await db.fetchrow(
         "SELECT outcome, reason FROM schedule_runs WHERE schedule_id = $1 AND slot_at = $2",
@@ -478,7 +505,7 @@ async def test_a_slot_against_an_endpoint_that_failed_its_check_is_refused_unles
         'UPDATE endpoints SET "check" = \'{"ok": true}\'::jsonb WHERE id = $1',
         uuid.UUID(endpoint["id"]),
     )
-    await tick(sessions, Settings.from_env(), now=at(2, 0, 1))
+    await tick_until_handled(sessions, Settings.from_env(), at(2, 0, 1), db, schedule_id)
     (job,) = await jobs_of(db, schedule_id)
     assert (await ledger(db, schedule_id))[-1] == (at(2), "submitted", job["id"])
 
@@ -500,7 +527,7 @@ async def test_a_slot_counts_against_the_same_active_job_cap_as_the_api(
         uuid.UUID(submitted.json()["id"]),
     )
     capped = dataclasses.replace(Settings.from_env(), max_active_jobs=1)
-    await tick(sessions, capped, now=at(1, 0, 1))
+    await tick_until_handled(sessions, capped, at(1, 0, 1), db, schedule_id)
     assert await jobs_of(db, schedule_id) == []
     reason = await db.fetchval(
         "SELECT reason FROM schedule_runs WHERE schedule_id = $1 AND outcome = 'refused'",
@@ -537,7 +564,7 @@ async def test_a_patch_that_leaves_the_timing_keeps_the_due_slot(
     )
     assert renamed.status_code == 200, renamed.text
     # The session's maintenance process may take the slot first; either way it is run.
-    await tick(sessions, Settings.from_env(), now=datetime.now(UTC))
+    await tick_until_handled(sessions, Settings.from_env(), datetime.now(UTC), db, schedule_id)
     (job,) = await jobs_of(db, schedule_id)
     assert await ledger(db, schedule_id) == [(due, "submitted", job["id"])]
     assert (await team.http.post(f"/v1/schedules/{schedule_id}/pause")).status_code == 200

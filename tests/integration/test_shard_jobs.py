@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import workers.runner.shards
 from sim.config import SimConfig
-from sim.process import SimProcess, sim_process
+from sim.process import SimProcess
 from tests.conftest import (
     TeamClient,
     inflight_at_sends,
@@ -28,7 +28,14 @@ from tests.conftest import (
     running_worker,
     sample_spans,
 )
-from tests.truth import ServerSaysOtherwise, base_url_for, hold, lateness_ms, read_record
+from tests.truth import (
+    ServerSaysOtherwise,
+    base_url_for,
+    hold,
+    lateness_ms,
+    read_record,
+    recording_sim,
+)
 from workers.runner.shards import ShardSlot, ShardStopped, coordinate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "second_worker")]
@@ -135,22 +142,21 @@ async def test_two_shards_run_each_level_together(
 
 
 @pytest.fixture
-def recording_sim() -> Iterator[SimProcess]:
+def witness() -> Iterator[SimProcess]:
     """A simulator like the session's that records when each request arrived: the witness
     of the level's schedule (tests/truth.py)."""
-    config = SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model", record_writes=True)
-    with sim_process(config) as proc:
+    with recording_sim(SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model")) as proc:
         yield proc
 
 
 @pytest.mark.server_truth
-@pytest.mark.parametrize("late_step_s", [0.0, 0.005], ids=["on-time", "late-client"])
+@pytest.mark.parametrize("late_step_s", [0.0, 0.01], ids=["on-time", "late-client"])
 async def test_a_sharded_rate_level_keeps_the_level_schedule(
-    team: TeamClient, recording_sim: SimProcess, late_step_s: float
+    team: TeamClient, witness: SimProcess, late_step_s: float
 ) -> None:
     # The late-client case reaches the simulator through a LateLink that holds the n-th
-    # request back n x 5 ms: the shards' samples say they kept time, the server says not.
-    async with base_url_for(recording_sim, late_step_s) as base_url:
+    # request back n x 10 ms: the shards' samples say they kept time, the server says not.
+    async with base_url_for(witness, late_step_s) as base_url:
         endpoint = await team.create_endpoint(base_url=base_url)
         body = sharded_job(endpoint["id"], mode="rate", levels=[20], arrival="constant")
         final = await team.run_job(body, timeout=90)
@@ -181,7 +187,7 @@ async def test_a_sharded_rate_level_keeps_the_level_schedule(
 
     # Both shards kept the level's one schedule: each request reached the simulator when it
     # was due, by the simulator's own record (a shard that woke late, or fell behind, shows).
-    record = await read_record(recording_sim)
+    record = await read_record(witness)
     late = lateness_ms(rows, record)
     assert len(late) == 40
     if late_step_s:
