@@ -31,6 +31,7 @@ typecheck: $(STAMP)
 # once) unless tests/conftest.py spreads it. The long suites, schemathesis and the fault
 # drills, run as `pytest-long`.
 PYTEST_WORKERS ?= 5
+PYTEST_DIST ?= loadfile
 LONG_SUITES := tests/schemathesis tests/faults
 
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): each
@@ -39,7 +40,7 @@ LONG_SUITES := tests/schemathesis tests/faults
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 
 pytest: $(STAMP)
-	$(PYTEST) -p no:schemathesis -n $(PYTEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(LONG_SUITES))
+	$(PYTEST) -p no:schemathesis -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) $(addprefix --ignore=,$(LONG_SUITES))
 
 pytest-long: $(STAMP)
 	$(PYTEST) -n 2 --dist loadfile $(LONG_SUITES)
