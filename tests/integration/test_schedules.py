@@ -51,7 +51,14 @@ async def make_schedule(
     team: TeamClient, db: asyncpg.Connection, endpoint_id: str, **fields: Any
 ) -> str:
     """An hourly schedule created (paused) through the API, then moved to 2030 and enabled:
-    created at T0, its first slot due at 01:00."""
+    created at T0, its first slot due at 01:00. A tick handles every due schedule in the
+    database, and at 2030 every enabled one is due: those other tests of this session left
+    behind (some written straight to the database with an empty job template, which stops
+    a tick) are paused first, so the test's ticks handle its own schedules only."""
+    await db.execute(
+        "UPDATE schedules SET enabled = false WHERE enabled AND team_id <> $1",
+        uuid.UUID(team.team_id),
+    )
     body = {"job": {"endpoint_id": endpoint_id, **JOB}, "when": {"interval_s": 3600},
             "enabled": False, **fields}  # fmt: skip
     response = await team.http.post("/v1/schedules", json=body)
