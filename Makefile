@@ -28,7 +28,9 @@ typecheck: $(STAMP)
 
 # The suite on pytest-xdist workers, each a session of its own (database, queue, API, worker,
 # simulator; tests/conftest.py); a test file runs on one worker (its module fixtures built
-# once) unless tests/conftest.py spreads it. The long suites, schemathesis and the fault
+# once) unless tests/conftest.py spreads it, longest first by the durations the last run kept
+# in .pytest_cache. PYTEST_DIST picks xdist's scheduler (worksteal was slower here:
+# docs/benchmarks.md, "The suite itself"). The long suites, schemathesis and the fault
 # drills, run as `pytest-long`.
 PYTEST_WORKERS ?= 5
 PYTEST_DIST ?= loadfile

@@ -57,8 +57,8 @@ from sim.process import SimProcess, sim_process
 from tests.conftest import free_port
 
 #: How late (ms) a measured request may reach the simulator after its due time on a quiet
-#: machine. Measured on the 2-core box beside the rest of the suite: the worst send of a
-#: 20 requests/s level was 1 to 4 ms late at load average 1 to 3.
+#: machine. On the 2-core box beside other sessions' suites (2026-12-05) the worst of a level
+#: was 3.5 to 11.8 ms late at load averages 5 to 8; a late client is late by hundreds.
 BOUND_MS = 15.0
 #: The simulator's own worst write lateness (ms) from which the machine counts as loaded.
 LOADED_MS = 5.0
