@@ -28,9 +28,12 @@ typecheck: $(STAMP)
 
 # The suite on pytest-xdist workers, each a session of its own (database, queue, API, worker,
 # simulator; tests/conftest.py); a test file runs on one worker (its module fixtures built
-# once) unless tests/conftest.py spreads it. The long suites, schemathesis and the fault
+# once) unless tests/conftest.py spreads it, longest first by the durations the last run kept
+# in .pytest_cache. PYTEST_DIST picks xdist's scheduler (worksteal was slower here:
+# docs/benchmarks.md, "The suite itself"). The long suites, schemathesis and the fault
 # drills, run as `pytest-long`.
 PYTEST_WORKERS ?= 5
+PYTEST_DIST ?= loadfile
 LONG_SUITES := tests/schemathesis tests/faults
 
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): each
@@ -39,7 +42,7 @@ LONG_SUITES := tests/schemathesis tests/faults
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 
 pytest: $(STAMP)
-	$(PYTEST) -p no:schemathesis -n $(PYTEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(LONG_SUITES))
+	$(PYTEST) -p no:schemathesis -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) $(addprefix --ignore=,$(LONG_SUITES))
 
 pytest-long: $(STAMP)
 	$(PYTEST) -n 2 --dist loadfile $(LONG_SUITES)

@@ -97,6 +97,16 @@ async def _send_error(send: Send, status: int, message: str, error_type: str) ->
     await _send_bytes(send, status, wire.error_body(status, message, error_type), _JSON_HEADERS)
 
 
+def _unused_key(taken: dict[str, list[float]], key: str) -> str:
+    """`key`, or `key#2`, `key#3`, ... when a request was recorded under it already."""
+    if key not in taken:
+        return key
+    n = 2
+    while f"{key}#{n}" in taken:
+        n += 1
+    return f"{key}#{n}"
+
+
 class SimApp:
     """ASGI app of the simulated endpoint; `metrics` exposes its live state in-process too."""
 
@@ -121,7 +131,8 @@ class SimApp:
         )
         # Fixed mode: how late each write went out against its schedule (GET /stats).
         self.lateness = Lateness()
-        # record_writes: each named request's arrival and content writes, by `user`.
+        # record_writes: each request's arrival and content writes, by `user` or else by the
+        # first word of its prompt.
         self.writes: dict[str, list[float]] | None = {} if config.record_writes else None
         self.engine: GpuEngine | None = None
         self.mode: Mode
@@ -369,8 +380,8 @@ class SimApp:
         if job.stream and self.config.stream_end in ("abrupt", "error"):
             after = self.config.fault_after_tokens
             job.n_out = n if after is None else min(after, n)
-        if self.writes is not None and req.user is not None:
-            job.writes = self.writes[req.user] = [arrival]
+        if self.writes is not None and (key := req.user or (words[0] if words else None)):
+            job.writes = self.writes[_unused_key(self.writes, key)] = [arrival]
         await self._generate(
             scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )

@@ -131,10 +131,13 @@ class SimConfig:
     max_queue: int | None = None
     overload_status: int = 429
     retry_after_s: int = 1
-    # Fixed mode, for measuring a client's accuracy (bench/accuracy.py): per request that
-    # names a `user`, keep its arrival and when each content write went out (loop time:
-    # CLOCK_MONOTONIC, the clock of perf_counter in every process of a Linux host); GET
-    # /stats lists them under `writes`.
+    # Fixed mode, for holding a client against the server's own record (bench/accuracy.py,
+    # tests/truth.py): per request, keep its arrival and when each content write went out
+    # (loop time: CLOCK_MONOTONIC, the clock of perf_counter in every process of a Linux
+    # host); GET /stats lists them under `writes`, keyed by the request's `user`, or else by
+    # the first word of its prompt (infercost's synthetic prompts begin with their number,
+    # counted from 0 in each level); a later request under a key already taken is recorded
+    # as `key#2`, then `key#3`, ...
     record_writes: bool = False
 
     @classmethod

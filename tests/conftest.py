@@ -97,36 +97,6 @@ def pytest_configure(config: pytest.Config) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
 
-#: The longest test files and docs pages (seconds each took on 2026-12-04, from a timeline of
-#: a `-n 4` run) run first: the scheduler below hands out work in the order collected, so the
-#: long ones start at once and the short ones fill the gaps instead of one long file starting
-#: last and running alone. (The two docs stacks come first by their first pages.)
-LONGEST_FIRST = (
-    "tests/docs/test_docs_commands.py::test_page_commands[docs/sweeps.md]",  # 61
-    "tests/docs/test_docs_commands.py::test_page_commands[docs/cost.md]",  # 60
-    "tests/docs/test_docs_commands.py::test_page_commands[README.md]",  # 33
-    "tests/docs/test_docs_commands.py::test_page_commands[docs/workloads.md]",  # 26
-    "tests/docs/test_docs_commands.py::test_page_commands[docs/jobs.md]",  # 21
-    "tests/docs/test_docs_commands.py",
-    "tests/integration/test_reports.py",  # 100
-    "tests/integration/test_sweep_jobs.py",  # 75
-    "tests/integration/test_cli.py",  # 36, spread over the workers
-    "tests/api/test_openapi.py",  # 33
-    "tests/infercost/test_charts.py",  # 31
-    "tests/integration/test_up.py",  # 30
-    "tests/integration/test_shard_jobs.py",  # 29
-    "tests/integration/test_jobs.py",  # 29
-    "tests/integration/test_capped_rate_jobs.py",  # 25
-    "tests/integration/test_gpu_sim_jobs.py",  # 23
-    "tests/integration/test_workload_jobs.py",  # 20
-    "tests/integration/test_schedules.py",  # 19
-    "tests/integration/test_rate_jobs.py",  # 19
-    "tests/integration/test_regressions.py",  # 18
-    "tests/api/test_security.py",  # 18
-    "tests/integration/test_telemetry_jobs.py",  # 17
-)
-
-
 #: Files whose tests share no module fixture worth keeping together and are long in sum: under
 #: `--dist loadfile` their tests spread over the workers; every other file runs on one worker
 #: (its module fixtures built once).
@@ -138,19 +108,34 @@ SPREAD = frozenset({"tests/integration/test_cli.py"})
 DOCS_FILE = "tests/docs/test_docs_commands.py"
 DOCS_STACKS = 2
 
+#: Where the suite keeps how long each unit of work took (pytest's cache, .pytest_cache/):
+#: seconds per file, or per docs page, summed over its tests' setup, call and teardown and
+#: updated by every run, so the next run starts the longest first.
+DURATIONS_KEY = "infercost/durations"
 
-def _path_of(item: pytest.Item) -> str:
-    return Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+
+def _path_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _unit(nodeid: str) -> str:
+    """What is timed and ordered as one: a docs page, or a file."""
+    path = _path_of(nodeid)
+    return nodeid if path == DOCS_FILE else path
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadfile` with the tests of SPREAD files each a unit of their own. (xdist's
-    loadgroup would do it by markers, but it renames node ids, which pytest 9 ignores.)"""
+    """`--dist loadfile` with the tests of SPREAD files each a unit of their own and the docs
+    pages dealt to DOCS_STACKS units. (xdist's loadgroup would do it by markers, but it
+    renames node ids, which pytest 9 ignores: a marked group still spreads over the workers.
+    `--dist worksteal` hands each worker a run of tests in collection order and lets idle
+    ones take the back half of the longest queue, so the docs pages, long and at the front,
+    stayed on one worker; docs/benchmarks.md has the figures.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    # xdist would otherwise reorder the work by tests per file, undoing LONGEST_FIRST.
+    # xdist would otherwise reorder the work by tests per file, undoing the longest-first order.
     config.option.loadscopereorder = False
 
     class SpreadSome(LoadFileScheduling):  # type: ignore[misc]
@@ -159,7 +144,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             self.docs_stack: dict[str, str] = {}  # page's node id -> its stack's scope
 
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
+            path = _path_of(nodeid)
             if path == DOCS_FILE:  # seen in collection order: longest first
                 stacks = self.docs_stack
                 return stacks.setdefault(nodeid, f"{path}::stack-{len(stacks) % DOCS_STACKS}")
@@ -168,12 +153,45 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return SpreadSome(config, log)
 
 
+#: Units never timed (a fresh checkout) go by kind: the docs pages, then the integration
+#: tests (both start services and run jobs), then the rest.
+FIRST_UNTIMED = ("tests/docs/", "tests/integration/")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests and files of LONGEST_FIRST first, in that order, the rest as collected."""
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    last = len(rank)
-    # stable: a file's other tests keep their order
-    items.sort(key=lambda item: rank.get(item.nodeid, rank.get(_path_of(item), last)))
+    """The longest units first, by the durations the last runs kept; units never timed
+    after them, by kind (FIRST_UNTIMED). Every xdist worker reads the same record, so all
+    collect the same order."""
+    cache = getattr(config, "cache", None)
+    took: dict[str, float] = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
+
+    def rank(item: pytest.Item) -> tuple[float, int]:
+        unit = _unit(item.nodeid)
+        kind = next((i for i, p in enumerate(FIRST_UNTIMED) if unit.startswith(p)), 99)
+        return -took.get(unit, 0.0), kind
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
+
+
+_took: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Sum each unit's time (under xdist the controller sees every worker's reports)."""
+    _took[_unit(report.nodeid)] = _took.get(_unit(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Keep the durations of the units this run ran: an xdist controller's only (`make
+    pytest`), as a run of one file or one test would shorten its file's record."""
+    config = session.config
+    cache = getattr(config, "cache", None)
+    on_workers = getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput")
+    if cache is None or not on_workers or not _took:
+        return
+    kept: dict[str, float] = cache.get(DURATIONS_KEY, {})
+    kept.update({unit: round(seconds, 2) for unit, seconds in _took.items()})
+    cache.set(DURATIONS_KEY, kept)
 
 
 def _pg_url(database: str, driver: str = "postgresql") -> str:

@@ -512,7 +512,11 @@ def test_http_errors_name_the_status(exporter: Exporter) -> None:
     with Scraper(
         [exporter.base + "/boom", exporter.base + "/nope"], interval_s=0.05, timeout_s=1.0
     ) as scraper:
-        time.sleep(0.15)
+        # Until each URL has failed on the cadence twice (a state, not a duration), so the
+        # repeats are seen to collapse into one error each.
+        wait_for(
+            scraper, lambda r: len(r.errors) == 2 and all(e.occurrences >= 2 for e in r.errors)
+        )
     assert scraper.result is not None
     reasons = {e.url.rsplit("/", 1)[1]: e.reason for e in scraper.result.errors}
     assert reasons == {
@@ -529,9 +533,11 @@ def test_scrape_time_is_the_midpoint_of_request_and_response(exporter: Exporter)
         [exporter.base + "/metrics"], interval_s=0.05, clock=lambda: float(next(ticks))
     )
     scraper.start()
-    time.sleep(0.12)
+    # Two scrapes on the cadence (a state, not a duration), then the final one at stop.
+    wait_for(scraper, lambda r: sum(r.scrapes.values()) >= 2)
     result = scraper.stop()
     times = sorted({s.t for s in result.samples})
+    assert len(times) >= 3
     assert times[0] == 0.5
     assert all(t % 2 == 0.5 for t in times)
 

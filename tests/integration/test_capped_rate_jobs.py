@@ -1,12 +1,11 @@
 """A cap on a rate level's requests in flight (load.max_concurrency) and bursts (load.mode
-"burst"), end to end: API, worker and a simulator that counts what it serves at once."""
+"burst"), end to end: API, worker and a simulator that records what it serves, held against
+that record (tests/truth.py): no more in flight than the cap, and each request sent as soon
+as the cap let it."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import csv
-import heapq
 import io
 from collections.abc import Iterator
 from typing import Any
@@ -15,55 +14,32 @@ import httpx
 import pytest
 
 from sim.config import SimConfig
-from sim.process import SimProcess, start_sim_process
+from sim.process import SimProcess
 from tests.conftest import TeamClient, inflight_at_sends
+from tests.truth import (
+    ServerSaysOtherwise,
+    base_url_for,
+    hold,
+    lateness_ms,
+    read_record,
+    recording_sim,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
-
-#: How soon after the cap lets a request go it must be sent (a loaded machine's event loop
-#: can be late by tens of milliseconds; a request that waited a round too long is 0.5 s late).
-PROMPT_S = 0.25
 
 
 @pytest.fixture
 def slow_sim() -> Iterator[SimProcess]:
-    """200 ms to the first token, then 20 ms a token: 16 tokens take 0.5 s a request."""
-    proc = start_sim_process(SimConfig(port=0, ttft_ms=200.0, itl_ms=20.0, model="sim-model"))
-    try:
+    """200 ms to the first token, then 20 ms a token: 16 tokens take 0.5 s a request. It
+    records when each request arrived and ended, and the most it served at once."""
+    with recording_sim(SimConfig(port=0, ttft_ms=200.0, itl_ms=20.0, model="sim-model")) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
-class RunningGauge:
-    """What the simulator itself says it serves at once: its vllm:num_requests_running
-    gauge, read every few milliseconds while a job runs (`peak`: the most seen)."""
-
-    def __init__(self, sim: SimProcess) -> None:
-        self.url = sim.metrics_url
-        self.peak = 0
-        self.reads = 0
-        self._task: asyncio.Task[None] | None = None
-
-    async def _poll(self) -> None:
-        async with httpx.AsyncClient() as http:
-            while True:
-                text = (await http.get(self.url)).text
-                for line in text.splitlines():
-                    if line.startswith("vllm:num_requests_running"):
-                        self.peak = max(self.peak, int(float(line.rsplit(" ", 1)[1])))
-                self.reads += 1
-                await asyncio.sleep(0.005)
-
-    async def __aenter__(self) -> RunningGauge:
-        self._task = asyncio.create_task(self._poll())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+async def running_peak(sim: SimProcess) -> int:
+    """The most requests the simulator served at once since it started (its own count)."""
+    async with httpx.AsyncClient(base_url=sim.base_url) as http:
+        return int((await http.get("/stats")).json()["running_peak"])
 
 
 def job(endpoint_id: str, **load: Any) -> dict[str, Any]:
@@ -74,37 +50,29 @@ def job(endpoint_id: str, **load: Any) -> dict[str, Any]:
     }
 
 
-def capped_sends(rows: list[dict[str, Any]], cap: int) -> list[float]:
-    """When each request could go out at the earliest under the cap, from the samples alone:
-    at its due time (t_sched) if fewer than `cap` earlier requests are still in flight then,
-    else when the first of them ends (t_send + e2e, as stored)."""
-    ends: list[float] = []  # a heap of the in-flight requests' ends
-    earliest: list[float] = []
-    for r in sorted(rows, key=lambda r: r["seq"]):
-        while ends and ends[0] <= r["t_sched"]:
-            heapq.heappop(ends)
-        at = r["t_sched"] if len(ends) < cap else max(r["t_sched"], heapq.heappop(ends))
-        earliest.append(at)
-        heapq.heappush(ends, r["t_send"] + r["e2e_ms"] / 1000.0)
-    return earliest
-
-
-async def test_capped_rate_level_waits_for_slots(team: TeamClient, slow_sim: SimProcess) -> None:
+@pytest.mark.server_truth
+@pytest.mark.parametrize("late_step_s", [0.0, 0.01], ids=["on-time", "late-client"])
+async def test_capped_rate_level_waits_for_slots(
+    team: TeamClient, slow_sim: SimProcess, late_step_s: float
+) -> None:
     # 20 requests/s offered, at most 4 in flight, 0.5 s a request: the server carries 8/s,
     # so from the fifth request on each waits for a slot. By hand, request i goes out at
     # 0.5 * (i // 4) + 0.05 * (i % 4): the last of 44 (due at 2.15 s) at 5.15 s, after
     # waiting 3.0 s (plus the client's and server's overheads of 10 rounds).
-    endpoint = await team.create_endpoint(base_url=slow_sim.openai_base_url)
-    body = job(
-        endpoint["id"],
-        mode="rate",
-        levels=[20],
-        arrival="constant",
-        requests_per_level=40,
-        warmup_requests=4,
-        max_concurrency=4,
-    )
-    async with RunningGauge(slow_sim) as gauge:
+    # The late-client case reaches the simulator through a LateLink that holds the n-th
+    # request back n x 10 ms: the client's samples say each went as soon as its slot was
+    # free, the server says not.
+    async with base_url_for(slow_sim, late_step_s) as base_url:
+        endpoint = await team.create_endpoint(base_url=base_url)
+        body = job(
+            endpoint["id"],
+            mode="rate",
+            levels=[20],
+            arrival="constant",
+            requests_per_level=40,
+            warmup_requests=4,
+            max_concurrency=4,
+        )
         response = await team.submit(body)
         assert response.status_code == 202, response.text
         assert response.json()["load"]["max_concurrency"] == 4
@@ -115,8 +83,7 @@ async def test_capped_rate_level_waits_for_slots(team: TeamClient, slow_sim: Sim
     assert run["requests"]["succeeded"] == 40
 
     # The server never served more than the cap at once, and did reach it.
-    assert gauge.reads > 100
-    assert gauge.peak == 4
+    assert await running_peak(slow_sim) == 4
     rows = await team.samples(run["id"])
     assert inflight_at_sends(rows) <= 4
 
@@ -134,13 +101,20 @@ async def test_capped_rate_level_waits_for_slots(team: TeamClient, slow_sim: Sim
     )
     last = rows[-1]
     assert last["t_sched"] - rows[0]["t_sched"] == pytest.approx(2.15, abs=1e-6)
-    # The server's 0.5 s a request over 10 rounds sets the last wait's floor; each request
-    # went out when the cap first let it (its slot's previous request ended), give or take
-    # the client's own promptness, so the waits do not add up past what the server took.
+    # The server's 0.5 s a request over 10 rounds sets the last wait's floor.
     assert last["cap_wait_ms"] >= 2900, last
-    for r, at in zip(sorted(rows, key=lambda r: r["seq"]), capped_sends(rows, 4), strict=True):
-        assert at - 1e-3 <= r["t_send"] <= at + PROMPT_S, (r, at)
     assert run["queue_delay_ms"]["max"] >= 2900
+    # Each request reached the server as soon as the cap let it: at its due time, or when
+    # the server ended the request whose slot it took, by the server's own record; so the
+    # waits do not add up past what the server took.
+    record = await read_record(slow_sim)
+    late = lateness_ms(rows, record, cap=4)
+    assert min(late.values()) >= 0, late  # none went before a slot was free
+    if late_step_s:
+        with pytest.raises(ServerSaysOtherwise):
+            hold(late, record, "a 20/s level capped at 4 in flight through a late link")
+    else:
+        hold(late, record, "a 20/s level capped at 4 in flight")
 
     # The run says the cap was reached and how often requests waited.
     cap = run["concurrency_cap"]
@@ -184,12 +158,11 @@ async def test_burst_sends_every_request_at_once(team: TeamClient, slow_sim: Sim
     submitted = response.json()
     assert submitted["progress"] == {"done": 0, "total": 30}
     assert submitted["load"]["requests_per_level"] is None
-    async with RunningGauge(slow_sim) as gauge:
-        final = await team.wait_job(submitted["id"], timeout=90)
+    final = await team.wait_job(submitted["id"], timeout=90)
     assert final["status"] == "succeeded", final["error"]
 
     # The simulator had all 30 in hand at once.
-    assert gauge.peak == 30
+    assert await running_peak(slow_sim) == 30
     [run] = final["runs"]
     assert (run["mode"], run["level"]) == ("burst", 30)
     assert run["requests"]["succeeded"] == 30
@@ -213,21 +186,27 @@ async def test_burst_sends_every_request_at_once(team: TeamClient, slow_sim: Sim
     assert "requests sent at once" in report.text
 
 
+@pytest.mark.server_truth
 async def test_capped_burst_queues_from_the_start(team: TeamClient, slow_sim: SimProcess) -> None:
     # vLLM's --request-rate inf with --max-concurrency: 12 due at once, 3 in flight.
     endpoint = await team.create_endpoint(base_url=slow_sim.openai_base_url)
     body = job(endpoint["id"], mode="burst", levels=[12], max_concurrency=3)
-    async with RunningGauge(slow_sim) as gauge:
-        response = await team.submit(body)
-        assert response.status_code == 202, response.text
-        final = await team.wait_job(response.json()["id"], timeout=90)
+    response = await team.submit(body)
+    assert response.status_code == 202, response.text
+    final = await team.wait_job(response.json()["id"], timeout=90)
     assert final["status"] == "succeeded", final["error"]
-    assert gauge.peak == 3
+    assert await running_peak(slow_sim) == 3
     [run] = final["runs"]
     cap = run["concurrency_cap"]
     assert (cap["max_concurrency"], cap["reached"], cap["waited"]) == (3, True, 9)
-    # Four rounds of 0.5 s: the last three waited about 1.5 s.
-    assert 1400 <= cap["wait_ms"]["max"] <= 2000, cap
+    # Four rounds of at least 0.5 s each on the server: the last three waited three.
+    assert cap["wait_ms"]["max"] >= 1500, cap
+    # And no longer than the server made them: each went as soon as a slot was free, by
+    # the server's own record of when the request before it in that slot ended.
+    record = await read_record(slow_sim)
+    late = lateness_ms(await team.samples(run["id"]), record, cap=3)
+    assert min(late.values()) >= 0, late
+    hold(late, record, "a burst of 12 capped at 3 in flight")
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,11 @@ async def test_submit_watch_jobs_compare(
     assert [(r["model"], r["hardware"], float(r["level"])) for r in parsed] == [
         ("sim-model", "H200-SXM", 2.0)
     ]
-    assert SIM_TTFT_MS <= float(parsed[0]["ttft_p50_ms"]) < SIM_TTFT_MS + 40
+    # The level's own stored TTFT p50 (how far above the simulator's 50 ms it lies is the
+    # machine's business), which is never below the simulator's.
+    two_users = state["runs"][1]
+    assert float(parsed[0]["ttft_p50_ms"]) == pytest.approx(two_users["ttft_ms"]["p50"], abs=1e-3)
+    assert float(parsed[0]["ttft_p50_ms"]) >= SIM_TTFT_MS
 
 
 async def test_report_is_saved(
@@ -602,7 +606,7 @@ async def test_bench_registers_checks_runs_and_answers(
         assert f"{run['ttft_ms']['p50']:,.1f}" in row
         assert f"{run['output_tokens_per_s']:,.1f}" in row
         assert f"{cost:,.2f}" in row
-        assert SIM_TTFT_MS <= run["ttft_ms"]["p50"] < SIM_TTFT_MS + 40
+        assert run["ttft_ms"]["p50"] >= SIM_TTFT_MS  # the simulator is never early
 
     # Again: the same endpoint, reused; --json prints the finished job.
     again = _json(await in_thread(api_server, team.key, *args, "--json"))

@@ -1,5 +1,7 @@
-"""Open-loop (rate) jobs end to end: the schedule is kept whatever the server does, and the
-figures say so; duration levels; the load plan's validation."""
+"""Open-loop (rate) jobs end to end: the schedule is kept whatever the server does, by the
+simulator's own record of when each request arrived (tests/truth.py: the bound, and what a
+loaded machine's run reports), and a client made late on purpose fails that check; the
+figures say what the samples show; duration levels; the load plan's validation."""
 
 from __future__ import annotations
 
@@ -7,13 +9,23 @@ import asyncio
 import itertools
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
 import pytest
 
+from sim.config import SimConfig
 from sim.process import SimProcess
 from tests.conftest import TeamClient
+from tests.truth import (
+    ServerSaysOtherwise,
+    base_url_for,
+    hold,
+    lateness_ms,
+    read_record,
+    recording_sim,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
@@ -28,19 +40,34 @@ def rate_job(endpoint_id: str, **load: Any) -> dict[str, Any]:
     }
 
 
+@pytest.fixture
+def witness() -> Iterator[SimProcess]:
+    """The session's simulator (50 ms to the first token, then 10 ms a token), one of its own
+    that records when each request arrived: the witness of the schedule (tests/truth.py)."""
+    with recording_sim(SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model")) as proc:
+        yield proc
+
+
+@pytest.mark.server_truth
+@pytest.mark.parametrize("late_step_s", [0.0, 0.01], ids=["on-time", "late-client"])
 async def test_constant_rate_keeps_its_schedule(
-    team: TeamClient, sim: SimProcess, db: asyncpg.Connection
+    team: TeamClient, witness: SimProcess, db: asyncpg.Connection, late_step_s: float
 ) -> None:
     # The simulator: 50 ms to the first token, then 10 ms per token; 16 tokens -> each
     # request lasts about 200 ms, so at 20 requests/s about four are in flight.
     # Four warm-up requests open the connections (the first request through a fresh HTTP
     # client is tens of ms late: connection and first-use costs), as a user would do.
-    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
-    body = rate_job(endpoint["id"], arrival="constant", requests_per_level=60, warmup_requests=4)
-    response = await team.submit(body)
-    assert response.status_code == 202, response.text
-    assert response.json()["progress"] == {"done": 0, "total": 64}
-    final = await team.wait_job(response.json()["id"], timeout=60)
+    # The late-client case reaches the simulator through a LateLink that holds the n-th
+    # request back n x 10 ms: its samples and figures say it kept time, the server says not.
+    async with base_url_for(witness, late_step_s) as base_url:
+        endpoint = await team.create_endpoint(base_url=base_url)
+        body = rate_job(
+            endpoint["id"], arrival="constant", requests_per_level=60, warmup_requests=4
+        )
+        response = await team.submit(body)
+        assert response.status_code == 202, response.text
+        assert response.json()["progress"] == {"done": 0, "total": 64}
+        final = await team.wait_job(response.json()["id"], timeout=60)
     assert final["status"] == "succeeded", final["error"]
     assert final["progress"] == {"done": 64, "total": 64}
     assert final["load"]["levels"] == [20]
@@ -61,8 +88,8 @@ async def test_constant_rate_keeps_its_schedule(
     assert all(abs(g - 0.05) < 1e-6 for g in gaps), gaps
     assert all(s["t_send"] >= s["t_sched"] for s in rows)
 
-    # How closely the client kept the schedule depends on the machine (bench/loadgen.py
-    # measures it); the figures must say what the stored samples show, worked out here.
+    # The figures say what the stored samples show (a client's honesty about itself, not
+    # whether it kept time: that is the simulator's say, below).
     measured = [s for s in rows if not s["warmup"]]
     sends = [s["t_send"] for s in measured]
     sent_per_s = 59 / (max(sends) - min(sends))  # 60 sends, 59 gaps
@@ -84,6 +111,18 @@ async def test_constant_rate_keeps_its_schedule(
         "SELECT count(*) FROM request_samples WHERE run_id = $1", uuid.UUID(run["id"])
     )
     assert stored == 64
+
+    # The schedule was kept: each request reached the simulator when the schedule said,
+    # by the simulator's own record of its arrival (tests/truth.py has the bound and what a
+    # loaded machine makes of it).
+    record = await read_record(witness)
+    late = lateness_ms(rows, record)
+    assert len(late) == 60
+    if late_step_s:
+        with pytest.raises(ServerSaysOtherwise):
+            hold(late, record, "a 20/s level through a late link")
+    else:
+        hold(late, record, "a 20/s level")
 
 
 async def test_poisson_level_of_fixed_duration(team: TeamClient, sim: SimProcess) -> None:

@@ -51,7 +51,14 @@ async def make_schedule(
     team: TeamClient, db: asyncpg.Connection, endpoint_id: str, **fields: Any
 ) -> str:
     """An hourly schedule created (paused) through the API, then moved to 2030 and enabled:
-    created at T0, its first slot due at 01:00."""
+    created at T0, its first slot due at 01:00. A tick handles every due schedule in the
+    database, and at 2030 every enabled one is due: those other tests of this session left
+    behind (some written straight to the database with an empty job template, which stops
+    a tick) are paused first, so the test's ticks handle its own schedules only."""
+    await db.execute(
+        "UPDATE schedules SET enabled = false WHERE enabled AND team_id <> $1",
+        uuid.UUID(team.team_id),
+    )
     body = {"job": {"endpoint_id": endpoint_id, **JOB}, "when": {"interval_s": 3600},
             "enabled": False, **fields}  # fmt: skip
     response = await team.http.post("/v1/schedules", json=body)
@@ -95,6 +102,30 @@ async def end_job(db: asyncpg.Connection, job_id: uuid.UUID, status: str, error:
         error,
         T0,
     )
+
+
+async def tick_until_handled(
+    sessions: async_sessionmaker[AsyncSession],
+    settings: Settings,
+    now: datetime,
+    db: asyncpg.Connection,
+    schedule_id: str,
+) -> None:
+    """Tick at `now` until the schedule's due slots are handled. A tick passes over a
+    schedule another process holds locked, as a replica does, and the session's maintenance
+    process takes each schedule's lock now and then (it judges a schedule's last job once
+    that ended, on the real clock): the next tick handles it then. (A hang is caught after
+    60 s; the loop waits for a state, not a duration.)"""
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        await tick(sessions, settings, now=now)
+        row = await db.fetchrow(
+            "SELECT enabled, next_slot_at FROM schedules WHERE id = $1", uuid.UUID(schedule_id)
+        )
+        if not row["enabled"] or row["next_slot_at"] > now:
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"slot not handled: {dict(row)}"
+        await asyncio.sleep(0.1)
 
 
 async def test_the_api_checks_a_schedule_as_a_job_and_lists_last_and_next_runs(
@@ -161,9 +192,11 @@ async def test_two_schedulers_racing_on_one_slot_submit_one_job(
     engines = [make_engine(database_url) for _ in range(2)]
     try:
         makers = [make_sessionmaker(e) for e in engines]
-        # Two replicas, each with its own connections, tick at the same moment, twice.
+        # Two replicas, each with its own connections, tick at the same moment, twice (and
+        # again should the session's maintenance process have held the schedule's lock).
         for _ in range(2):
             await asyncio.gather(*(tick(m, settings, now=at(1, 0, 30)) for m in makers))
+        await tick_until_handled(makers[0], settings, at(1, 0, 30), db, schedule_id)
     finally:
         for engine in engines:
             await engine.dispose()
@@ -187,13 +220,18 @@ async def test_a_restart_loses_no_slot_and_a_running_job_makes_a_skip(
         # A process of its own each time: nothing but the database carries over.
         engine = make_engine(database_url)
         try:
-            await tick(make_sessionmaker(engine), settings, now=now)
+            await tick_until_handled(make_sessionmaker(engine), settings, now, db, schedule_id)
         finally:
             await engine.dispose()
 
     await tick_as_new_process(at(1, 0, 5))
     (first,) = await jobs_of(db, schedule_id)
-    # 02:00: the 01:00 job is still queued, so the slot is skipped and says why.
+    # The 01:00 job is running (the test plays its runner: a lease no worker holds, a fresh
+    # heartbeat), whatever the session's worker may have done with it since the outbox
+    # relay handed it over: left as queued, a worker could end it (its endpoint refuses
+    # connections) before the next tick, and that slot would run instead of being skipped.
+    await hold_running(db, first["id"])
+    # 02:00: the 01:00 job is still running, so the slot is skipped and says why.
     await tick_as_new_process(at(2, 0, 5))
     assert len(await jobs_of(db, schedule_id)) == 1
     skipped = await db.fetchrow(
@@ -220,20 +258,30 @@ async def test_a_restart_loses_no_slot_and_a_running_job_makes_a_skip(
     assert (stored["last_slot_at"], stored["next_slot_at"]) == (at(5), at(6))
 
 
+async def hold_running(db: asyncpg.Connection, job_id: uuid.UUID) -> None:
+    """Hold a job as running under a lease no runner has, with a fresh heartbeat: a worker
+    that claimed it can write nothing more (its writes are fenced) and none can claim it."""
+    await db.execute(
+        "UPDATE jobs SET status = 'running', heartbeat_at = now(), finished_at = NULL,"
+        " error = NULL, lease_token = lease_token + 1000 WHERE id = $1",
+        job_id,
+    )
+
+
 async def test_failures_in_a_row_stop_the_schedule_and_say_why(
     team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     endpoint = await team.create_endpoint()
     schedule_id = await make_schedule(team, db, endpoint["id"], max_consecutive_failures=2)
     settings = Settings.from_env()
-    await tick(sessions, settings, now=at(1, 0, 1))
+    await tick_until_handled(sessions, settings, at(1, 0, 1), db, schedule_id)
     (first,) = await jobs_of(db, schedule_id)
     await end_job(db, first["id"], "failed", "connection refused")
-    await tick(sessions, settings, now=at(2, 0, 1))
+    await tick_until_handled(sessions, settings, at(2, 0, 1), db, schedule_id)
     jobs = await jobs_of(db, schedule_id)
     assert len(jobs) == 2
     await end_job(db, jobs[1]["id"], "failed", "connection refused")
-    await tick(sessions, settings, now=at(3, 0, 1))
+    await tick_until_handled(sessions, settings, at(3, 0, 1), db, schedule_id)
     assert len(await jobs_of(db, schedule_id)) == 2  # stopped: no third job
     schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
     assert schedule["enabled"] is False
@@ -283,7 +331,7 @@ async def test_one_signed_webhook_per_state_change_not_per_run(
         figures = [800.0, 900.0, 300.0, 200.0]
         runs = []
         for hour, ttft in enumerate(figures, start=1):
-            await tick(sessions, settings, now=at(hour, 0, 1))
+            await tick_until_handled(sessions, settings, at(hour, 0, 1), db, schedule_id)
             job = (await jobs_of(db, schedule_id))[-1]
             runs.append(await add_run(db, job["id"], ttft))
             await end_job(db, job["id"], "succeeded")
@@ -352,9 +400,9 @@ async def test_quiet_hours_skip_a_slot_and_say_so(
         team, db, endpoint["id"], quiet_hours={"start": "00:30", "end": "01:30"}
     )
     settings = Settings.from_env()
-    await tick(sessions, settings, now=at(1, 0, 1))
+    await tick_until_handled(sessions, settings, at(1, 0, 1), db, schedule_id)
     assert await jobs_of(db, schedule_id) == []
-    await tick(sessions, settings, now=at(2, 0, 1))
+    await tick_until_handled(sessions, settings, at(2, 0, 1), db, schedule_id)
     (job,) = await jobs_of(db, schedule_id)
     assert await ledger(db, schedule_id) == [
         (at(1), "skipped", None),
@@ -372,14 +420,19 @@ async def test_the_maintenance_process_submits_a_due_slot_on_the_real_clock(
     team: TeamClient, maintenance: subprocess.Popen[bytes]
 ) -> None:
     endpoint = await team.create_endpoint()
+    before = datetime.now(UTC)
     created = await team.http.post(
         "/v1/schedules",
         json={"job": {"endpoint_id": endpoint["id"], **JOB}, "when": {"interval_s": 60}},
     )
+    after = datetime.now(UTC)
     assert created.status_code == 201, created.text
     schedule = created.json()
+    # The first whole minute after the API read its clock, which it did between `before`
+    # and `after` (compared with now, a slot computed just before a minute turned would
+    # seem to be in the past).
     next_run = datetime.fromisoformat(schedule["next_run_at"])
-    assert next_run.second == 0 and 0 < (next_run - datetime.now(UTC)).total_seconds() <= 60
+    assert next_run.second == 0 and before < next_run <= after + timedelta(seconds=60)
     # The process ticks every maintenance_every_s (5 s): the slot is handled soon after it.
     deadline = asyncio.get_running_loop().time() + 90
     while True:
@@ -404,7 +457,7 @@ async def test_deleting_an_endpoint_stops_its_schedules(
     schedule_id = await make_schedule(team, db, endpoint["id"])
     response = await team.http.delete(f"/v1/endpoints/{endpoint['id']}")
     assert response.status_code == 204, response.text
-    await tick(sessions, Settings.from_env(), now=at(1, 0, 1))
+    await tick_until_handled(sessions, Settings.from_env(), at(1, 0, 1), db, schedule_id)
     assert await jobs_of(db, schedule_id) == []
     schedule = (await team.http.get(f"/v1/schedules/{schedule_id}")).json()
     assert schedule["enabled"] is False
@@ -439,7 +492,8 @@ async def test_a_slot_against_an_endpoint_that_failed_its_check_is_refused_unles
                                                     "force": True}}
     )  # fmt: skip
     assert forced.status_code == 200, forced.text
-    await tick(sessions, Settings.from_env(), now=at(1, 0, 1))
+    for each in (schedule_id, forced_id):
+        await tick_until_handled(sessions, Settings.from_env(), at(1, 0, 1), db, each)
     assert await jobs_of(db, schedule_id) == []
     row = await db.fetchrow(
         "SELECT outcome, reason FROM schedule_runs WHERE schedule_id = $1 AND slot_at = $2",
@@ -458,7 +512,7 @@ async def test_a_slot_against_an_endpoint_that_failed_its_check_is_refused_unles
         'UPDATE endpoints SET "check" = \'{"ok": true}\'::jsonb WHERE id = $1',
         uuid.UUID(endpoint["id"]),
     )
-    await tick(sessions, Settings.from_env(), now=at(2, 0, 1))
+    await tick_until_handled(sessions, Settings.from_env(), at(2, 0, 1), db, schedule_id)
     (job,) = await jobs_of(db, schedule_id)
     assert (await ledger(db, schedule_id))[-1] == (at(2), "submitted", job["id"])
 
@@ -480,7 +534,7 @@ async def test_a_slot_counts_against_the_same_active_job_cap_as_the_api(
         uuid.UUID(submitted.json()["id"]),
     )
     capped = dataclasses.replace(Settings.from_env(), max_active_jobs=1)
-    await tick(sessions, capped, now=at(1, 0, 1))
+    await tick_until_handled(sessions, capped, at(1, 0, 1), db, schedule_id)
     assert await jobs_of(db, schedule_id) == []
     reason = await db.fetchval(
         "SELECT reason FROM schedule_runs WHERE schedule_id = $1 AND outcome = 'refused'",
@@ -493,14 +547,19 @@ async def test_a_slot_counts_against_the_same_active_job_cap_as_the_api(
 async def test_a_patch_that_leaves_the_timing_keeps_the_due_slot(
     team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
-    """On the real clock (the API's PATCH reads it): an hourly slot is due and not yet run
+    """On the real clock (the API's PATCH reads it): a daily slot is due and not yet run
     when the schedule is renamed; the slot still runs. (Were it dropped by the PATCH, the
-    ledger would hold nothing for it.)"""
+    ledger would hold nothing for it.) Daily, so the next slot is hours away: a slot
+    that fell due while the test ran would add a row of its own."""
     endpoint = await team.create_endpoint()
-    schedule_id = await make_schedule(team, db, endpoint["id"])
+    day = 86400
+    schedule_id = await make_schedule(team, db, endpoint["id"], when={"interval_s": day})
     now = datetime.now(UTC)
-    due = datetime.fromtimestamp(int(now.timestamp()) // 3600 * 3600, UTC)
-    before = due - timedelta(hours=1)
+    if day - now.timestamp() % day < 120:  # a UTC midnight within two minutes: let it pass
+        await asyncio.sleep(day - now.timestamp() % day + 1)
+        now = datetime.now(UTC)
+    due = datetime.fromtimestamp(int(now.timestamp()) // day * day, UTC)
+    before = due - timedelta(days=1)
     await db.execute(
         "UPDATE schedules SET created_at = $2, last_slot_at = $2, next_slot_at = $3 WHERE id = $1",
         uuid.UUID(schedule_id),
@@ -512,7 +571,7 @@ async def test_a_patch_that_leaves_the_timing_keeps_the_due_slot(
     )
     assert renamed.status_code == 200, renamed.text
     # The session's maintenance process may take the slot first; either way it is run.
-    await tick(sessions, Settings.from_env(), now=datetime.now(UTC))
+    await tick_until_handled(sessions, Settings.from_env(), datetime.now(UTC), db, schedule_id)
     (job,) = await jobs_of(db, schedule_id)
     assert await ledger(db, schedule_id) == [(due, "submitted", job["id"])]
     assert (await team.http.post(f"/v1/schedules/{schedule_id}/pause")).status_code == 200

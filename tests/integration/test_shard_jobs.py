@@ -1,5 +1,7 @@
 """Sharded levels end to end: two worker processes run each level together, starting at
-one agreed instant, and their samples merge into one run."""
+one agreed instant, and their samples merge into one run; a sharded rate level keeps the
+level's one schedule by the simulator's own record (tests/truth.py), and a client made late
+on purpose fails that check."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import workers.runner.shards
+from sim.config import SimConfig
 from sim.process import SimProcess
 from tests.conftest import (
     TeamClient,
@@ -24,6 +27,14 @@ from tests.conftest import (
     insert_finished_run,
     running_worker,
     sample_spans,
+)
+from tests.truth import (
+    ServerSaysOtherwise,
+    base_url_for,
+    hold,
+    lateness_ms,
+    read_record,
+    recording_sim,
 )
 from workers.runner.shards import ShardSlot, ShardStopped, coordinate
 
@@ -130,12 +141,25 @@ async def test_two_shards_run_each_level_together(
         assert run["mean_concurrency"] == pytest.approx(e2e_s / duration, rel=1e-3)
 
 
+@pytest.fixture
+def witness() -> Iterator[SimProcess]:
+    """A simulator like the session's that records when each request arrived: the witness
+    of the level's schedule (tests/truth.py)."""
+    with recording_sim(SimConfig(port=0, ttft_ms=50.0, itl_ms=10.0, model="sim-model")) as proc:
+        yield proc
+
+
+@pytest.mark.server_truth
+@pytest.mark.parametrize("late_step_s", [0.0, 0.01], ids=["on-time", "late-client"])
 async def test_a_sharded_rate_level_keeps_the_level_schedule(
-    team: TeamClient, sim: SimProcess
+    team: TeamClient, witness: SimProcess, late_step_s: float
 ) -> None:
-    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
-    body = sharded_job(endpoint["id"], mode="rate", levels=[20], arrival="constant")
-    final = await team.run_job(body, timeout=90)
+    # The late-client case reaches the simulator through a LateLink that holds the n-th
+    # request back n x 10 ms: the shards' samples say they kept time, the server says not.
+    async with base_url_for(witness, late_step_s) as base_url:
+        endpoint = await team.create_endpoint(base_url=base_url)
+        body = sharded_job(endpoint["id"], mode="rate", levels=[20], arrival="constant")
+        final = await team.run_job(body, timeout=90)
     [run] = final["runs"]
     assert run["requests"]["total"] == 40
     rows = await team.samples(run["id"])
@@ -145,8 +169,8 @@ async def test_a_sharded_rate_level_keeps_the_level_schedule(
     # conversions (microseconds) separate it from the schedule, whenever a shard woke.
     gaps = [b["t_sched"] - a["t_sched"] for a, b in itertools.pairwise(rows)]
     assert all(abs(g - 0.05) < 0.0005 for g in gaps), gaps
-    # How late each shard sent depends on the machine, so it is reported, and the report
-    # must be within what the shard's stored samples show (shard i sent seqs i, i + 2, ...).
+    # What each shard reports of its lateness is within what its stored samples show
+    # (shard i sent seqs i, i + 2, ...).
     measured = [s for s in rows if not s["warmup"]]
     shards = run["client"]["shards"]
     assert len(shards) == 2
@@ -160,6 +184,17 @@ async def test_a_sharded_rate_level_keeps_the_level_schedule(
     assert run["client"]["rate_held"] is (sent_per_s >= 0.95 * 20), run["client"]
     ends = [s["t_send"] + s["e2e_ms"] / 1000 for s in measured]
     assert run["requests_per_s"] == pytest.approx(40 / (max(ends) - min(sends)), rel=1e-3)
+
+    # Both shards kept the level's one schedule: each request reached the simulator when it
+    # was due, by the simulator's own record (a shard that woke late, or fell behind, shows).
+    record = await read_record(witness)
+    late = lateness_ms(rows, record)
+    assert len(late) == 40
+    if late_step_s:
+        with pytest.raises(ServerSaysOtherwise):
+            hold(late, record, "a 20/s level in 2 shards through a late link")
+    else:
+        hold(late, record, "a 20/s level in 2 shards")
 
 
 async def test_cancelling_a_sharded_job_stops_every_shard(

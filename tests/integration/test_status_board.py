@@ -117,14 +117,19 @@ async def test_status_board_in_headless_chromium(
         await run(db, team, endpoints[0], ago=timedelta(hours=3 * k + 2), ttft=150.0, level=4.0)
 
     # A fourth watched endpoint, its schedule just created: no run yet, a row that says so.
+    # Created through the API, so its job template is one a scheduler can run: it falls due
+    # within 3 h, and any tick of this database may handle it (the schedule tests tick at
+    # 2030; a template of {} there stopped their ticks with a KeyError).
     fresh = await team.create_endpoint(name="zephyr-7b.new", model="zephyr-7b")
-    await db.execute(
-        "INSERT INTO schedules (id, team_id, endpoint_id, template, interval_s, timezone,"
-        " created_at, next_slot_at) VALUES (gen_random_uuid(), $1, $2, '{}', 10800, 'UTC',"
-        " now(), now() + interval '2 hours')",
-        uuid.UUID(team.team_id),
-        uuid.UUID(fresh["id"]),
+    job_template = {
+        "endpoint_id": fresh["id"],
+        "workload": {"input_tokens": {"mean": 16}, "output_tokens": {"mean": 4}},
+        "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 3},
+    }
+    created = await team.http.post(
+        "/v1/schedules", json={"job": job_template, "when": {"interval_s": 10800}}
     )
+    assert created.status_code == 201, created.text
 
     errors: list[str] = []
     requests: list[str] = []

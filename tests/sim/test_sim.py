@@ -490,3 +490,31 @@ def test_config_rejects_nonsense() -> None:
     with pytest.raises(ValueError, match="itl_ms"):
         SimConfig(itl_ms=-1)
     assert SimConfig.from_json(SimConfig(port=0, seed=3).to_json()) == SimConfig(port=0, seed=3)
+
+
+async def test_record_writes_keys_requests_by_user_or_by_their_prompts_first_word() -> None:
+    """What tests/truth.py reads: each request's arrival and content writes, keyed by its
+    `user`, or else its prompt's first word; a key met again gets `#2`, `#3`, ..."""
+    config = SimConfig(port=0, ttft_ms=5, itl_ms=1, model=MODEL, record_writes=True)
+    with sim_process(config) as sim:
+        async with httpx.AsyncClient(base_url=sim.base_url, timeout=10.0) as http:
+            for content, user in (("7 a b", None), ("7 c", None), ("7 d", "named")):
+                body: dict[str, Any] = {
+                    "model": MODEL,
+                    "messages": [{"role": "user", "content": content}],
+                    "max_tokens": 3,
+                    "stream": True,
+                }
+                if user is not None:
+                    body["user"] = user
+                assert (await http.post(CHAT, json=body)).status_code == 200
+            completion = {"model": MODEL, "prompt": "8 e f", "max_tokens": 2, "stream": True}
+            assert (await http.post(COMPLETIONS, json=completion)).status_code == 200
+            writes = (await http.get("/stats")).json()["writes"]
+    assert sorted(writes) == ["7", "7#2", "8", "named"]
+    assert [len(writes[k]) for k in ("7", "7#2", "named", "8")] == [4, 4, 4, 3]
+    # Arrival first, then each write at or after its schedule from it (5 ms, then 1 ms each).
+    for times in writes.values():
+        assert times == sorted(times)
+        assert times[1] - times[0] >= 0.005
+    assert writes["7"][0] < writes["7#2"][0] < writes["named"][0] < writes["8"][0]
