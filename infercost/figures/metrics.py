@@ -181,11 +181,15 @@ class RequestTiming:
     def tpot(self) -> float | None:
         """(t_last - t_first) / (n_out - 1), first token excluded.
 
-        Undefined below 2 tokens, and when all text came in one event (nothing to time).
+        Undefined below 2 tokens, when all text came in one event, and when all its events
+        came in one read (t_last = t_first): nothing to time, not a time of zero.
         """
         if self.n_out < 2 or len(self.chunk_times) < 2:
             return None
-        return (self.chunk_times[-1] - self.chunk_times[0]) / (self.n_out - 1)
+        span = self.chunk_times[-1] - self.chunk_times[0]
+        if span <= 0.0:
+            return None
+        return span / (self.n_out - 1)
 
     @property
     def queue_delay(self) -> float:
