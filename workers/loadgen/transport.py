@@ -42,11 +42,11 @@ name, so a slot connects to the address and TLS still sends and verifies the nam
 The load generator's streamed requests skip httpx altogether on a slot
 (`LoadClient.direct_head`, `SlotTransport.direct`, workers/loadgen/stream.py): the request's
 bytes are the target's head, made once per target (`RequestHead`), plus its body, written
-straight to the slot's connection, and the response is read off the connection. httpx's request and response
-objects, its URL parsing, header merging, cookie jar and event hooks cost more per request
-than the whole stream's events did (bench/loadgen.py) and change no figure. Everything else
-(tokenize calls, warming connections, answers that are not streamed, embeddings) goes
-through httpx as before.
+straight to the slot's connection, and the response is read off the connection. httpx's
+request and response objects, its URL parsing, header merging, cookie jar and event hooks
+cost more per request than the whole stream's events did (bench/loadgen.py) and change no
+figure. Everything else (tokenize calls, warming connections, answers that are not
+streamed, embeddings) goes through httpx as before.
 
 `load_client()` honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY with httpx's rules
 (infercost/net/proxy.py): a request a proxy applies to goes through an ordinary httpx proxy
