@@ -28,6 +28,7 @@ hold the brief decode to the full one. The structs are not tracked by the garbag
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
@@ -101,27 +102,29 @@ class Event(msgspec.Struct):
     usage: _Usage | None = None
     timings: LlamacppTimings | None = None
     error: Any = None
-    object: Any = None
     message: Any = None
 
 
+#: The default of a Brief's raw fields: a key the event did not have leaves this very object
+#: there (an `is` test), any value it had (null included) a Raw of its own.
 _UNREAD: Final = msgspec.Raw(b"null")
 
 
 class Brief(msgspec.Struct, gc=False):
-    """What judges an event, and the rest unread: usage, timings and an error as the raw
-    bytes the server sent (`null` when absent)."""
+    """What judges an event, and the rest unread: usage, timings, an error and a top-level
+    message (older vLLM's `{"object": "error", "message"}`) as the raw bytes the server sent,
+    `_UNREAD` itself when the event had no such key."""
 
     choices: tuple[_Choice, ...] = ()
     usage: msgspec.Raw = _UNREAD
     timings: msgspec.Raw = _UNREAD
     error: msgspec.Raw = _UNREAD
-    object: msgspec.Raw = _UNREAD
+    message: msgspec.Raw = _UNREAD
 
 
 decode_event: Final = msgspec.json.Decoder(Event).decode
 _decode_brief: Final = msgspec.json.Decoder(Brief).decode
-_ERROR_OBJECT: Final = msgspec.Raw(b'"error"')
+_decode_briefs: Final = msgspec.json.Decoder(list[Brief]).decode
 
 
 class RawRequest:
@@ -238,6 +241,7 @@ TEXT, FINISHED = 3, 4
 
 _DONE: Final = b"[DONE]"
 _ERROR_TYPE: Final = b"error"
+_BRACE: Final = 0x7B  # "{"
 
 
 def judge(event: Event | Brief, keep: list[str] | None) -> int:
@@ -289,17 +293,40 @@ def parse(payload: bytes) -> Event:
             # The standard decodes the stream as UTF-8 with replacement characters.
             return parse(payload.decode("utf-8", "replace").encode())
         raise RequestFailure("protocol", f"malformed event: {str(exc)[:200]}") from None
-    if event.error is not None:
-        error = event.error
-        message = error.get("message") if isinstance(error, dict) else None
-        raise RequestFailure(
-            "protocol", f"the server sent an error: {excerpt(str(message or error))}"
-        )
-    if event.object == "error":
-        raise RequestFailure(
-            "protocol", f"the server sent an error: {excerpt(str(event.message or payload))}"
-        )
+    _raise_if_error(event.error, event.message, event.choices)
     return event
+
+
+def _raise_if_error(error: Any, message: Any, choices: tuple[_Choice, ...]) -> None:
+    """RequestFailure("protocol") for an event that is the server's error: an `error` that
+    is not null (an object or a string), or a top-level `message` without choices (older
+    vLLM's `{"object": "error", "message"}`)."""
+    if error is not None:
+        said = error.get("message") if isinstance(error, dict) else None
+        raise RequestFailure("protocol", f"the server sent an error: {excerpt(str(said or error))}")
+    if message is not None and not choices:
+        raise RequestFailure("protocol", f"the server sent an error: {excerpt(str(message))}")
+
+
+_decode_any: Final = msgspec.json.Decoder().decode
+_decode_usage: Final = msgspec.json.Decoder(_Usage | None).decode
+_decode_timings: Final = msgspec.json.Decoder(LlamacppTimings | None).decode
+
+
+def _carrying(brief: Brief) -> Event:
+    """The whole event from its brief decode: the raw usage, timings, error and message read
+    now (RequestFailure as `parse` would raise it)."""
+    try:
+        error = None if brief.error is _UNREAD else _decode_any(brief.error)
+        message = None if brief.message is _UNREAD else _decode_any(brief.message)
+        _raise_if_error(error, message, brief.choices)
+        return Event(
+            choices=brief.choices,
+            usage=None if brief.usage is _UNREAD else _decode_usage(brief.usage),
+            timings=None if brief.timings is _UNREAD else _decode_timings(brief.timings),
+        )
+    except msgspec.DecodeError as exc:
+        raise RequestFailure("protocol", f"malformed event: {str(exc)[:200]}") from None
 
 
 def _invalid_utf8(payload: bytes) -> bool:
@@ -367,7 +394,7 @@ class StreamReader:
     After [DONE] the rest of the body is taken and ignored (a body left unread would cost
     the connection)."""
 
-    __slots__ = ("_parser", "content_type", "decode_all", "events", "rec")
+    __slots__ = ("_parser", "content_type", "decode_all", "rec")
 
     def __init__(
         self, rec: RawRequest, *, decode_all: bool = False, content_type: str | None = None
@@ -376,10 +403,8 @@ class StreamReader:
         self.decode_all = decode_all
         self.content_type = content_type
         self._parser = SSEParser()
-        # Events dispatched so far ([DONE] included).
-        self.events = 0
 
-    def feed(self, chunk: bytes, now: int) -> None:
+    def feed(self, chunk: bytes, now: int) -> None:  # noqa: PLR0912 - the hot path, one frame
         """One read of the body, which arrived at `now` (perf_counter_ns)."""
         rec = self.rec
         if rec.t_end is not None:
@@ -387,32 +412,78 @@ class StreamReader:
         if rec.t_first_byte is None:
             rec.t_first_byte = now
         rec.t_last_read = now
-        for kind, data, _lines in self._parser.feed(chunk):
-            self.events += 1
-            if kind is not MESSAGE and kind == _ERROR_TYPE:
-                raise RequestFailure("protocol", f"the server sent an error event: {excerpt(data)}")
-            if data[:1] != b"{":
-                stripped = data.strip()
-                if stripped == _DONE:
-                    rec.t_end = now
-                    return
-                if not stripped:
-                    continue  # an event with empty data carries nothing (a keep-alive)
-            self._event(data, now)
+        parsed = self._parser.feed_batch(chunk)
+        if not parsed:
+            return
+        if isinstance(parsed, tuple):
+            text, count, region = parsed
+            if not self.decode_all:
+                try:
+                    if count == 1:
+                        brief = _decode_brief(text)
+                    else:
+                        briefs = _decode_briefs(text)
+                except msgspec.DecodeError:
+                    pass  # a [DONE], or data that is no JSON object: event by event below
+                else:
+                    if count == 1:
+                        if (
+                            brief.usage is _UNREAD
+                            and brief.timings is _UNREAD
+                            and brief.error is _UNREAD
+                            and brief.message is _UNREAD
+                        ):
+                            what = judge(brief, rec.text)
+                            if what & TEXT:
+                                rec.chunk_ns.append(now)
+                                if what & CONTENT and rec.t_content is None:
+                                    rec.t_content = now
+                            if what & FINISHED:
+                                rec.finished = True
+                        else:
+                            self._briefs((brief,), now)
+                        return
+                    if len(briefs) == count:
+                        self._briefs(briefs, now)
+                        return
+            parsed = self._parser.events_in(region)
+        for kind, data, _lines in parsed:
+            if self._one(kind, data, now):
+                return
 
-    def _event(self, data: bytes, now: int) -> None:
-        """One event's data, which arrived at `now`."""
+    def _one(self, kind: bytes, data: bytes, now: int) -> bool:
+        """One event, read on its own; True when it ended the stream ([DONE])."""
+        if kind is not MESSAGE and kind == _ERROR_TYPE:
+            raise RequestFailure("protocol", f"the server sent an error event: {excerpt(data)}")
+        if not data or data[0] != _BRACE:
+            stripped = data.strip()
+            if stripped == _DONE:
+                self.rec.t_end = now
+                return True
+            if not stripped:
+                return False  # an event with empty data carries nothing (a keep-alive)
+        if self.decode_all:
+            event = parse(data)
+            on_event(event, judge(event, self.rec.text), self.rec, now)
+            return False
+        try:
+            brief = _decode_brief(data)
+        except msgspec.DecodeError:
+            parse(data)  # says what is wrong with it
+            raise  # pragma: no cover - what the brief refuses, parse refuses
+        self._briefs((brief,), now)
+        return False
+
+    def _briefs(self, briefs: Sequence[Brief], now: int) -> None:
+        """Events that arrived at `now`, judged from their brief decode; the raw parts of one
+        that carries a figure or an error are decoded then (`_carrying`)."""
         rec = self.rec
-        if not self.decode_all:
-            try:
-                brief = _decode_brief(data)
-            except msgspec.DecodeError:
-                brief = None  # parse below says what is wrong with it
-            if brief is not None and not (
-                brief.usage != _UNREAD
-                or brief.timings != _UNREAD
-                or brief.error != _UNREAD
-                or brief.object == _ERROR_OBJECT
+        for brief in briefs:
+            if (
+                brief.usage is _UNREAD
+                and brief.timings is _UNREAD
+                and brief.error is _UNREAD
+                and brief.message is _UNREAD
             ):
                 what = judge(brief, rec.text)
                 if what & TEXT:
@@ -421,10 +492,9 @@ class StreamReader:
                         rec.t_content = now
                 if what & FINISHED:
                     rec.finished = True
-                return
-        # It carries a figure or an error (or every event is read in full): decode it all.
-        event = parse(data)
-        on_event(event, judge(event, rec.text), rec, now)
+            else:
+                event = _carrying(brief)
+                on_event(event, judge(event, rec.text), rec, now)
 
     def feed_reads(self, stamps: list[int], pieces: list[bytes]) -> None:
         """Reads as a slot's connection hands them on: each piece with its read's stamp."""
@@ -456,7 +526,8 @@ class StreamReader:
                 "the server wrote an error as an `error:` line, which server-sent events "
                 f"ignore (older llama.cpp builds do): {excerpt(ignored[b'error'])}",
             )
-        if self.events == 0 and pending[:1] in (b"{", b"["):
+        if pending[:1] in (b"{", b"["):
+            # No server-sent event starts so: the body is one JSON document.
             return self._not_a_stream(pending)
         if b"event: error" in pending or b"event:error" in pending:
             return RequestFailure(

@@ -51,38 +51,71 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[Event]:
         """The events `chunk` completes (none when it ends mid-event)."""
+        region = self._complete(chunk)
+        return self._events(region) if region else []
+
+    def feed_batch(self, chunk: bytes) -> tuple[bytes, int, bytes] | list[Event]:
+        """As `feed`, but when every event `chunk` completes is one `data:` line (the usual
+        read of a stream): their data as one JSON text (one event's data, or `[d1,d2,...]`
+        for several), how many there are and the text they came in, so a reader decodes them
+        in one call. A reader that cannot use that (a `[DONE]` in it, data that is no JSON
+        value) takes the events from `events_in(that text)`."""
+        if self._buf or self._skip_lf or not self._started or not chunk.endswith(b"\n\n"):
+            region = self._complete(chunk)
+            if not region:
+                return []
+        elif b"\r" in chunk:
+            region = self._complete(chunk)
+        else:
+            region = chunk  # the usual read: whole events, nothing left over
+        lines = region.count(b"\n")
+        if lines == 2 and region.startswith(b"data:"):
+            return region[5:-2], 1, region
+        count = region.count(b"\n\n")
+        if (
+            lines == 2 * count
+            and region.startswith(b"data:")
+            and region.count(b"\n\ndata:") == count - 1
+        ):
+            # One line each, every one a data line: `data:` between events becomes a comma.
+            return b"[" + region[5:-2].replace(b"\n\ndata:", b",") + b"]", count, region
+        return self._events(region)
+
+    def events_in(self, region: bytes) -> list[Event]:
+        """The events of a text `feed_batch` returned."""
+        return self._events(region)
+
+    def _complete(self, chunk: bytes) -> bytes:
+        """The part of the body, with `chunk` added, that ends at its last blank line (the
+        rest waits for more); line ends made LF, a leading byte order mark dropped."""
         if self._skip_lf or b"\r" in chunk:
             chunk = self._line_ends(chunk)
-        buf = self._buf
-        if buf:
-            # Nothing in the old buffer ended an event: look from its last byte on.
-            start_search = len(buf) - 1
-            buf += chunk
-        else:
-            start_search = 0
-            buf = chunk
+        buf = self._buf + chunk if self._buf else chunk
         if not self._started:
             if len(buf) < 3 and _BOM.startswith(buf):
                 self._buf = buf
-                return []
+                return b""
             self._started = True
             if buf.startswith(_BOM):
                 buf = buf[3:]
-                start_search = 0
+        end = buf.rfind(b"\n\n")
+        if end < 0:
+            self._buf = buf
+            return b""
+        self._buf = buf[end + 2 :]
+        return buf[: end + 2] if end + 2 < len(buf) else buf
+
+    def _events(self, region: bytes) -> list[Event]:
+        """The events of a region that ends with a blank line."""
         events: list[Event] = []
-        start = 0
-        end = buf.find(b"\n\n", start_search)
-        while end >= 0:
-            if end > start:
-                block = buf[start:end]
-                if block[:5] == b"data:" and b"\n" not in block:
-                    value = block[5:]
-                    events.append((MESSAGE, value[1:] if value[:1] == b" " else value, 1))
-                else:
-                    self._block(block, events)
-            start = end + 2
-            end = buf.find(b"\n\n", start)
-        self._buf = buf[start:] if start else buf
+        for block in region[:-2].split(b"\n\n"):
+            if not block:
+                continue
+            if block[:5] == b"data:" and b"\n" not in block:
+                value = block[5:]
+                events.append((MESSAGE, value[1:] if value[:1] == b" " else value, 1))
+            else:
+                self._block(block, events)
         return events
 
     def _line_ends(self, chunk: bytes) -> bytes:
