@@ -7,6 +7,7 @@ closed when it stops.
 from __future__ import annotations
 
 import asyncio
+import gc
 from dataclasses import dataclass, field
 
 import httpx
@@ -43,6 +44,10 @@ class Runtime:
         engine = engine_for(settings, pool_size=4)
         health = ClientHealth()
         http = load_client(settings.max_concurrency, health=health)
+        # Everything start-up made (modules, the runtime) lives as long as the process: the
+        # collector need never walk it again.
+        gc.collect()
+        gc.freeze()
         return cls(
             settings,
             loop,

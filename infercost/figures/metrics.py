@@ -62,6 +62,10 @@ RATE_HELD_SHARE = 0.95
 #: ... or when the client read late: the p99 of its event-loop lag or of the age of response
 #: bytes when parsed above this (workers/loadgen/health.py).
 CLIENT_READ_LAG_P99_LIMIT_MS = 10.0
+#: ... or when pauses of the client could have moved its stamps by more than their bound
+#: (`client.pause_bound_ms`, 5 ms) for more than this share of the level's window
+#: (`client.pause_exposure`, workers/loadgen/health.py): enough to move a p99.
+PAUSE_EXPOSURE_LIMIT = 0.01
 #: What each kind of client lateness spoils (`client.spoils`): sending late means the server
 #: saw less load than asked; reading late moves the arrival stamps of the events.
 SPOILED_BY_SENDING = ("requests_per_s", "output_tokens_per_s")
@@ -409,6 +413,20 @@ def server_timings_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     return block
 
 
+def _read_late(client: Mapping[str, Any]) -> bool:
+    """Whether the client read late: its read lag or event-loop lag p99 over the limit."""
+    return any(
+        (value := client.get(key)) is not None and float(value) > CLIENT_READ_LAG_P99_LIMIT_MS
+        for key in ("read_lag_p99_ms", "loop_lag_p99_ms")
+    )
+
+
+def _paused(client: Mapping[str, Any]) -> bool:
+    """Whether the client's pauses exposed more than PAUSE_EXPOSURE_LIMIT of the window."""
+    exposure = client.get("pause_exposure")
+    return exposure is not None and float(exposure) > PAUSE_EXPOSURE_LIMIT
+
+
 def adequacy_block(
     *,
     succeeded: int,
@@ -460,8 +478,25 @@ def adequacy_block(
         )
     # A rate or concurrency not held already says the sending side was late; a late reading
     # side is its own reason still (its lag is in every latency figure).
-    read_late = any(figure in client.get("spoils", ()) for figure in SPOILED_BY_READING)
-    if client_bound and (read_late or not any(r["code"].endswith("_held") for r in reasons)):
+    paused = _paused(client)
+    if paused:
+        gc = client.get("gc") or {}
+        reason(
+            "client_paused",
+            f"the load generator stood still in pauses for "
+            f"{float(client.get('pause_exposure') or 0.0):.1%} of the "
+            f"window beyond {client.get('pause_bound_ms')} ms each (limit "
+            f"{PAUSE_EXPOSURE_LIMIT:.0%}): that share of its stamps could be more than "
+            f"{client.get('pause_bound_ms')} ms late, enough to move the p99 of the figures "
+            f"in client.spoils (longest loop stall {client.get('loop_stall_max_ms')} ms, "
+            f"longest garbage collection {gc.get('max_ms')} ms); use load.shards or a lower "
+            "level",
+        )
+    # Reading figures spoilt by lag (not by pauses alone, which have their reason above).
+    read_spoilt = any(figure in client.get("spoils", ()) for figure in SPOILED_BY_READING)
+    lagged = read_spoilt and (_read_late(client) or not paused)
+    sent = client_bound and any(f in client.get("spoils", ()) for f in SPOILED_BY_SENDING)
+    if lagged or (sent and not any(r["code"].endswith("_held") for r in reasons)):
         reason(
             "client_bound",
             "queue delay (less waits for a load.max_concurrency slot), read lag or event-loop "
@@ -717,11 +752,8 @@ def summarize(
         or rate_held is False
     )
     reading = reading or {}
-    read_late = any(
-        (value := reading.get(key)) is not None and float(value) > CLIENT_READ_LAG_P99_LIMIT_MS
-        for key in ("read_lag_p99_ms", "loop_lag_p99_ms")
-    )
-    client_bound = sent_late or read_late
+    read_late, paused = _read_late(reading), _paused(reading)
+    client_bound = sent_late or read_late or paused
 
     client = {
         "queue_delay_p99_ms": stats["queue_delay_ms"]["p99"],
@@ -734,7 +766,7 @@ def summarize(
         **reading,
         "spoils": [
             *(SPOILED_BY_SENDING if sent_late else ()),
-            *(SPOILED_BY_READING if read_late else ()),
+            *(SPOILED_BY_READING if read_late or paused else ()),
         ],
     }
     error_rate = (len(measured) - len(ok)) / len(measured) if measured else None

@@ -8,6 +8,7 @@ stamps are checked against those records and against each other, never against a
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from time import perf_counter_ns
 
@@ -31,7 +32,7 @@ from tests.workers.test_transport_servers import (
     raw_server,
 )
 from workers.loadgen import stream
-from workers.loadgen.health import BUCKET_NS, ClientHealth, LagHistogram
+from workers.loadgen.health import BUCKET_NS, ClientHealth, LagHistogram, merged
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.transport import READS, SLOT, load_client
 
@@ -305,3 +306,82 @@ async def test_stamps_follow_the_simulators_own_record_of_its_writes() -> None:
         assert rec.t_send * 1e-9 <= arrival  # the request was sent before it arrived
         assert all(c >= s for c, s in zip(client_s, server, strict=True))
         assert client_s == sorted(client_s)
+
+
+async def test_a_blocked_loop_is_seen_by_its_own_ticks_and_flags_the_level() -> None:
+    """The loop is blocked for 60 ms in a level of about 200 ms: the loop's own tick, due
+    during the block, runs at least 55 ms late (the block less one tick), that time counts
+    as paused, and the part of it beyond the 5 ms bound exposes far more than 1% of the
+    window, so a level with these figures is client-bound for its pauses."""
+    health = ClientHealth()
+    health.start()
+    await asyncio.sleep(0.06)
+    started = perf_counter_ns()
+    time.sleep(0.06)  # noqa: ASYNC251 - blocks the loop on purpose
+    blocked_ms = (perf_counter_ns() - started) / 1e6
+    await asyncio.sleep(0.08)
+    figures = await health.stop()
+    tick_ms = 2.0
+    assert figures["loop_stall_max_ms"] >= blocked_ms - tick_ms, figures
+    assert figures["paused_ms"] >= blocked_ms - tick_ms, figures
+    window_ms = 60 + blocked_ms + 80
+    assert figures["pause_exposure"] >= 0.9 * (blocked_ms - tick_ms - 5.0) / (window_ms * 1.5)
+    assert figures["pause_bound_ms"] == 5.0
+    # Requests sent and read on time by every other measure: only the pause flags the level.
+    timings = [_timing(k, k * 0.1, k * 0.1) for k in range(10)]
+    level = summarize(timings, reading=figures)
+    assert level.client_bound is True
+    assert level.client["spoils"] == list(SPOILED_BY_READING)
+    reasons = {r["code"]: r["detail"] for r in (level.adequacy or {})["reasons"]}
+    assert "client_paused" in reasons
+    assert f"longest loop stall {figures['loop_stall_max_ms']} ms" in reasons["client_paused"]
+    # The same level without the pause is not flagged (time.sleep let the probe thread run,
+    # so its loop lag saw this block too: a garbage collection would have held it).
+    calm = {**figures, "pause_exposure": 0.0, "loop_lag_p99_ms": 0.1}
+    assert summarize(timings, reading=calm).client_bound is False
+
+
+async def test_every_collection_is_timed_by_generation() -> None:
+    """A full collection over a big heap, forced on the loop mid-level: the collector's own
+    callbacks time it (as long as the call around it took, less the call itself), it counts
+    in generation 2, and the loop's ticks see the loop held for it."""
+    heap = [[k] for k in range(600_000)]  # many small containers for the collector to walk
+    health = ClientHealth()
+    health.start()
+    await asyncio.sleep(0.02)
+    before = health.pauses.gc_count[2]
+    started = perf_counter_ns()
+    gc.collect()
+    took_ms = (perf_counter_ns() - started) / 1e6
+    await asyncio.sleep(0.02)
+    figures = await health.stop()
+    del heap
+    collected = figures["gc"]
+    assert collected["collections"][2] >= before + 1
+    assert 0.9 * took_ms - 0.05 <= collected["max_ms"] <= took_ms + 0.05, (collected, took_ms)
+    assert sum(collected["paused_ms"]) >= collected["max_ms"]
+    if took_ms > 10.0:
+        assert figures["loop_stall_max_ms"] >= took_ms - 2.5, figures
+
+
+def test_shards_readings_merge_to_the_worst_of_any() -> None:
+    one = {
+        "loop_lag_p99_ms": 1.0,
+        "pause_exposure": 0.002,
+        "resent": 1,
+        "paused_ms": 3.0,
+        "gc": {"collections": [5, 1, 0], "paused_ms": [1.0, 0.5, 0.0], "max_ms": 0.4},
+    }
+    two = {
+        "loop_lag_p99_ms": 4.0,
+        "pause_exposure": 0.02,
+        "resent": 2,
+        "paused_ms": 1.0,
+        "gc": {"collections": [3, 0, 1], "paused_ms": [0.5, 0.0, 9.0], "max_ms": 9.0},
+    }
+    both = merged([one, None, two])
+    assert both is not None
+    assert (both["loop_lag_p99_ms"], both["pause_exposure"], both["paused_ms"]) == (4.0, 0.02, 3.0)
+    assert both["resent"] == 3
+    assert both["gc"] == {"collections": [8, 1, 1], "paused_ms": [1.5, 0.5, 9.0], "max_ms": 9.0}
+    assert merged([None, {}]) is None

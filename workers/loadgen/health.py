@@ -16,6 +16,22 @@ in the connection's queue. Three figures measure that, per level:
 - CPU: the process's CPU time over wall time in one-second windows (its peak), since one
   Python process cannot use more than one core.
 
+The probe thread cannot see a pause that holds the whole interpreter (a garbage collection
+holds the thread that would post the probe too), so pauses are also measured from inside
+(`PauseWatch`):
+
+- the loop's own ticks: a callback every TICK_S on the loop itself records how late it ran
+  against its due time (`loop_stall_*`): stamp to stamp on the loop, so whatever held the
+  loop (a collection, a slow callback, the operating system not scheduling the process)
+  shows as the gap;
+- the collector's own callbacks (`gc.callbacks`): every collection timed, by generation;
+- per level: the time the loop stood still (ticks later than STALL_MS, summed: `paused_ms`)
+  and the pause exposure: the share of the level's window during which a read's stamp could
+  be more than PAUSE_BOUND_MS late (the part of each pause beyond that bound, summed, over
+  the window). Events arrive through the whole window, so about that share of them could
+  have been stamped more than the bound late: above 1% a p99 figure can move by more than
+  the bound, and the level is client-bound (infercost.figures.metrics, `client_paused`).
+
 Lags are counted in a fixed histogram of 10 µs buckets up to 1 s: recording is an index and
 an increment, with no allocation on the hot path. A new level zeroes the histograms in place:
 bodies still being read hold them.
@@ -24,9 +40,11 @@ bodies still being read hold them.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from array import array
+from collections.abc import Mapping, Sequence
 from time import perf_counter_ns
 from typing import Any, Final
 
@@ -38,6 +56,13 @@ _BUCKETS: Final = 100_000
 #: The loop-lag sampler's period, and the CPU window.
 SAMPLE_S: Final = 0.005
 CPU_WINDOW_S: Final = 1.0
+#: The loop's own tick; a tick later than STALL_MS counts as time the loop stood still (the
+#: selector's timeout is whole milliseconds, so a tick up to about 1 ms late is the timer's).
+TICK_S: Final = 0.002
+STALL_MS: Final = 2.0
+#: A stamp later than this is spoilt; PAUSE_EXPOSURE_LIMIT of the window exposed to such
+#: lateness makes a level client-bound (infercost.figures.metrics.PAUSE_EXPOSURE_LIMIT).
+PAUSE_BOUND_MS: Final = 5.0
 
 
 class LagHistogram:
@@ -77,14 +102,134 @@ class LagHistogram:
         return round(min((index + 1) * BUCKET_NS, self.max_ns) / 1e6, 3)
 
 
+class PauseWatch:
+    """Pauses of this process over one level, measured from inside: the loop's own ticks and
+    every garbage collection (see the module docstring). `start` on the loop, `stop` after."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._forget()
+
+    def _forget(self) -> None:
+        self.stalls = LagHistogram()
+        self.stalled_ns = 0
+        self.tick_over_ns = 0
+        self.gc_count = [0, 0, 0]
+        self.gc_ns = [0, 0, 0]
+        self.gc_max_ns = 0
+        self.gc_over_ns = 0
+        self.started_ns = 0
+        self.stopped_ns = 0
+        self._due = 0
+        self._gc_started = 0
+
+    def start(self) -> None:
+        """Forget the last level; tick on the running loop and time every collection."""
+        self.stop()
+        self._forget()
+        self._loop = asyncio.get_running_loop()
+        self.started_ns = perf_counter_ns()
+        self._schedule(self.started_ns)
+        gc.callbacks.append(self._on_gc)
+
+    def stop(self) -> None:
+        """Stop ticking and timing collections (the level's figures stay)."""
+        self.stopped_ns = perf_counter_ns()
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+
+    def _schedule(self, now: int) -> None:
+        assert self._loop is not None
+        self._due = now + round(TICK_S * 1e9)
+        self._handle = self._loop.call_at(self._loop.time() + TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        now = perf_counter_ns()
+        late = now - self._due
+        self.stalls.record(late)
+        if late > STALL_MS * 1e6:
+            self.stalled_ns += late
+        bound = round(PAUSE_BOUND_MS * 1e6)
+        if late > bound:
+            self.tick_over_ns += late - bound
+        self._schedule(now)
+
+    def _on_gc(self, phase: str, info: Mapping[str, int]) -> None:
+        now = perf_counter_ns()
+        if phase == "start":
+            self._gc_started = now
+            return
+        took = now - self._gc_started
+        generation = min(2, info.get("generation", 2))
+        self.gc_count[generation] += 1
+        self.gc_ns[generation] += took
+        self.gc_max_ns = max(self.gc_max_ns, took)
+        bound = round(PAUSE_BOUND_MS * 1e6)
+        if took > bound:
+            self.gc_over_ns += took - bound
+
+    def figures(self) -> dict[str, Any]:
+        """loop_stall_p99/max_ms, paused_ms, gc (per generation), pause_bound_ms and
+        pause_exposure (see the module docstring); None where nothing was measured."""
+        end = self.stopped_ns or perf_counter_ns()
+        window = end - self.started_ns if self.started_ns else 0
+        stalls = self.stalls
+        over = max(self.tick_over_ns, self.gc_over_ns)
+        return {
+            "loop_stall_p99_ms": stalls.quantile_ms(0.99),
+            "loop_stall_max_ms": round(stalls.max_ns / 1e6, 3) if stalls.count else None,
+            "paused_ms": round(self.stalled_ns / 1e6, 3) if stalls.count else None,
+            "gc": {
+                "collections": list(self.gc_count),
+                "paused_ms": [round(ns / 1e6, 3) for ns in self.gc_ns],
+                "max_ms": round(self.gc_max_ns / 1e6, 3),
+            }
+            if self.started_ns
+            else None,
+            "pause_bound_ms": PAUSE_BOUND_MS,
+            "pause_exposure": round(over / window, 5) if window > 0 else None,
+        }
+
+
+def merged(readings: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """One level's reading figures from its shards' (one process each): the worst lag, stall,
+    CPU peak and pause exposure of any shard, re-sends and collections summed, the longest
+    pause and stalled time of any shard; None when no shard had any."""
+    present = [r for r in readings if r]
+    if not present:
+        return None
+    out: dict[str, Any] = {}
+    for key in {k for r in present for k in r}:
+        values = [r[key] for r in present if r.get(key) is not None]
+        if not values:
+            out[key] = None
+        elif key == "resent":
+            out[key] = sum(values)
+        elif key == "gc":
+            out[key] = {
+                "collections": [sum(v["collections"][g] for v in values) for g in range(3)],
+                "paused_ms": [round(sum(v["paused_ms"][g] for v in values), 3) for g in range(3)],
+                "max_ms": max(v["max_ms"] for v in values),
+            }
+        else:
+            out[key] = max(values)
+    return out
+
+
 class ClientHealth:
     """The reading side's figures of one process, per level: `start()` when the level
     starts (on the event loop), `await stop()` for its figures. The transport records read
-    lag and re-sends into it; `start()` starts the loop-lag and CPU sampler."""
+    lag and re-sends into it; `start()` starts the loop-lag and CPU sampler and the pause
+    watch."""
 
     def __init__(self) -> None:
         self.read_lag = LagHistogram()
         self.loop_lag = LagHistogram()
+        self.pauses = PauseWatch()
         # Requests sent again on a fresh connection after a kept-alive one turned out closed.
         self.resent = 0
         self.cpu_peak: float | None = None
@@ -101,8 +246,10 @@ class ClientHealth:
         self.cpu_peak = None
 
     def start(self) -> None:
-        """Reset, and sample the running loop's lag and the CPU until `stop`."""
+        """Reset, and sample the running loop's lag and the CPU, and watch for pauses, until
+        `stop`."""
         self.reset()
+        self.pauses.start()
         if self._thread is not None:
             return
         self._stop = stop = threading.Event()
@@ -116,6 +263,7 @@ class ClientHealth:
 
     async def stop(self) -> dict[str, Any]:
         """Stop sampling; the level's figures (see `figures`)."""
+        self.pauses.stop()
         thread, stop = self._thread, self._stop
         self._thread = self._stop = None
         if thread is not None and stop is not None:
@@ -125,8 +273,9 @@ class ClientHealth:
         return self.figures()
 
     def figures(self) -> dict[str, Any]:
-        """read_lag_p50/p99/max_ms, loop_lag_p50/p99/max_ms, cpu_util_peak, resent (the keys
-        of the run's `client` block that infercost.figures.metrics.summarize takes as `reading`)."""
+        """read_lag_p50/p99/max_ms, loop_lag_p50/p99/max_ms, cpu_util_peak, resent and the
+        pause watch's figures (the keys of the run's `client` block that
+        infercost.figures.metrics.summarize takes as `reading`)."""
         read, loop = self.read_lag, self.loop_lag
         return {
             "read_lag_p50_ms": read.quantile_ms(0.5),
@@ -137,6 +286,7 @@ class ClientHealth:
             "loop_lag_max_ms": round(loop.max_ns / 1e6, 3) if loop.count else None,
             "cpu_util_peak": None if self.cpu_peak is None else round(self.cpu_peak, 3),
             "resent": self.resent,
+            **self.pauses.figures(),
         }
 
     def _probe(self, posted_ns: int) -> None:

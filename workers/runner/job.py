@@ -186,6 +186,8 @@ class JobRunner:
                 )
                 timings, cpu_util = sharded.timings, sharded.cpu_util
                 driven, prompt_tokenizer = sharded.part.driven, sharded.part.prompt_tokenizer
+                # Every shard's reading health, merged (the worst of any shard).
+                reading = sharded.outcome.reading
             else:
                 sharded = None
                 driven, prompt_tokenizer = await self._run_here(
@@ -204,7 +206,6 @@ class JobRunner:
                 max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
                 slo=self.plan.slo,
                 client_cpu_util=cpu_util,
-                # A sharded level's reading health stays in its shards' processes (not merged).
                 reading=reading,
                 telemetry_interval_s=load.telemetry_interval_s
                 if self.endpoint.metrics_urls
@@ -429,6 +430,7 @@ class JobRunner:
                 error=error,
                 requests_done=len(timings),
                 cpu_util=cpu_util,
+                reading=driven.reading if driven is not None else None,
                 started_at=slot.started_at,
                 start_lag_ms=slot.lag_ms,
             ):

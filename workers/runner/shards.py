@@ -43,6 +43,7 @@ from infercost.shards.store import SHARD_DONE, RunShard, ShardRepository
 from workers.broker import make_celery
 from workers.lease import Lease
 from workers.loadgen.closed_loop import LevelPlan
+from workers.loadgen.health import merged
 from workers.loadgen.open_loop import RatePlan, wait_until
 from workers.loadgen.stream import RawRequest
 from workers.runtime import Runtime
@@ -238,23 +239,25 @@ class ShardSlot:
 
 @dataclass(frozen=True, slots=True)
 class Coordinated:
-    """A sharded level's outcome: its merged requests, client health per shard, and why it
-    failed (None when every shard finished)."""
+    """A sharded level's outcome: its merged requests, client health per shard and merged
+    (`reading`: the worst of any shard), and why it failed (None when every shard finished)."""
 
     timings: list[RequestTiming]
     cpu_util: float | None
     shards: list[dict[str, Any]]
     error: str | None
     cancelled: bool
+    reading: dict[str, Any] | None = None
 
 
 def _shard_health(
     rows: Sequence[RunShard], timings: Sequence[RequestTiming], count: int
 ) -> list[dict[str, Any]]:
     """Per shard: worker, requests, CPU, its first send against the earliest shard's, how
-    late it woke for the agreed instant (`start_lag_ms`), and how late it actually sent
-    against the level's schedule (`send_late_p50_ms`, `_p99_ms`, `_max_ms`: t_send - t_sched
-    over its requests)."""
+    late it woke for the agreed instant (`start_lag_ms`), how late it actually sent against
+    the level's schedule (`send_late_p50_ms`, `_p99_ms`, `_max_ms`: t_send - t_sched over its
+    requests), and how late it read (`loop_lag_p99_ms`, `loop_stall_max_ms`, `paused_ms`,
+    `pause_exposure`: its process's reading health, workers/loadgen/health.py)."""
     first: dict[int, float] = {}
     sent: dict[int, int] = {}
     late: dict[int, list[float]] = {}
@@ -280,6 +283,15 @@ def _shard_health(
                 "send_late_p50_ms": lateness["p50"],
                 "send_late_p99_ms": lateness["p99"],
                 "send_late_max_ms": lateness["max"],
+                **{
+                    key: (r.reading or {}).get(key)
+                    for key in (
+                        "loop_lag_p99_ms",
+                        "loop_stall_max_ms",
+                        "paused_ms",
+                        "pause_exposure",
+                    )
+                },
             }
         )
     return health
@@ -428,4 +440,5 @@ async def coordinate(
         _shard_health(rows, timings, count),
         None if cancelled else stop,
         cancelled,
+        merged([r.reading for r in rows]),
     )
