@@ -363,6 +363,11 @@ class CheckProbe(msgspec.Struct, omit_defaults=True):
     version: str | None = None
     evidence: list[str] | None = None
     urls: list[MetricsUrlCheck] | None = None
+    # streaming: the request fields the server refused (a job sends them too: set the
+    # endpoint's engine, or leave the field out), and the error class a job's request would
+    # have (METRICS.md) when the stream itself failed.
+    refused_fields: list[str] | None = None
+    error_class: str | None = None
 
 
 class EndpointCheck(msgspec.Struct):
