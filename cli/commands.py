@@ -33,6 +33,7 @@ from cli.watch import (
     summary_table,
     watch_job,
 )
+from infercost.jobs.plan import read_load
 from infercost.reports.data import level_label
 
 #: Exit codes of `submit --watch` beyond 0 (succeeded) and 1 (failed, or any error).
@@ -201,13 +202,15 @@ def submit(  # click passes every option by name
     )
 
 
-def _levels_text(load: Mapping[str, Any]) -> str:
-    mode = load.get("mode")
-    if mode == "sweep":
-        return f"sweep ({load.get('rate_levels')} rates)"
-    levels = [float(x) for x in load.get("levels") or []]
+def _levels_text(stored: Mapping[str, Any]) -> str:
+    load = read_load(stored)
+    if load is None:
+        return "?"
+    if load.mode == "sweep":
+        return f"sweep ({load.rate_levels} rates)"
+    levels = load.levels or []
     unit = " req/s"
-    if mode == "concurrency":
+    if load.mode == "concurrency":
         unit = " user" if levels == [1.0] else " users"
     return ", ".join(f"{x:g}" for x in levels) + unit
 

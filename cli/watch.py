@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.client import ApiClient
+from infercost.jobs.plan import read_load
 from infercost.reports.data import level_label
 from infercost.reports.numbers import fixed
 
@@ -128,14 +129,15 @@ class LevelView:
 def _planned_levels(job: Mapping[str, Any]) -> list[tuple[str, float | None]]:
     """(mode, level) of every level the job will run so far as known; a sweep's levels not
     yet chosen have level None."""
-    load = job.get("load") or {}
-    if load.get("mode") == "sweep":
+    load = read_load(job["load"])
+    if load is None:
+        return []
+    if load.mode == "sweep":
         sweep = job.get("sweep") or {}
         chosen = [(str(x["mode"]), float(x["level"])) for x in sweep.get("levels") or []]
         planned = int(sweep.get("planned_levels") or len(chosen))
         return chosen + [("sweep", None)] * max(0, planned - len(chosen))
-    mode = str(load.get("mode", "concurrency"))
-    return [(mode, float(x)) for x in load.get("levels") or []]
+    return [(load.mode, level) for level in load.levels or []]
 
 
 def level_views(job: Mapping[str, Any]) -> list[LevelView]:

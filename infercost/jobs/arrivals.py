@@ -7,8 +7,7 @@ against the process it claims to follow (tests/infercost/test_arrivals.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -16,9 +15,6 @@ Arrival = Literal["constant", "poisson", "gamma"]
 
 #: Arrival processes a rate level may ask for, in the order error messages list them.
 ARRIVALS: tuple[Arrival, ...] = ("constant", "poisson", "gamma")
-
-#: Requests per level when a load plan gives neither requests_per_level nor duration_s.
-DEFAULT_REQUESTS_PER_LEVEL = 100
 
 
 def _gaps(
@@ -83,26 +79,6 @@ def arrival_offsets(
         last = float(steps[-1])
     offsets = np.concatenate(parts)
     return offsets[: int(np.searchsorted(offsets, duration_s, side="left"))]
-
-
-def planned_requests(load: Mapping[str, Any], level: float) -> int:
-    """Requests one level of a stored load plan is expected to send, warm-up included.
-
-    Exact with `requests_per_level`; rate x duration_s for a rate level of fixed duration
-    (the worker replaces it with the schedule's own count when the level starts); 0 for a
-    concurrency level of fixed duration, whose count is known only when it ends. A burst
-    level is its own count: that many requests at once.
-    """
-    if load.get("mode") == "burst":
-        return int(level)
-    duration = load.get("duration_s")
-    if duration is None:
-        return int(load.get("requests_per_level") or DEFAULT_REQUESTS_PER_LEVEL) + int(
-            load.get("warmup_requests") or 0
-        )
-    if load.get("mode") == "rate":
-        return max(1, round(float(level) * float(duration)))
-    return 0
 
 
 def level_cap(mode: str, level_mode: str, max_concurrency: int | None) -> int | None:

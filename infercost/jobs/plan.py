@@ -1,28 +1,44 @@
-"""The job plan: what a worker runs, as a typed contract between the API and the workers.
+"""The job plan: what a job sends and how, one typed value from the API to every reader.
 
-The API validates a job and resolves every default once (api/domain/jobs/services.py,
-`JobService.plan`); the job row stores that resolved plan (the `workload`, `load` and `slo`
-JSONB columns, every key present). A worker decodes it with one `msgspec.convert` into the
-structs below (`decode_plan`) and reads typed fields: no default is invented between the
-API and the load generator, so none can drift from the API schema's.
+The API resolves a request into a `Plan` once (`resolve_plan`: the preset, every default), runs
+the cross-field rules on it (infercost/jobs/rules.py) and stores its encoding (`Plan.encode`:
+the job row's `workload`, `load` and `slo` JSONB columns, every key present). Everything that
+reads a stored plan (the worker, the queue estimate, reports, estimates, the CLI) decodes it
+here (`decode_plan`, `decode_load`, or `read_plan` where a row may hold none) and reads typed
+fields: defaults are filled in this module and nowhere else, and a plan's size is counted by
+one method (`LoadPlan.size`, over `LoadPlan.level_size`).
 
 The structs have no defaults of their own. Rows stored before a field existed lack its key;
-`decode_plan` fills those from `LEGACY_LOAD` and `LEGACY_WORKLOAD`, the values the API (and
-the worker of that time) applied then. A row the current API writes never needs them, which
-`decode_plan(..., strict=True)` (used by the API on every plan it stores) checks.
+`upgrade` (the one upgrade function, run by every decode) fills those from `LEGACY_LOAD` and
+`LEGACY_WORKLOAD`, the values the API (and the worker of that time) applied then. Those are
+history, not defaults: they never change when a default below does.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypedDict
 
 import msgspec
 
-from infercost.jobs.arrivals import DEFAULT_REQUESTS_PER_LEVEL, Arrival, planned_requests
+from infercost.jobs.arrivals import Arrival
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
+
+#: Requests per level when a plan gives neither requests_per_level nor duration_s.
+DEFAULT_REQUESTS_PER_LEVEL = 100
+#: Seconds per level when a sweep gives neither duration_s nor requests_per_level (as
+#: GuideLLM does): long enough for hundreds of requests at any but the slowest level, where a
+#: count would last a second at high load and support no percentile.
+DEFAULT_SWEEP_DURATION_S = 30.0
+#: Rate levels between a sweep's synchronous and throughput level when it does not say.
+DEFAULT_RATE_LEVELS = 5
+#: Users of a sweep's throughput level when it does not say (capped by the server's limit).
+DEFAULT_MAX_CONCURRENCY = 64
+#: A sweep level whose error rate is above this stops the sweep, when the plan does not say.
+DEFAULT_MAX_ERROR_RATE = 0.05
 
 
 class LengthSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,6 +53,15 @@ class LengthSpec(msgspec.Struct, frozen=True, kw_only=True):
     def as_mapping(self) -> dict[str, Any]:
         """The spec as draw_lengths takes it."""
         return msgspec.structs.asdict(self)
+
+    @property
+    def central(self) -> float | None:
+        """The typical length: the mean, else the midpoint of min and max (a uniform one)."""
+        if self.mean is not None:
+            return float(self.mean)
+        if self.min is not None and self.max is not None:
+            return (self.min + self.max) / 2
+        return None
 
 
 class SessionsSpec(msgspec.Struct, frozen=True):
@@ -68,10 +93,47 @@ class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     seed: int
 
 
+@dataclass(frozen=True, slots=True)
+class LevelSize:
+    """One level as its plan sizes it before it runs.
+
+    count: the requests its schedule holds, warm-up requests included (warm-up seconds not);
+    None for a concurrency level of a duration, whose count only its end tells.
+    scheduled_s: how long its schedule lasts, warm-up seconds not included; None where the
+    server's pace decides (a concurrency level of a count, a burst).
+    """
+
+    count: float | None
+    scheduled_s: float | None
+
+    @property
+    def planned(self) -> int:
+        """Requests progress counts for it until it starts: its count (at least one), 0 when
+        unknown. A rate level of a duration is replaced by its schedule's own count then."""
+        return 0 if self.count is None else max(1, round(self.count))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSize:
+    """What a whole plan asks for, as far as it can be known before it runs.
+
+    planned: requests progress counts before the job starts (its progress total).
+    requests: requests it is expected to send, warm-up (requests and seconds) included.
+    seconds: seconds the plan itself fixes, warm-up and cool-down included.
+    uncounted: levels left out of `seconds` (concurrency levels of a count, bursts: how long
+    they take depends on the server) or of `requests` (concurrency levels of a duration).
+    """
+
+    planned: int
+    requests: int
+    seconds: float
+    uncounted: int
+
+
 class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
     """The load plan (the job's `load` column), every field resolved: a sweep's rate_levels,
     max_concurrency and max_error_rate are set, and requests_per_level is set unless
-    duration_s is."""
+    duration_s is (or the mode is burst, whose levels are their own counts)."""
 
     mode: Mode
     levels: list[float] | None
@@ -89,18 +151,53 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
     max_error_rate: float | None
     shards: int
 
-    def planned(self, level: float, mode: Mode | None = None) -> int:
-        """Requests one level (in `mode`, default the plan's) is expected to send, warm-up
-        included (infercost.jobs.arrivals.planned_requests)."""
-        return planned_requests(
-            {
-                "mode": mode or self.mode,
-                "duration_s": self.duration_s,
-                "requests_per_level": self.requests_per_level,
-                "warmup_requests": self.warmup_requests,
-            },
-            level,
-        )
+    def level_size(self, level: float, mode: Mode | None = None) -> LevelSize:
+        """The size of one level of this plan measured in `mode` (default: the plan's; a
+        sweep measures its levels at concurrency and at rates)."""
+        mode = mode or self.mode
+        if mode == "burst":
+            # That many requests at once: how long they take depends on the server.
+            return LevelSize(count=level, scheduled_s=None)
+        if self.duration_s is not None:
+            count = level * self.duration_s if mode == "rate" else None
+            return LevelSize(count=count, scheduled_s=self.duration_s)
+        if self.requests_per_level is None:
+            raise ValueError("a plan of neither requests_per_level nor duration_s")
+        count = self.requests_per_level + self.warmup_requests
+        return LevelSize(count=count, scheduled_s=count / level if mode == "rate" else None)
+
+    def size(self) -> PlanSize:
+        """The size of the whole plan: its levels' sizes, warm-up and cool-down added."""
+        warmup_s = self.warmup_s or 0.0
+        if self.mode == "sweep":
+            if self.rate_levels is None:
+                raise ValueError("a sweep plan without rate_levels")
+            # Its rates are chosen as it runs: every level is sized as its synchronous one.
+            count = 2 + self.rate_levels
+            level = self.level_size(1.0, "concurrency")
+            if level.scheduled_s is None:
+                # Levels of a request count at rates yet unknown: the plan fixes none of its
+                # time (nor, so, its cool-downs': the queue estimate leaves it untold too).
+                return PlanSize(count * level.planned, count * level.planned, 0.0, count)
+            seconds = count * (level.scheduled_s + warmup_s + self.cooldown_s)
+            return PlanSize(0, 0, seconds, count)
+        planned = 0
+        requests = 0.0
+        seconds = 0.0
+        uncounted = 0
+        for value in self.levels or []:
+            level = self.level_size(value)
+            planned += level.planned
+            seconds += self.cooldown_s
+            if level.count is not None:
+                requests += level.count
+                if self.mode == "rate":
+                    requests += value * warmup_s
+            if level.scheduled_s is not None:
+                seconds += level.scheduled_s + warmup_s
+            if level.count is None or level.scheduled_s is None:
+                uncounted += 1
+        return PlanSize(planned, round(requests), seconds, uncounted)
 
     def for_duration(self, duration_s: float) -> LoadPlan:
         """The same plan with levels that last `duration_s` whatever their count."""
@@ -111,12 +208,99 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
 SloPlan = dict[str, dict[str, float]]
 
 
+class StoredPlan(TypedDict):
+    """A plan as a job row (or a schedule's template) stores it: three JSON objects."""
+
+    workload: dict[str, Any]
+    load: dict[str, Any]
+    slo: dict[str, Any] | None
+
+
 class Plan(msgspec.Struct, frozen=True):
-    """A job's resolved plan as a worker runs it."""
+    """A job's resolved plan."""
 
     workload: WorkloadPlan
     load: LoadPlan
     slo: SloPlan | None
+
+    def encode(self, *, seed: bool = True) -> StoredPlan:
+        """The plan as its row stores it. Whole-number levels are stored as integers. Without
+        `seed` the workload's seed is stored as null: a schedule's template, of which each
+        job draws its own (`seeded`)."""
+        workload: dict[str, Any] = msgspec.to_builtins(self.workload)
+        if not seed:
+            workload["seed"] = None
+        load: dict[str, Any] = msgspec.to_builtins(self.load)
+        if self.load.levels is not None:
+            load["levels"] = [int(x) if x.is_integer() else x for x in self.load.levels]
+        slo = None if self.slo is None else msgspec.to_builtins(self.slo)
+        return StoredPlan(workload=workload, load=load, slo=slo)
+
+
+def resolve_load(request: Mapping[str, Any], *, max_concurrency: int) -> LoadPlan:
+    """A request's load plan (every field of the API's schema, as JSON values) with the
+    defaults that depend on its mode filled in: the arrival process (constant for a sweep and
+    a burst, whose requests are all due at 0; poisson otherwise), a sweep's rate levels,
+    users (at most `max_concurrency`, the server's limit), error rate and level duration,
+    and requests_per_level when neither a count nor a duration is given."""
+    load = dict(request)
+    mode = load["mode"]
+    if load["arrival"] is None:
+        load["arrival"] = "constant" if mode in ("sweep", "burst") else "poisson"
+    neither = load["requests_per_level"] is None and load["duration_s"] is None
+    if mode == "sweep":
+        if load["rate_levels"] is None:
+            load["rate_levels"] = DEFAULT_RATE_LEVELS
+        if load["max_concurrency"] is None:
+            load["max_concurrency"] = min(DEFAULT_MAX_CONCURRENCY, max_concurrency)
+        if load["max_error_rate"] is None:
+            load["max_error_rate"] = DEFAULT_MAX_ERROR_RATE
+        if neither:
+            load["duration_s"] = DEFAULT_SWEEP_DURATION_S
+    elif mode != "burst" and neither:
+        load["requests_per_level"] = DEFAULT_REQUESTS_PER_LEVEL
+    return msgspec.convert(load, LoadPlan)
+
+
+class Preset(Protocol):
+    """What a plan takes from the workload preset it names (infercost.planning.presets)."""
+
+    @property
+    def input_tokens(self) -> Mapping[str, int]: ...
+    @property
+    def output_tokens(self) -> Mapping[str, int]: ...
+    def default_slo(self) -> dict[str, dict[str, float]]: ...
+
+
+def resolve_plan(
+    workload: Mapping[str, Any],
+    load: Mapping[str, Any],
+    slo: Mapping[str, Any] | None,
+    *,
+    preset: Preset | None,
+    max_concurrency: int,
+    seed: int,
+) -> Plan:
+    """A job request's plan (its three parts as JSON values, every field of the API's
+    schemas present) with every default resolved: the lengths of `preset` (the one the
+    workload names) where the workload gives none (input lengths only for synthetic
+    prompts) and its SLO where the job gives none, `seed` where the workload names none,
+    and the load plan's (`resolve_load`)."""
+    resolved = dict(workload)
+    if preset is not None:
+        if resolved["dataset_id"] is None and resolved["input_tokens"] is None:
+            resolved["input_tokens"] = dict(preset.input_tokens)
+        if resolved["output_tokens"] is None:
+            resolved["output_tokens"] = dict(preset.output_tokens)
+        if slo is None:
+            slo = preset.default_slo()
+    if resolved["seed"] is None:
+        resolved["seed"] = seed
+    return Plan(
+        workload=msgspec.convert(resolved, WorkloadPlan),
+        load=resolve_load(load, max_concurrency=max_concurrency),
+        slo=None if slo is None else msgspec.convert(slo, SloPlan),
+    )
 
 
 #: Values for load keys a row stored before the key existed lacks: what the API applied
@@ -161,21 +345,57 @@ def _filled(stored: Mapping[str, Any], legacy: Mapping[str, Any]) -> dict[str, A
     return filled
 
 
+def upgrade(
+    workload: Mapping[str, Any], load: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A stored workload and load plan in the current shape: keys that older rows lack (or
+    hold null) take the values applied when those rows were written (LEGACY_WORKLOAD,
+    LEGACY_LOAD), and a plan that gave neither requests_per_level nor duration_s gets the
+    count the API counted its progress with. A row the current API wrote comes back as is."""
+    upgraded = _filled(load, LEGACY_LOAD)
+    neither = upgraded["requests_per_level"] is None and upgraded["duration_s"] is None
+    if neither and upgraded.get("mode") != "burst":
+        upgraded["requests_per_level"] = DEFAULT_REQUESTS_PER_LEVEL
+    return _filled(workload, LEGACY_WORKLOAD), upgraded
+
+
 def decode_plan(
-    workload: Mapping[str, Any],
-    load: Mapping[str, Any],
-    slo: Mapping[str, Any] | None,
-    *,
-    strict: bool = False,
+    workload: Mapping[str, Any], load: Mapping[str, Any], slo: Mapping[str, Any] | None
 ) -> Plan:
-    """A stored job's plan, typed. With `strict` (the API checking what it is about to store)
-    every key must be there; otherwise a row stored before a key existed gets the value
-    applied then (LEGACY_LOAD, LEGACY_WORKLOAD). msgspec.ValidationError when it does not fit."""
-    if not strict:
-        workload = _filled(workload, LEGACY_WORKLOAD)
-        filled = _filled(load, LEGACY_LOAD)
-        if filled["requests_per_level"] is None and filled["duration_s"] is None:
-            # Neither given: the count the API counted the job's progress with.
-            filled["requests_per_level"] = DEFAULT_REQUESTS_PER_LEVEL
-        load = filled
+    """A stored job's plan, typed, whatever version of the API stored it (`upgrade`).
+    msgspec.ValidationError when it does not fit."""
+    workload, load = upgrade(workload, load)
     return msgspec.convert({"workload": workload, "load": load, "slo": slo}, Plan)
+
+
+def decode_load(load: Mapping[str, Any]) -> LoadPlan:
+    """A stored load plan alone, typed (as `decode_plan`): for readers that need no more,
+    such as the queue estimate and the CLI's job listing."""
+    return msgspec.convert(upgrade({}, load)[1], LoadPlan)
+
+
+def read_plan(
+    workload: Mapping[str, Any], load: Mapping[str, Any], slo: Mapping[str, Any] | None
+) -> Plan | None:
+    """A stored plan for reading (reports, estimates, a job's read): None where the row holds
+    none that decodes, which only a row written outside the API can. A worker decodes with
+    `decode_plan` and fails such a job with its error."""
+    try:
+        return decode_plan(workload, load, slo)
+    except msgspec.ValidationError:
+        return None
+
+
+def read_load(load: Mapping[str, Any]) -> LoadPlan | None:
+    """`decode_load`, or None where the stored load plan does not decode (see read_plan)."""
+    try:
+        return decode_load(load)
+    except msgspec.ValidationError:
+        return None
+
+
+def seeded(workload: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """A stored workload with `seed` where it holds none: a schedule's template (its plan
+    encoded without a seed) made into one job's, so each job draws prompts of its own."""
+    given = workload.get("seed")
+    return {**workload, "seed": seed if given is None else given}

@@ -16,37 +16,9 @@ from infercost.figures.metrics import percentile_columns
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.teams.scope import owned_by, readable, unscoped
 
-#: Column order of the COPY into request_samples; rows from `sample_row` follow it.
-SAMPLE_COLUMNS = (
-    "run_id",
-    "seq",
-    "warmup",
-    "t_sched",
-    "t_send",
-    "ttfb_ms",
-    "ttft_ms",
-    "tpot_ms",
-    "e2e_ms",
-    "n_in",
-    "n_out",
-    "count_source",
-    "status",
-    "error_class",
-    "error",
-    "chunk_times_ms",
-    "ttfo_ms",
-    "chunk_tokens",
-    "n_in_target",
-    "prompt_length",
-    "cached_tokens",
-    "server_source",
-    "server_prefill_ms",
-    "server_tpot_ms",
-    "server_queue_ms",
-    "server_n_out",
-    "server_n_prefilled",
-    "cap_wait_ms",
-)
+#: Column order of the COPY into request_samples: the table's own (infercost/jobs/models.py);
+#: rows from infercost.jobs.samples.sample_rows follow it.
+SAMPLE_COLUMNS: tuple[str, ...] = tuple(column.name for column in RequestSample.__table__.columns)
 
 
 class JobRepository:

@@ -7,13 +7,13 @@ spaced strictly between the two levels' measured requests/s (open loop, the job'
 level's error rate is above `load.max_error_rate`. The worker drives the levels
 (workers/runner/sweep.py); everything it decides is decided here, so it can be tested alone.
 
-Levels last `load.duration_s` (DEFAULT_SWEEP_DURATION_S unless the plan gives a duration or a
-request count): a count that lasts one second at high load supports no percentile. A level
-whose adequacy verdict (infercost.figures.metrics.adequacy_block) says it was too short or had too
-few requests is measured again once, longer (lengthened_duration); two rate levels in a row
-that the client could not drive (client-bound, rate or concurrency not held) stop the sweep
-as `inadequate`, since higher rates would be worse; and a sweep with any level still
-inadequate at its end stops as `inadequate`, never `completed`.
+Levels last `load.duration_s` (infercost.jobs.plan.DEFAULT_SWEEP_DURATION_S unless the plan
+gives a duration or a request count): a count that lasts one second at high load supports no
+percentile. A level whose adequacy verdict (infercost.figures.metrics.adequacy_block) says it
+was too short or had too few requests is measured again once, longer (lengthened_duration);
+two rate levels in a row that the client could not drive (client-bound, rate or concurrency
+not held) stop the sweep as `inadequate`, since higher rates would be worse; and a sweep with
+any level still inadequate at its end stops as `inadequate`, never `completed`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from infercost.figures.metrics import (
     ADEQUATE_MIN_REQUESTS,
     ADEQUATE_MIN_TELEMETRY_INTERVALS,
 )
-from infercost.jobs.arrivals import planned_requests
 
 SweepKind = Literal["synchronous", "throughput", "rate"]
 StopReason = Literal[
@@ -40,17 +39,8 @@ StopReason = Literal[
     "failed",
 ]
 
-#: Rate levels between the synchronous and the throughput level when a plan does not say.
-DEFAULT_RATE_LEVELS = 5
-#: Users of the throughput level when a plan does not say (capped by the server's limit).
-DEFAULT_MAX_CONCURRENCY = 64
-#: A level whose error rate is above this stops the sweep, when a plan does not say.
-DEFAULT_MAX_ERROR_RATE = 0.05
 #: Levels one job may measure (as for a plan that lists its levels).
 MAX_LEVELS = 64
-#: Seconds per level when a sweep plan gives neither duration_s nor requests_per_level (as
-#: GuideLLM does): long enough for hundreds of requests at any but the slowest level.
-DEFAULT_SWEEP_DURATION_S = 30.0
 #: Adequacy reasons that a longer level cures ...
 LENGTHENABLE = frozenset({"few_requests", "short"})
 #: ... and those that mean the client, not the server, set the pace: a longer or higher level
@@ -76,15 +66,6 @@ def sweep_rates(sync_rps: float, throughput_rps: float, count: int) -> list[floa
     rates = [sync_rps + i * step for i in range(1, count + 1)]
     # Floating point never puts a rate on (or past) an end, however close the two are.
     return [r for r in rates if sync_rps < r < throughput_rps]
-
-
-def sweep_planned_requests(load: Mapping[str, Any]) -> int:
-    """Requests a stored sweep plan is expected to send before it starts, warm-up included:
-    2 + rate_levels levels of requests_per_level each; 0 for levels of fixed duration,
-    whose counts are known only once their rates are chosen (or, at concurrency, once they
-    end)."""
-    per_level = planned_requests({**load, "mode": "concurrency"}, 1)
-    return (2 + int(load["rate_levels"])) * per_level
 
 
 @dataclass(frozen=True, slots=True)

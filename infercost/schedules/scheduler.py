@@ -30,6 +30,7 @@ from infercost.errors import Conflict
 from infercost.jobs import outbox
 from infercost.jobs.active import ACTIVE, count_active_locked
 from infercost.jobs.models import Job, Run
+from infercost.jobs.plan import seeded
 from infercost.jobs.tasks import RUN_JOB_TASK
 from infercost.schedules.alerts import judge, verdicts_settled
 from infercost.schedules.models import Schedule, ScheduleRun
@@ -76,20 +77,16 @@ def job_values(schedule: Schedule, slot: datetime) -> dict[str, Any]:
     """The job row a slot submits: the stored template, a fresh seed unless the template
     fixed one (identical prompts would let a prefix cache answer), and a key per slot."""
     template = schedule.template
-    workload = dict(template["workload"])
-    if workload.get("seed") is None:
-        workload["seed"] = secrets.randbits(32)
     return {
         "team_id": schedule.team_id,
         "endpoint_id": schedule.endpoint_id,
         "status": "queued",
-        "workload": workload,
+        # The plan as the API resolved and stored it (infercost/jobs/plan.py).
+        "workload": seeded(template["workload"], secrets.randbits(32)),
         "load": template["load"],
-        "slo": template.get("slo"),
+        "slo": template["slo"],
         "idempotency_key": f"schedule:{schedule.id}:{slot.isoformat()}",
-        "dataset_id": None
-        if template.get("dataset_id") is None
-        else uuid.UUID(template["dataset_id"]),
+        "dataset_id": None if template["dataset_id"] is None else uuid.UUID(template["dataset_id"]),
         "workload_fingerprint": template.get("workload_fingerprint"),
         "progress_total": template["progress_total"],
         "schedule_id": schedule.id,

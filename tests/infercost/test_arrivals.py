@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infercost.jobs.arrivals import Arrival, arrival_offsets, planned_requests
+from infercost.jobs.arrivals import Arrival, arrival_offsets
 
 N = 20_000
 RATE = 8.0
@@ -135,14 +135,3 @@ def test_same_seed_same_schedule_other_seed_other_schedule() -> None:
 def test_bad_arguments_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"count|burstiness"):
         arrival_offsets(1.0, "gamma", np.random.default_rng(0), **kwargs)
-
-
-def test_planned_requests() -> None:
-    assert planned_requests({"mode": "concurrency", "requests_per_level": 50}, 4) == 50
-    assert (
-        planned_requests({"mode": "rate", "requests_per_level": 50, "warmup_requests": 5}, 2) == 55
-    )
-    assert planned_requests({"mode": "rate"}, 2) == 100
-    assert planned_requests({"mode": "rate", "duration_s": 3.0}, 10) == 30
-    assert planned_requests({"mode": "rate", "duration_s": 0.1}, 1) == 1
-    assert planned_requests({"mode": "concurrency", "duration_s": 3.0}, 10) == 0

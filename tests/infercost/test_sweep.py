@@ -17,7 +17,6 @@ from infercost.jobs.sweep import (
     lengthened_duration,
     level_why,
     stop_after,
-    sweep_planned_requests,
     sweep_rates,
 )
 
@@ -109,14 +108,6 @@ def test_the_error_rate_is_checked_before_the_slo() -> None:
     stop = stop_after([_sync(), _throughput(), *_rates(False, False, error_rate=0.3)], 0.05)
     assert stop is not None
     assert stop.reason == "error_rate"
-
-
-def test_planned_requests() -> None:
-    load = {"mode": "sweep", "rate_levels": 3, "requests_per_level": 20, "warmup_requests": 2}
-    assert sweep_planned_requests(load) == 5 * 22
-    # Levels of fixed duration are counted as their rates become known.
-    load = {"mode": "sweep", "rate_levels": 3, "duration_s": 10, "requests_per_level": None}
-    assert sweep_planned_requests(load) == 0
 
 
 def test_why() -> None:

@@ -135,7 +135,7 @@ class JobRunner:
         if load.levels is None:
             raise ValueError(f"a {load.mode} plan without levels")
         levels = load.levels
-        planned = [load.planned(level) for level in levels]
+        planned = [load.level_size(level).planned for level in levels]
         for index, level in enumerate(levels):
             measured = await self.measure_level(
                 index, level, planned_after=sum(planned[index + 1 :])
@@ -318,7 +318,7 @@ class JobRunner:
         their samples; progress counts every shard's requests."""
         progress = self.progress
         progress.in_level = 0
-        progress.level_planned = planned = load.planned(level, mode)
+        progress.level_planned = planned = load.level_size(level, mode).planned
         own: list[ShardSlot] = []
         part = ShardPart(None, None)
 

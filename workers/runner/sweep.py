@@ -95,7 +95,7 @@ class _Sweep:
 
     def planned(self, mode: Mode, level: float) -> int:
         """Requests a level of this plan is expected to send (0: known only as it runs)."""
-        return self.load.planned(level, mode)
+        return self.load.level_size(level, mode).planned
 
     async def save(self, *, final_progress: bool = False) -> None:
         """Write the sweep block; with final_progress, also progress done == total."""

@@ -9,12 +9,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.datasets.schemas import DatasetRead
-from api.domain.plans.schemas import Workload
 from api.rows import from_row
 from infercost.datasets.models import Dataset
 from infercost.datasets.parse import DatasetError, parse_dataset
 from infercost.datasets.repository import DatasetRepository
 from infercost.errors import InfercostError, InvalidInput, NotFound
+from infercost.jobs.plan import WorkloadPlan
 
 
 class TooLarge(InfercostError):
@@ -105,7 +105,7 @@ class DatasetService:
 
 
 async def workload_dataset(
-    session: AsyncSession, team_id: uuid.UUID, workload: Workload, endpoint_api: str
+    session: AsyncSession, team_id: uuid.UUID, workload: WorkloadPlan, endpoint_api: str
 ) -> Dataset | None:
     """The dataset a job's workload replays (None for synthetic prompts), after checking
     that the workload and the endpoint can use it; InvalidInput says what to change."""

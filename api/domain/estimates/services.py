@@ -44,6 +44,7 @@ from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.models import Hardware as HardwareRow
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job, Run
+from infercost.jobs.plan import read_load, read_plan
 from infercost.jobs.repository import JobRepository
 from infercost.planning.capacity import Capacity
 from infercost.planning.estimate import (
@@ -67,15 +68,14 @@ from infercost.planning.roofline import ModelFacts, roofline_bounds
 SIMILAR_WORKLOAD = 0.8
 
 
-def _mean(spec: Mapping[str, Any] | None) -> float | None:
-    """The mean of a stored length distribution (the midpoint for a uniform one)."""
-    if not spec:
-        return None
-    if spec.get("mean") is not None:
-        return float(spec["mean"])
-    if spec.get("min") is not None and spec.get("max") is not None:
-        return (float(spec["min"]) + float(spec["max"])) / 2
-    return None
+def _stated_lengths(job: Job) -> tuple[float | None, float | None]:
+    """The typical prompt and output length a job's workload states (infercost.jobs.plan:
+    the mean, or a uniform distribution's midpoint); None where it states none."""
+    plan = read_plan(job.workload, job.load, job.slo)
+    if plan is None:
+        return None, None
+    given, out = plan.workload.input_tokens, plan.workload.output_tokens
+    return (None if given is None else given.central), (None if out is None else out.central)
 
 
 def _measured_lengths(runs: Sequence[Run]) -> tuple[float | None, float | None]:
@@ -93,8 +93,7 @@ def similarity(job: Job, traffic: Traffic, runs: Sequence[Run] = ()) -> float | 
     """How alike a job's token lengths and the traffic's are: the smaller of the two
     ratios (shorter over longer) of mean prompt and mean output length, 1 = the same. The
     job's stated lengths, else what its runs measured; None when neither is known."""
-    job_in = _mean(job.workload.get("input_tokens"))
-    job_out = _mean(job.workload.get("output_tokens"))
+    job_in, job_out = _stated_lengths(job)
     if job_in is None or job_out is None:
         job_in, job_out = _measured_lengths(runs)
     if job_in is None or job_out is None:
@@ -168,8 +167,8 @@ def _resolve_traffic(
 ) -> tuple[Traffic, list[str]]:
     """The traffic to plan for, and the assumptions made where the request said nothing."""
     given = data.traffic
-    input_tokens = given.input_tokens or (_mean(preset.input_tokens) if preset else None)
-    output_tokens = given.output_tokens or (_mean(preset.output_tokens) if preset else None)
+    input_tokens = given.input_tokens or (float(preset.input_tokens["mean"]) if preset else None)
+    output_tokens = given.output_tokens or (float(preset.output_tokens["mean"]) if preset else None)
     if input_tokens is None or output_tokens is None:
         missing = "traffic.input_tokens" if input_tokens is None else "traffic.output_tokens"
         raise InvalidInput(
@@ -249,7 +248,8 @@ class EstimateService:
         found: list[Measured] = []
         skipped: list[SkippedLevel] = []
         for job in jobs:
-            sweep = job.load.get("mode") == "sweep"
+            load = read_load(job.load)
+            sweep = load is not None and load.mode == "sweep"
             runs_of_job = by_job.get(job.id, [])
             evidence: CapacityEvidence = capacity_of(runs_of_job, slo, sweep=sweep)
             skipped += evidence.skipped
@@ -546,8 +546,7 @@ def _mismatch_reason(measured: Measured, traffic: Traffic) -> str:
     """Why evidence from another workload gives no figures, and the two ways on."""
     job = measured.job
     lengths = ""
-    job_in = _mean(job.workload.get("input_tokens"))
-    job_out = _mean(job.workload.get("output_tokens"))
+    job_in, job_out = _stated_lengths(job)
     if job_in is not None and job_out is not None:
         lengths = (
             f" ({job_in:g} in / {job_out:g} out against this traffic's "

@@ -27,6 +27,7 @@ from api.domain.runs.definitions import (
 )
 from api.domain.runs.schemas import RunSummary, SamplePage
 from api.schemas import Limit, Offset, Page, PathId
+from infercost.jobs.rules import ServerLimits
 
 IdempotencyKey = Annotated[
     str | None,
@@ -52,7 +53,9 @@ def provide_job_service(
     db_session: DbSession, caller: CurrentCaller, state: State, settings: AppSettings
 ) -> JobService:
     """The service for the caller's team."""
-    return JobService(db_session, caller.team_id, state.task_queue, settings.max_concurrency)
+    return JobService(
+        db_session, caller.team_id, state.task_queue, ServerLimits.from_settings(settings)
+    )
 
 
 def provide_job_limits(
@@ -83,7 +86,6 @@ class JobController(Controller):
         """Queue a job; poll GET /v1/jobs/{id} for progress. A repeated Idempotency-Key
         returns the job it first created (200) instead of creating another. A plan over the
         server's caps answers 422; a team at its cap of queued and running jobs, 409."""
-        job_limits.check_plan(data.load)
         job, created = await jobs.submit(data, idempotency_key)
         if created:
             # After the insert, under a per-team lock: the count includes this job.

@@ -28,13 +28,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import msgspec
-
-from api.domain.jobs.limits import plan_size
 from api.domain.jobs.schemas import QueueEstimate
-from api.domain.plans.schemas import Load
-from infercost.jobs.arrivals import DEFAULT_REQUESTS_PER_LEVEL
 from infercost.jobs.models import Job
+from infercost.jobs.plan import LoadPlan, read_load
 from infercost.jobs.repository import JobRepository
 
 #: A running job's own pace is trusted from this many finished requests on.
@@ -65,33 +61,31 @@ class ActiveJob:
 
 def planned_seconds(load: Mapping[str, Any], pace: Pace | None) -> float | None:
     """Seconds the whole plan should take, or None when neither the plan nor a pace says."""
-    try:
-        plan = msgspec.convert(load, Load)
-    except msgspec.ValidationError:
+    plan = read_load(load)
+    if plan is None:
         return None
-    size = plan_size(plan)
+    try:
+        size = plan.size()
+    except (ValueError, ArithmeticError):  # a plan no version of the API stored
+        return None
     if plan.mode == "sweep":
         # A sweep of request counts runs levels whose rates only the sweep chooses.
-        counted = plan.duration_s is None and plan.requests_per_level is not None
-        return None if counted else size.seconds
+        return None if plan.duration_s is None else size.seconds
     if plan.mode == "rate" or plan.duration_s is not None:
         return size.seconds + _waits_for_cap(plan, pace)
     if pace is None:
         return None
-    if plan.mode == "burst":
-        # N requests at once, at most max_concurrency of them in flight: about as long as N
-        # requests at that concurrency.
-        served = sum(
-            level * pace.seconds_per_request / min(level, plan.max_concurrency or level)
-            for level in plan.levels or []
-        )
-        return size.seconds + served
-    per_level = (plan.requests_per_level or DEFAULT_REQUESTS_PER_LEVEL) + plan.warmup_requests
-    served = sum(per_level * pace.seconds_per_request / level for level in plan.levels or [])
+    served = 0.0
+    for level in plan.levels or []:
+        count = plan.level_size(level).count or 0.0
+        # A burst's N requests at once, at most max_concurrency of them in flight, take
+        # about as long as N requests at that concurrency; a concurrency level's, at its own.
+        at_once = min(level, plan.max_concurrency or level) if plan.mode == "burst" else level
+        served += count * pace.seconds_per_request / at_once
     return size.seconds + served
 
 
-def _waits_for_cap(plan: Load, pace: Pace | None) -> float:
+def _waits_for_cap(plan: LoadPlan, pace: Pace | None) -> float:
     """How much longer a capped rate plan runs than its schedule: requests beyond the cap
     wait for a slot, so a level lasts at least as long as its requests take at the cap's
     concurrency. 0 without a cap (or a pace to tell)."""
@@ -100,11 +94,8 @@ def _waits_for_cap(plan: Load, pace: Pace | None) -> float:
         return 0.0
     longer = 0.0
     for rate in plan.levels or []:
-        if plan.duration_s is not None:
-            count, scheduled = rate * plan.duration_s, plan.duration_s
-        else:
-            count = (plan.requests_per_level or DEFAULT_REQUESTS_PER_LEVEL) + plan.warmup_requests
-            scheduled = count / rate
+        level = plan.level_size(rate)
+        count, scheduled = level.count or 0.0, level.scheduled_s or 0.0
         longer += max(0.0, count * pace.seconds_per_request / cap - scheduled)
     return longer
 
@@ -190,8 +181,8 @@ def estimate(job: ActiveJob, active: Sequence[ActiveJob], now: datetime) -> Queu
 
 def _unknown(job: ActiveJob) -> str:
     """Why a job's length cannot be told."""
-    mode = job.load.get("mode")
-    if mode == "sweep":
+    plan = read_load(job.load)
+    if plan is not None and plan.mode == "sweep":
         return "a sweep of request counts chooses its levels as it goes"
     return (
         "its concurrency levels run until their requests are done, and the endpoint has no "

@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 from api.domain.jobs.schemas import JobRead
 from api.domain.jobs.services import JobService
@@ -17,6 +16,7 @@ from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job
+from infercost.jobs.plan import LengthSpec, LoadPlan, SloPlan, WorkloadPlan, read_plan
 from infercost.reports.charts import CHART_NAMES
 from infercost.reports.data import (
     ComparisonReport,
@@ -34,6 +34,8 @@ from infercost.reports.repository import MeasuredOn, ReportRepository
 MIN_COMPARED, MAX_COMPARED = 2, 8
 _SLO_ORDER = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 _STAT_ORDER = ("mean", "p50", "p90", "p95", "p99", "p999", "max")
+#: What a report says of a plan its row holds in no shape the API ever stored.
+UNREADABLE = "not readable (the job's stored plan is in no shape infercost writes)"
 
 
 def chart_name(file_name: str) -> str:
@@ -91,18 +93,17 @@ def level_figures(run: RunSummary) -> LevelFigures:
     )
 
 
-def _lengths(spec: dict[str, Any] | None) -> str:
+def _lengths(spec: LengthSpec | None) -> str:
     """A length distribution as a reader says it: '512 (std 64)', 'uniform 100-900'."""
-    if not spec:
+    if spec is None:
         return "not set"
-    kind = spec.get("distribution", "normal")
-    low, high = spec.get("min"), spec.get("max")
-    if kind == "uniform":
+    low, high = spec.min, spec.max
+    if spec.distribution == "uniform":
         return f"uniform {low}\u2013{high}"
-    text = f"{spec.get('mean', 0):g}"
-    if spec.get("std"):
-        text += f" (std {spec['std']:g})"
-    if kind == "lognormal":
+    text = f"{0 if spec.mean is None else spec.mean:g}"
+    if spec.std:
+        text += f" (std {spec.std:g})"
+    if spec.distribution == "lognormal":
         text = f"lognormal, mean {text}"
     if low is not None or high is not None:
         upper = "\u221e" if high is None else str(high)
@@ -110,62 +111,64 @@ def _lengths(spec: dict[str, Any] | None) -> str:
     return text
 
 
-def workload_text(workload: dict[str, Any]) -> str:
+def workload_text(workload: WorkloadPlan) -> str:
     """The workload in one line: lengths (or dataset), sessions, preset."""
     parts = []
-    if workload.get("dataset_id"):
-        parts.append(f"dataset {workload['dataset_id']}")
+    if workload.dataset_id is not None:
+        parts.append(f"dataset {workload.dataset_id}")
     else:
-        parts.append(f"input {_lengths(workload.get('input_tokens'))} tokens")
-    parts.append(f"output {_lengths(workload.get('output_tokens'))} tokens")
-    sessions = workload.get("sessions")
-    if sessions:
+        parts.append(f"input {_lengths(workload.input_tokens)} tokens")
+    parts.append(f"output {_lengths(workload.output_tokens)} tokens")
+    sessions = workload.sessions
+    if sessions is not None:
         parts.append(
-            f"multi-turn, {sessions.get('turns')} turns, shared system prompt of "
-            f"{sessions.get('system_prompt_tokens', 0)} tokens"
+            f"multi-turn, {sessions.turns} turns, shared system prompt of "
+            f"{sessions.system_prompt_tokens} tokens"
         )
-    if workload.get("preset"):
-        parts.append(f"preset {workload['preset']}")
+    if workload.preset:
+        parts.append(f"preset {workload.preset}")
     return "; ".join(parts)
 
 
-def load_text(load: dict[str, Any]) -> str:
+def load_text(load: LoadPlan) -> str:
     """The load plan in one line: mode, levels, requests or seconds per level, warm-up."""
-    mode = load.get("mode")
-    levels = ", ".join(f"{x:g}" for x in load.get("levels") or [])
-    if mode == "concurrency":
+    levels = ", ".join(f"{x:g}" for x in load.levels or [])
+    if load.mode == "concurrency":
         text = f"closed loop at {levels} users"
-    elif mode == "rate":
-        text = f"open loop ({load.get('arrival') or 'poisson'} arrivals) at {levels} requests/s"
-    elif mode == "sweep":
+    elif load.mode == "rate":
+        text = f"open loop ({load.arrival} arrivals) at {levels} requests/s"
+    elif load.mode == "sweep":
         text = (
-            f"sweep: 1 user, then {load.get('max_concurrency')} users, then "
-            f"{load.get('rate_levels')} request rates between them"
+            f"sweep: 1 user, then {load.max_concurrency} users, then "
+            f"{load.rate_levels} request rates between them"
         )
     else:
-        text = str(mode)
-    if load.get("duration_s"):
-        text += f"; {load['duration_s']:g} s per level"
-    elif load.get("requests_per_level"):
-        text += f"; {load['requests_per_level']} requests per level"
-    if load.get("warmup_requests"):
-        text += f" after {load['warmup_requests']} warm-up requests"
-    elif load.get("warmup_s"):
-        text += f" after {load['warmup_s']:g} s of warm-up"
-    if (load.get("shards") or 1) > 1:
-        text += f"; {load['shards']} shards"
+        text = str(load.mode)
+    if load.duration_s:
+        text += f"; {load.duration_s:g} s per level"
+    elif load.requests_per_level:
+        text += f"; {load.requests_per_level} requests per level"
+    if load.warmup_requests:
+        text += f" after {load.warmup_requests} warm-up requests"
+    elif load.warmup_s:
+        text += f" after {load.warmup_s:g} s of warm-up"
+    if load.shards > 1:
+        text += f"; {load.shards} shards"
     return text
 
 
-def slo_limits(slo: dict[str, Any] | None) -> tuple[SloLimit, ...]:
+def _workload_of(job: Job) -> str:
+    plan = read_plan(job.workload, job.load, job.slo)
+    return UNREADABLE if plan is None else workload_text(plan.workload)
+
+
+def slo_limits(slo: SloPlan | None) -> tuple[SloLimit, ...]:
     """The job's SLO as a list of limits, in a fixed order."""
     limits = []
     for metric in _SLO_ORDER:
-        stats = (slo or {}).get(metric) or {}
+        stats = slo[metric] if slo is not None and metric in slo else {}
         limits += [
-            SloLimit(metric, stat, float(stats[stat]))
-            for stat in _STAT_ORDER
-            if stats.get(stat) is not None
+            SloLimit(metric, stat, float(stats[stat])) for stat in _STAT_ORDER if stat in stats
         ]
     return tuple(limits)
 
@@ -280,11 +283,12 @@ class ReportService:
         """The report of one of the team's jobs (404 otherwise), priced as measured."""
         job = await self.jobs.get(job_id)
         read = await self.jobs.read(job)
+        plan = read_plan(job.workload, job.load, job.slo)
         return JobReport(
             deployment=await self._deployment(job, read),
-            workload=workload_text(job.workload),
-            load_plan=load_text(job.load),
-            slo=slo_limits(job.slo),
+            workload=UNREADABLE if plan is None else workload_text(plan.workload),
+            load_plan=UNREADABLE if plan is None else load_text(plan.load),
+            slo=() if plan is None else slo_limits(plan.slo),
             created_at=job.created_at,
             generated_at=datetime.now(UTC),
             error=job.error,
@@ -313,7 +317,7 @@ class ReportService:
         )
         return ComparisonReport(
             deployments=deployments,
-            workloads={str(job.id): workload_text(job.workload) for job in jobs},
+            workloads={str(job.id): _workload_of(job) for job in jobs},
             generated_at=datetime.now(UTC),
             warnings=_fingerprint_warnings(deployments, reads),
         )

@@ -1243,29 +1243,10 @@ class SamplePage(msgspec.Struct):
     next_after: int | None
 
 
-#: Columns of the CSV export, in order (CONTRACT.md, Raw samples).
-CSV_COLUMNS = (
-    "seq",
-    "warmup",
-    "t_sched",
-    "t_send",
-    "ttfb_ms",
-    "ttft_ms",
-    "e2e_ms",
-    "n_in",
-    "n_out",
-    "count_source",
-    "status",
-    "error_class",
-    "ttfo_ms",
-    "n_in_target",
-    "prompt_length",
-    "cached_tokens",
-    "server_source",
-    "server_prefill_ms",
-    "server_tpot_ms",
-    "server_queue_ms",
-    "server_n_out",
-    "server_n_prefilled",
-    "cap_wait_ms",
+#: Sample fields the CSV export leaves out: the error's own text, and the per-event lists
+#: (JSON pages carry them).
+CSV_LEFT_OUT = frozenset({"error", "chunk_times_ms", "chunk_tokens"})
+#: Columns of the CSV export, in order (CONTRACT.md, Raw samples): the sample's fields.
+CSV_COLUMNS: tuple[str, ...] = tuple(
+    name for name in Sample.__struct_fields__ if name not in CSV_LEFT_OUT
 )

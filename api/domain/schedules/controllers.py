@@ -10,7 +10,7 @@ from litestar.params import JSONBody
 
 from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
-from api.domain.jobs.controllers import provide_job_limits, provide_job_service
+from api.domain.jobs.controllers import provide_job_service
 from api.domain.schedules.schemas import ScheduleCreate, ScheduleRead, ScheduleUpdate, SlotRead
 from api.domain.schedules.services import ScheduleService
 from api.schemas import Limit, Offset, Page, PathId
@@ -21,10 +21,7 @@ def provide_schedule_service(
 ) -> ScheduleService:
     """The service for the caller's team, with the job rules a template is checked by."""
     return ScheduleService(
-        db_session,
-        caller.team_id,
-        provide_job_service(db_session, caller, state, settings),
-        provide_job_limits(db_session, caller, settings),
+        db_session, caller.team_id, provide_job_service(db_session, caller, state, settings)
     )
 
 

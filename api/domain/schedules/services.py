@@ -9,7 +9,6 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from api.domain.jobs.limits import JobLimits
 from api.domain.jobs.schemas import JobCreate
 from api.domain.jobs.services import JobService
 from api.domain.schedules.schemas import (
@@ -65,25 +64,21 @@ def _check_thresholds(thresholds: Thresholds | None) -> dict[str, Any] | None:
 class ScheduleService:
     """The caller's team's schedules."""
 
-    def __init__(self, session: AsyncSession, team_id: uuid.UUID, jobs: JobService,
-                 limits: JobLimits) -> None:  # fmt: skip
+    def __init__(self, session: AsyncSession, team_id: uuid.UUID, jobs: JobService) -> None:
         self.session = session
         self.team_id = team_id
         self.repo = ScheduleRepository(session)
         self.jobs = jobs
-        self.limits = limits
 
     async def _template(self, data: JobCreate) -> dict[str, Any]:
         """The job each slot submits, checked and resolved exactly as POST /v1/jobs does
         (the preset, the plan's rules and caps, the endpoint, the dataset), so a slot never
         submits a job the API would have refused."""
-        self.limits.check_plan(data.load)
         planned = await self.jobs.plan(data, preflight=False, field_prefix="job.")
         return {
             "request": msgspec.to_builtins(data),
-            "workload": planned.workload,
-            "load": planned.load,
-            "slo": planned.slo,
+            # Without a seed unless the job named one: each slot's job draws its own.
+            **planned.plan.encode(seed=planned.seed_given),
             "dataset_id": None if planned.dataset_id is None else str(planned.dataset_id),
             "workload_fingerprint": planned.workload_fingerprint,
             "progress_total": planned.progress_total,
