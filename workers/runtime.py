@@ -17,7 +17,7 @@ import infercost.db.models  # noqa: F401 - every mapper registered before the fi
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.security import Vault
 from infercost.settings import Settings
-from workers.loadgen.health import ClientHealth
+from workers.loadgen.health import ClientHealth, ReadCost
 from workers.loadgen.transport import load_client
 
 
@@ -33,6 +33,8 @@ class Runtime:
     vault: Vault
     # The load client's reading-side health (read lag, loop lag, re-sends), per level.
     health: ClientHealth = field(default_factory=ClientHealth)
+    # This process's CPU per received event over its recent levels (load.shards "auto").
+    read_cost: ReadCost = field(default_factory=ReadCost)
 
     @classmethod
     def start(cls, settings: Settings) -> Runtime:

@@ -478,6 +478,14 @@ def adequacy_block(
         )
     # A rate or concurrency not held already says the sending side was late; a late reading
     # side is its own reason still (its lag is in every latency figure).
+    short = client.get("capacity_short")
+    if short:
+        reason(
+            "client_capacity",
+            f"decided before the level ran: {short}; its figures may include the load "
+            "generator's own lateness: run more workers (`infercost worker --concurrency N`) "
+            "or lower the level",
+        )
     paused = _paused(client)
     if paused:
         gc = client.get("gc") or {}
@@ -494,7 +502,7 @@ def adequacy_block(
         )
     # Reading figures spoilt by lag (not by pauses alone, which have their reason above).
     read_spoilt = any(figure in client.get("spoils", ()) for figure in SPOILED_BY_READING)
-    lagged = read_spoilt and (_read_late(client) or not paused)
+    lagged = read_spoilt and (_read_late(client) or not (paused or short))
     sent = client_bound and any(f in client.get("spoils", ()) for f in SPOILED_BY_SENDING)
     if lagged or (sent and not any(r["code"].endswith("_held") for r in reasons)):
         reason(
@@ -655,6 +663,7 @@ def summarize(
     reading: Mapping[str, Any] | None = None,
     embeddings: bool = False,
     max_concurrency: int | None = None,
+    capacity_short: str | None = None,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
 
@@ -680,6 +689,11 @@ def summarize(
     client-bound) and on the rate of its effective schedule (t_sched + cap_wait), and the
     `concurrency_cap` block says whether the cap was reached and how often requests waited.
     Without a cap send_late is the queue delay, so nothing changes.
+
+    `capacity_short` says why the level got fewer load-generating processes than its
+    expected events needed (load.shards "auto", infercost/shards/auto.py): decided before it
+    ran, it makes the level client-bound whatever the client's own figures say, with the
+    reason `client_capacity`.
     """
     if target_concurrency and target_rate:
         raise ValueError("a level has a target concurrency or a target rate, not both")
@@ -752,8 +766,8 @@ def summarize(
         or rate_held is False
     )
     reading = reading or {}
-    read_late, paused = _read_late(reading), _paused(reading)
-    client_bound = sent_late or read_late or paused
+    read_late = _read_late(reading) or _paused(reading) or capacity_short is not None
+    client_bound = sent_late or read_late
 
     client = {
         "queue_delay_p99_ms": stats["queue_delay_ms"]["p99"],
@@ -764,9 +778,10 @@ def summarize(
         "send_rate": sent,
         "rate_held": rate_held,
         **reading,
+        **({} if capacity_short is None else {"capacity_short": capacity_short}),
         "spoils": [
             *(SPOILED_BY_SENDING if sent_late else ()),
-            *(SPOILED_BY_READING if read_late or paused else ()),
+            *(SPOILED_BY_READING if read_late else ()),
         ],
     }
     error_rate = (len(measured) - len(ok)) / len(measured) if measured else None

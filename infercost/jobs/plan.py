@@ -26,6 +26,8 @@ import msgspec
 from infercost.jobs.arrivals import Arrival
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
+#: Worker processes per level: a number, or "auto" (each level as many as it needs).
+Shards = int | Literal["auto"]
 
 #: Requests per level when a plan gives neither requests_per_level nor duration_s.
 DEFAULT_REQUESTS_PER_LEVEL = 100
@@ -149,7 +151,14 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
     rate_levels: int | None
     max_concurrency: int | None
     max_error_rate: float | None
-    shards: int
+    shards: Shards
+
+    @property
+    def fixed_shards(self) -> int:
+        """The shards every level is held to before it runs: the number given, 1 for "auto"
+        (a level decides at its start whether to take more; the rules hold it to one
+        process's limits)."""
+        return 1 if self.shards == "auto" else self.shards
 
     def level_size(self, level: float, mode: Mode | None = None) -> LevelSize:
         """The size of one level of this plan measured in `mode` (default: the plan's; a
@@ -296,6 +305,12 @@ def resolve_plan(
             slo = preset.default_slo()
     if resolved["seed"] is None:
         resolved["seed"] = seed
+    load = dict(load)
+    if load.get("shards") is None:
+        # Splitting is the default wherever nothing must stay in one process: a conversation's
+        # turns (sessions) and a cap on requests in flight are one process's to keep.
+        together = resolved.get("sessions") is not None or load.get("max_concurrency") is not None
+        load["shards"] = 1 if together else "auto"
     return Plan(
         workload=msgspec.convert(resolved, WorkloadPlan),
         load=resolve_load(load, max_concurrency=max_concurrency),

@@ -195,6 +195,30 @@ class PauseWatch:
         }
 
 
+class ReadCost:
+    """This process's CPU per received event over its recent levels (request overheads
+    included): the measured budget `load.shards: "auto"` splits levels by
+    (infercost/shards/auto.py)."""
+
+    #: Levels with fewer events say too little; the last KEEP levels count.
+    MIN_EVENTS: Final = 2000
+    KEEP: Final = 4
+
+    def __init__(self) -> None:
+        self._levels: list[tuple[float, int]] = []
+
+    def record(self, cpu_s: float, events: int) -> None:
+        """A level's CPU seconds spent and content events received by this process."""
+        if events >= self.MIN_EVENTS and cpu_s > 0:
+            self._levels = [*self._levels, (cpu_s, events)][-self.KEEP :]
+
+    def cpu_us_per_event(self) -> float | None:
+        """CPU microseconds per event over the kept levels; None before any."""
+        if not self._levels:
+            return None
+        return sum(c for c, _ in self._levels) / sum(e for _, e in self._levels) * 1e6
+
+
 def merged(readings: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:
     """One level's reading figures from its shards' (one process each): the worst lag, stall,
     CPU peak and pause exposure of any shard, re-sends and collections summed, the longest

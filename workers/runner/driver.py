@@ -224,7 +224,9 @@ async def drive_level(
         await telemetry.stop()
         gc.unfreeze()  # the level's garbage, and older, may be collected again
     wall = time.perf_counter() - wall_before
-    cpu_util = (sum(proc.cpu_times()[:2]) - cpu_before) / wall if wall > 0 else 0.0
+    cpu_s = sum(proc.cpu_times()[:2]) - cpu_before
+    cpu_util = cpu_s / wall if wall > 0 else 0.0
+    rt.read_cost.record(cpu_s, sum(len(r.chunk_ns) for r in done))
     done.sort(key=lambda r: r.seq)
     if requests.tokenizer is not None:
         # Responses without usage: count their text with the endpoint's tokenizer, now

@@ -38,6 +38,7 @@ from infercost.figures.metrics import RequestTiming, distribution
 from infercost.jobs import outbox
 from infercost.jobs.samples import timing_of
 from infercost.jobs.tasks import RUN_SHARD_TASK
+from infercost.settings import Settings
 from infercost.shards.split import shard_share
 from infercost.shards.store import SHARD_DONE, RunShard, ShardRepository
 from workers.broker import make_celery
@@ -122,6 +123,36 @@ def split_plan(plan: LevelPlan | RatePlan, shard: int, shards: int) -> LevelPlan
         make_request=make_request,
         on_done=on_done,
     )
+
+
+def free_workers(settings: Settings, timeout_s: float = 1.0) -> int:
+    """Worker processes that could take a shard of a level now: the idle ones of every
+    worker consuming this queue (Celery's remote control: each worker's pool size less its
+    tasks running), plus this one, which runs the level's shard 0. Blocks for about three
+    times `timeout_s` (each question waits that long for answers); run it in a thread."""
+    celery = make_celery(settings)
+    try:
+        with celery.connection_for_write() as connection:
+            inspect = celery.control.inspect(timeout=timeout_s, connection=connection)
+            queues = inspect.active_queues() or {}
+            nodes = [
+                node
+                for node, consumed in queues.items()
+                if any(q.get("name") == settings.queue for q in consumed or [])
+            ]
+            if not nodes:
+                return 1
+            stats = inspect.stats() or {}
+            active = inspect.active() or {}
+    finally:
+        celery.close()
+    free = 0
+    for node in nodes:
+        pool = (stats.get(node) or {}).get("pool") or {}
+        size = int(pool.get("max-concurrency") or 1)
+        free += max(0, size - len(active.get(node) or []))
+    # This process runs the job: it is among the active ones, and takes shard 0.
+    return free + 1
 
 
 def level_shards(mode: str, level: float, shards: int) -> int:

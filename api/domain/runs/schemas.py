@@ -449,6 +449,73 @@ class ShardHealth(msgspec.Struct):
     ] = None
 
 
+class Sharding(msgspec.Struct):
+    """How many worker processes a level took under `load.shards: "auto"`, and why: its
+    expected events per second against one process's budget (CPU_SHARE_LIMIT of a core over
+    the CPU it spends per event, measured on its earlier levels or assumed), up to the worker
+    processes free (infercost/shards/auto.py). Decided before the level ran."""
+
+    shards: Annotated[int, msgspec.Meta(description="Processes it ran on", examples=[2])]
+    needed: Annotated[
+        int, msgspec.Meta(description="Processes its expected events needed", examples=[2])
+    ]
+    reason: Annotated[
+        str,
+        msgspec.Meta(
+            description="Why, in a sentence",
+            examples=["51,200 expected events/s need 2 processes (50,000 events/s per process)"],
+        ),
+    ]
+    expected_events_per_s: Annotated[
+        float,
+        msgspec.Meta(description="Events per second it was expected to bring", examples=[51200.0]),
+    ]
+    expected_from: Annotated[
+        str,
+        msgspec.Meta(
+            description="How that was reckoned",
+            examples=["200 requests/s x 256 output tokens (the plan's)"],
+        ),
+    ]
+    budget_events_per_s: Annotated[
+        float,
+        msgspec.Meta(description="Events per second one process may read", examples=[50000.0]),
+    ]
+    cpu_us_per_event: Annotated[
+        float,
+        msgspec.Meta(
+            description="CPU per received event the budget rests on, in us", examples=[10.0]
+        ),
+    ]
+    cpu_measured: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Whether that CPU figure was measured on this worker's earlier levels "
+            "(false: assumed)",
+            examples=[True],
+        ),
+    ]
+    cpu_share_limit: Annotated[
+        float,
+        msgspec.Meta(description="The share of one core a process may spend", examples=[0.5]),
+    ]
+    workers_free: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="Worker processes free to take a shard, this one included (null: not "
+            "asked, one was enough)",
+            examples=[2],
+        ),
+    ]
+    client_bound: Annotated[
+        bool,
+        msgspec.Meta(
+            description="It needed more processes than it got: client-bound before it ran",
+            examples=[False],
+        ),
+    ]
+
+
 class GcPauses(msgspec.Struct):
     """The garbage collector's passes in the load generator's process over the level, each
     timed by the collector's own callbacks, by generation (0, 1, 2)."""
@@ -624,6 +691,21 @@ class ClientHealth(msgspec.Struct):
             examples=[0.0004],
         ),
     ] = None
+    sharding: Annotated[
+        Sharding | None,
+        msgspec.Meta(
+            description='Under load.shards "auto": how many processes the level took and why',
+            examples=[None],
+        ),
+    ] = None
+    capacity_short: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Why the level got fewer load-generating processes than it needed "
+            "(decided before it ran; it is client-bound)",
+            examples=[None],
+        ),
+    ] = None
     # Figures the client's own lateness spoils: requests_per_s and output_tokens_per_s when
     # it sent late, ttft_ms, itl_ms, tpot_ms and e2e_ms when it read late or paused.
     spoils: Annotated[
@@ -765,6 +847,13 @@ class LiveFigures(msgspec.Struct):
         float | None,
         msgspec.Meta(description="Output tokens per second so far, in tokens/s", examples=[1830.0]),
     ]
+    sharding: Annotated[
+        Sharding | None,
+        msgspec.Meta(
+            description='Under load.shards "auto": the processes it takes and why, from its start',
+            examples=[None],
+        ),
+    ] = None
 
 
 class Definitions(msgspec.Struct):
