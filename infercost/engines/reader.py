@@ -427,21 +427,7 @@ class StreamReader:
                     pass  # a [DONE], or data that is no JSON object: event by event below
                 else:
                     if count == 1:
-                        if (
-                            brief.usage is _UNREAD
-                            and brief.timings is _UNREAD
-                            and brief.error is _UNREAD
-                            and brief.message is _UNREAD
-                        ):
-                            what = judge(brief, rec.text)
-                            if what & TEXT:
-                                rec.chunk_ns.append(now)
-                                if what & CONTENT and rec.t_content is None:
-                                    rec.t_content = now
-                            if what & FINISHED:
-                                rec.finished = True
-                        else:
-                            self._briefs((brief,), now)
+                        self._briefs((brief,), now)
                         return
                     if len(briefs) == count:
                         self._briefs(briefs, now)
@@ -485,6 +471,17 @@ class StreamReader:
                 and brief.error is _UNREAD
                 and brief.message is _UNREAD
             ):
+                if rec.text is None and len(brief.choices) == 1:
+                    # The usual event, judged here (as `judge` does, without keeping text).
+                    choice = brief.choices[0]
+                    delta = choice.delta
+                    if delta is not None and delta.content and not delta.tool_calls:
+                        rec.chunk_ns.append(now)
+                        if rec.t_content is None:
+                            rec.t_content = now
+                        if choice.finish_reason:
+                            rec.finished = True
+                        continue
                 what = judge(brief, rec.text)
                 if what & TEXT:
                     rec.chunk_ns.append(now)

@@ -68,17 +68,16 @@ class SSEParser:
             region = self._complete(chunk)
         else:
             region = chunk  # the usual read: whole events, nothing left over
-        lines = region.count(b"\n")
-        if lines == 2 and region.startswith(b"data:"):
-            return region[5:-2], 1, region
-        count = region.count(b"\n\n")
-        if (
-            lines == 2 * count
-            and region.startswith(b"data:")
-            and region.count(b"\n\ndata:") == count - 1
-        ):
-            # One line each, every one a data line: `data:` between events becomes a comma.
-            return b"[" + region[5:-2].replace(b"\n\ndata:", b",") + b"]", count, region
+        if region.startswith(b"data:"):
+            lines = region.count(b"\n")
+            if lines == 2:
+                return region[5:-2], 1, region
+            # Every line end accounted for by a blank line before a `data:` line (or the last
+            # one): every event is one data line.
+            count = region.count(b"\n\ndata:") + 1
+            if lines == 2 * count:
+                # `data:` between events becomes a comma: one JSON array of their data.
+                return b"[" + region[5:-2].replace(b"\n\ndata:", b",") + b"]", count, region
         return self._events(region)
 
     def events_in(self, region: bytes) -> list[Event]:
