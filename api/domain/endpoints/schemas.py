@@ -69,8 +69,8 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     engine: Annotated[
         Text | None,
         msgspec.Meta(
-            description="The serving engine (vllm, sglang, tgi, llama.cpp, ...): picks its "
-            "tokenizer route and telemetry mapping",
+            description="The serving engine (vllm, sglang, tgi, llama.cpp, transformers, ...): "
+            "picks its tokenizer route, telemetry mapping and how exact lengths are asked",
             examples=["vllm"],
         ),
     ] = None
@@ -218,8 +218,9 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     engine: Annotated[
         Text | msgspec.UnsetType | None,
         msgspec.Meta(
-            description="The serving engine (vllm, sglang, tgi, llama.cpp, ...): picks its "
-            "tokenizer route and telemetry mapping; left out: unchanged",
+            description="The serving engine (vllm, sglang, tgi, llama.cpp, transformers, ...): "
+            "picks its tokenizer route, telemetry mapping and how exact lengths are asked; "
+            "left out: unchanged",
             examples=["vllm"],
         ),
     ] = msgspec.UNSET
