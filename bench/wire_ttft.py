@@ -143,7 +143,7 @@ async def level(
         try:
             await run_closed_loop(client, target, plan, done)
         finally:
-            reading = await health.stop()
+            reading = await health.stop(r.chunk_ns for r in done)
             gc.unfreeze()
     return done, reading
 

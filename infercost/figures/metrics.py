@@ -62,9 +62,9 @@ RATE_HELD_SHARE = 0.95
 #: ... or when the client read late: the p99 of its event-loop lag or of the age of response
 #: bytes when parsed above this (workers/loadgen/health.py).
 CLIENT_READ_LAG_P99_LIMIT_MS = 10.0
-#: ... or when pauses of the client could have moved its stamps by more than their bound
-#: (`client.pause_bound_ms`, 5 ms) for more than this share of the level's window
-#: (`client.pause_exposure`, workers/loadgen/health.py): enough to move a p99.
+#: ... or when pauses of the client could have moved more than this share of the level's
+#: events' stamps by more than their bound (`client.pause_exposure` over
+#: `client.pause_bound_ms`, 5 ms; workers/loadgen/health.py): enough to move a p99.
 PAUSE_EXPOSURE_LIMIT = 0.01
 #: What each kind of client lateness spoils (`client.spoils`): sending late means the server
 #: saw less load than asked; reading late moves the arrival stamps of the events.
@@ -422,7 +422,7 @@ def _read_late(client: Mapping[str, Any]) -> bool:
 
 
 def _paused(client: Mapping[str, Any]) -> bool:
-    """Whether the client's pauses exposed more than PAUSE_EXPOSURE_LIMIT of the window."""
+    """Whether the client's pauses exposed more than PAUSE_EXPOSURE_LIMIT of the events."""
     exposure = client.get("pause_exposure")
     return exposure is not None and float(exposure) > PAUSE_EXPOSURE_LIMIT
 
@@ -491,14 +491,13 @@ def adequacy_block(
         gc = client.get("gc") or {}
         reason(
             "client_paused",
-            f"the load generator stood still in pauses for "
-            f"{float(client.get('pause_exposure') or 0.0):.1%} of the "
-            f"window beyond {client.get('pause_bound_ms')} ms each (limit "
-            f"{PAUSE_EXPOSURE_LIMIT:.0%}): that share of its stamps could be more than "
-            f"{client.get('pause_bound_ms')} ms late, enough to move the p99 of the figures "
-            f"in client.spoils (longest loop stall {client.get('loop_stall_max_ms')} ms, "
-            f"longest garbage collection {gc.get('max_ms')} ms); use load.shards or a lower "
-            "level",
+            f"{float(client.get('pause_exposure') or 0.0):.1%} of the level's events were "
+            f"stamped during or just after pauses of the load generator longer than "
+            f"{client.get('pause_bound_ms')} ms (limit {PAUSE_EXPOSURE_LIMIT:.0%}): they could "
+            f"be more than {client.get('pause_bound_ms')} ms late, enough to move the p99 of "
+            f"the figures in client.spoils (longest loop stall "
+            f"{client.get('loop_stall_max_ms')} ms, longest garbage collection "
+            f"{gc.get('max_ms')} ms); use load.shards or a lower level",
         )
     # Reading figures spoilt by lag (not by pauses alone, which have their reason above).
     read_spoilt = any(figure in client.get("spoils", ()) for figure in SPOILED_BY_READING)

@@ -251,9 +251,14 @@ def resolve_load(request: Mapping[str, Any], *, max_concurrency: int) -> LoadPla
     defaults that depend on its mode filled in: the arrival process (constant for a sweep and
     a burst, whose requests are all due at 0; poisson otherwise), a sweep's rate levels,
     users (at most `max_concurrency`, the server's limit), error rate and level duration,
-    and requests_per_level when neither a count nor a duration is given."""
+    requests_per_level when neither a count nor a duration is given, and shards "auto"
+    unless a cap on requests in flight keeps the level in one process."""
     load = dict(request)
     mode = load["mode"]
+    if load.get("shards") is None:
+        # Split where it helps, unless a cap on requests in flight must stay in one process
+        # (resolve_plan keeps sessions in one too).
+        load["shards"] = 1 if load.get("max_concurrency") is not None else "auto"
     if load["arrival"] is None:
         load["arrival"] = "constant" if mode in ("sweep", "burst") else "poisson"
     neither = load["requests_per_level"] is None and load["duration_s"] is None
@@ -306,11 +311,8 @@ def resolve_plan(
     if resolved["seed"] is None:
         resolved["seed"] = seed
     load = dict(load)
-    if load.get("shards") is None:
-        # Splitting is the default wherever nothing must stay in one process: a conversation's
-        # turns (sessions) and a cap on requests in flight are one process's to keep.
-        together = resolved.get("sessions") is not None or load.get("max_concurrency") is not None
-        load["shards"] = 1 if together else "auto"
+    if load.get("shards") is None and resolved.get("sessions") is not None:
+        load["shards"] = 1  # a conversation's turns stay in one process
     return Plan(
         workload=msgspec.convert(resolved, WorkloadPlan),
         load=resolve_load(load, max_concurrency=max_concurrency),

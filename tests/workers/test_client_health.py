@@ -309,23 +309,34 @@ async def test_stamps_follow_the_simulators_own_record_of_its_writes() -> None:
 
 
 async def test_a_blocked_loop_is_seen_by_its_own_ticks_and_flags_the_level() -> None:
-    """The loop is blocked for 60 ms in a level of about 200 ms: the loop's own tick, due
-    during the block, runs at least 55 ms late (the block less one tick), that time counts
-    as paused, and the part of it beyond the 5 ms bound exposes far more than 1% of the
-    window, so a level with these figures is client-bound for its pauses."""
+    """Events due every millisecond for 200 ms (callbacks on the loop, each stamping as a
+    socket read's callback does), and the loop blocked for 60 ms among them: the loop's own
+    tick, due during the block, runs at least 55 ms late (the block less one tick), that time
+    counts as paused, and the events due in the block are stamped after it: more than 5 ms late
+    for all but the first 5 ms of them, far more than 1% of the level's events, so the level
+    is client-bound for its pauses."""
     health = ClientHealth()
     health.start()
-    await asyncio.sleep(0.06)
+    loop = asyncio.get_running_loop()
+    stamps: list[int] = []
+    first = loop.time() + 0.01
+    for k in range(200):
+        loop.call_at(first + k * 0.001, lambda: stamps.append(perf_counter_ns()))
+    await asyncio.sleep(0.07)
     started = perf_counter_ns()
     time.sleep(0.06)  # noqa: ASYNC251 - blocks the loop on purpose
-    blocked_ms = (perf_counter_ns() - started) / 1e6
-    await asyncio.sleep(0.08)
-    figures = await health.stop()
+    ended = perf_counter_ns()
+    blocked_ms = (ended - started) / 1e6
+    await asyncio.sleep(0.2)
+    assert len(stamps) == 200
+    figures = await health.stop([stamps])
     tick_ms = 2.0
     assert figures["loop_stall_max_ms"] >= blocked_ms - tick_ms, figures
     assert figures["paused_ms"] >= blocked_ms - tick_ms, figures
-    window_ms = 60 + blocked_ms + 80
-    assert figures["pause_exposure"] >= 0.9 * (blocked_ms - tick_ms - 5.0) / (window_ms * 1.5)
+    # Independent count: events stamped after the block though due in it, beyond the bound.
+    late = [t for t in stamps if ended <= t and t - (ended - round(blocked_ms * 1e6)) > 5e6]
+    assert len(late) >= 0.9 * (blocked_ms - 5 - tick_ms)
+    assert figures["pause_exposure"] >= 0.9 * (blocked_ms - 5 - tick_ms) / 200
     assert figures["pause_bound_ms"] == 5.0
     # Requests sent and read on time by every other measure: only the pause flags the level.
     timings = [_timing(k, k * 0.1, k * 0.1) for k in range(10)]
@@ -339,6 +350,8 @@ async def test_a_blocked_loop_is_seen_by_its_own_ticks_and_flags_the_level() -> 
     # so its loop lag saw this block too: a garbage collection would have held it).
     calm = {**figures, "pause_exposure": 0.0, "loop_lag_p99_ms": 0.1}
     assert summarize(timings, reading=calm).client_bound is False
+    # A pause no event was due in spoils nothing: the same figures over events after it.
+    assert health.pauses.exposure([[ended + 10_000_000 + k for k in range(100)]]) == 0.0
 
 
 async def test_every_collection_is_timed_by_generation() -> None:

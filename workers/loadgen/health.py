@@ -26,11 +26,14 @@ holds the thread that would post the probe too), so pauses are also measured fro
   shows as the gap;
 - the collector's own callbacks (`gc.callbacks`): every collection timed, by generation;
 - per level: the time the loop stood still (ticks later than STALL_MS, summed: `paused_ms`)
-  and the pause exposure: the share of the level's window during which a read's stamp could
-  be more than PAUSE_BOUND_MS late (the part of each pause beyond that bound, summed, over
-  the window). Events arrive through the whole window, so about that share of them could
-  have been stamped more than the bound late: above 1% a p99 figure can move by more than
-  the bound, and the level is client-bound (infercost.figures.metrics, `client_paused`).
+  and the pause exposure: the share of the level's events whose stamps could be more than
+  PAUSE_BOUND_MS late. Every pause longer than the bound (a tick that late: the loop could
+  not run from its due time until it ran; a collection that long) is kept as an interval,
+  and an event stamped from the bound into the pause until one tick after it ends could
+  have waited through it: its bytes may have come when the pause began. Above 1% of the
+  events, a p99 figure can move by more than the bound, and the level is client-bound
+  (infercost.figures.metrics, `client_paused`). Counted over the events, not the window's
+  time, so a pause in which no event was due spoils nothing.
 
 Lags are counted in a fixed histogram of 10 µs buckets up to 1 s: recording is an index and
 an increment, with no allocation on the hot path. A new level zeroes the histograms in place:
@@ -44,7 +47,7 @@ import gc
 import threading
 import time
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from time import perf_counter_ns
 from typing import Any, Final
 
@@ -63,6 +66,9 @@ STALL_MS: Final = 2.0
 #: A stamp later than this is spoilt; PAUSE_EXPOSURE_LIMIT of the window exposed to such
 #: lateness makes a level client-bound (infercost.figures.metrics.PAUSE_EXPOSURE_LIMIT).
 PAUSE_BOUND_MS: Final = 5.0
+_BOUND_NS: Final = round(PAUSE_BOUND_MS * 1e6)
+#: Pauses kept per level at most (a level that stalls more often is spoilt anyway).
+_MAX_PAUSES: Final = 100_000
 
 
 class LagHistogram:
@@ -114,11 +120,11 @@ class PauseWatch:
     def _forget(self) -> None:
         self.stalls = LagHistogram()
         self.stalled_ns = 0
-        self.tick_over_ns = 0
         self.gc_count = [0, 0, 0]
         self.gc_ns = [0, 0, 0]
         self.gc_max_ns = 0
-        self.gc_over_ns = 0
+        # (start, end) of every pause longer than PAUSE_BOUND_MS, in perf_counter_ns.
+        self.pauses: list[tuple[int, int]] = []
         self.started_ns = 0
         self.stopped_ns = 0
         self._due = 0
@@ -153,9 +159,8 @@ class PauseWatch:
         self.stalls.record(late)
         if late > STALL_MS * 1e6:
             self.stalled_ns += late
-        bound = round(PAUSE_BOUND_MS * 1e6)
-        if late > bound:
-            self.tick_over_ns += late - bound
+        if late > _BOUND_NS and len(self.pauses) < _MAX_PAUSES:
+            self.pauses.append((self._due, now))
         self._schedule(now)
 
     def _on_gc(self, phase: str, info: Mapping[str, int]) -> None:
@@ -168,17 +173,34 @@ class PauseWatch:
         self.gc_count[generation] += 1
         self.gc_ns[generation] += took
         self.gc_max_ns = max(self.gc_max_ns, took)
-        bound = round(PAUSE_BOUND_MS * 1e6)
-        if took > bound:
-            self.gc_over_ns += took - bound
+        if took > _BOUND_NS and len(self.pauses) < _MAX_PAUSES:
+            self.pauses.append((self._gc_started, now))
 
-    def figures(self) -> dict[str, Any]:
+    def exposure(self, stamps: Iterable[Sequence[int]]) -> float | None:
+        """The share of the events stamped at `stamps` (perf_counter_ns, one sequence per
+        request) that could be more than PAUSE_BOUND_MS late: stamped from a pause's start
+        plus the bound until one tick after its end. None without events."""
+        flat = np.fromiter((t for request in stamps for t in request), dtype=np.int64)
+        if flat.size == 0:
+            return None
+        if not self.pauses:
+            return 0.0
+        flat.sort()
+        tick = round(TICK_S * 1e9)
+        lo = np.array([a + _BOUND_NS for a, _ in self.pauses], dtype=np.int64)
+        hi = np.array([b + tick for _, b in self.pauses], dtype=np.int64)
+        order = np.argsort(lo)
+        lo, hi = lo[order], np.maximum.accumulate(hi[order])
+        # Overlapping intervals merged: each starts where the previous ones ended, if later.
+        starts = np.maximum(lo, np.concatenate(([lo[0]], hi[:-1])))
+        inside = np.searchsorted(flat, hi, side="right") - np.searchsorted(flat, starts, "left")
+        return round(float(np.clip(inside, 0, None).sum()) / flat.size, 5)
+
+    def figures(self, stamps: Iterable[Sequence[int]] = ()) -> dict[str, Any]:
         """loop_stall_p99/max_ms, paused_ms, gc (per generation), pause_bound_ms and
-        pause_exposure (see the module docstring); None where nothing was measured."""
-        end = self.stopped_ns or perf_counter_ns()
-        window = end - self.started_ns if self.started_ns else 0
+        pause_exposure over the events stamped at `stamps` (see `exposure`); None where
+        nothing was measured."""
         stalls = self.stalls
-        over = max(self.tick_over_ns, self.gc_over_ns)
         return {
             "loop_stall_p99_ms": stalls.quantile_ms(0.99),
             "loop_stall_max_ms": round(stalls.max_ns / 1e6, 3) if stalls.count else None,
@@ -191,7 +213,7 @@ class PauseWatch:
             if self.started_ns
             else None,
             "pause_bound_ms": PAUSE_BOUND_MS,
-            "pause_exposure": round(over / window, 5) if window > 0 else None,
+            "pause_exposure": self.exposure(stamps) if self.started_ns else None,
         }
 
 
@@ -285,8 +307,9 @@ class ClientHealth:
         )
         self._thread.start()
 
-    async def stop(self) -> dict[str, Any]:
-        """Stop sampling; the level's figures (see `figures`)."""
+    async def stop(self, stamps: Iterable[Sequence[int]] = ()) -> dict[str, Any]:
+        """Stop sampling; the level's figures (see `figures`), the pause exposure over the
+        events stamped at `stamps` (each request's content-event stamps)."""
         self.pauses.stop()
         thread, stop = self._thread, self._stop
         self._thread = self._stop = None
@@ -294,12 +317,12 @@ class ClientHealth:
             stop.set()
             # Off the loop: the thread may be waiting for the loop to run its last probe.
             await asyncio.to_thread(thread.join)
-        return self.figures()
+        return self.figures(stamps)
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self, stamps: Iterable[Sequence[int]] = ()) -> dict[str, Any]:
         """read_lag_p50/p99/max_ms, loop_lag_p50/p99/max_ms, cpu_util_peak, resent and the
-        pause watch's figures (the keys of the run's `client` block that
-        infercost.figures.metrics.summarize takes as `reading`)."""
+        pause watch's figures over the events stamped at `stamps` (the keys of the run's
+        `client` block that infercost.figures.metrics.summarize takes as `reading`)."""
         read, loop = self.read_lag, self.loop_lag
         return {
             "read_lag_p50_ms": read.quantile_ms(0.5),
@@ -310,7 +333,7 @@ class ClientHealth:
             "loop_lag_max_ms": round(loop.max_ns / 1e6, 3) if loop.count else None,
             "cpu_util_peak": None if self.cpu_peak is None else round(self.cpu_peak, 3),
             "resent": self.resent,
-            **self.pauses.figures(),
+            **self.pauses.figures(stamps),
         }
 
     def _probe(self, posted_ns: int) -> None:

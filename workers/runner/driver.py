@@ -220,7 +220,7 @@ async def drive_level(
         watching.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watching
-        reading = await rt.health.stop()
+        reading = await rt.health.stop(r.chunk_ns for r in done)
         await telemetry.stop()
         gc.unfreeze()  # the level's garbage, and older, may be collected again
     wall = time.perf_counter() - wall_before

@@ -290,11 +290,8 @@ class JobRunner:
         # Up front: the run says how many processes it takes and why, and whether that is too
         # few, before it is measured.
         planned = load.level_size(level, mode).planned or None
-        await self.recorder.beat(
-            self.progress,
-            run_id,
-            {**sharded_figures(0, planned, 0.0), **self.live_extra},
-        )
+        before = {**sharded_figures(0, planned, 0.0), "errors": 0, **self.live_extra}
+        await self.recorder.beat(self.progress, run_id, before)
         return decision.shards, decision
 
     async def auto_shards(self, level: float, mode: Mode, load: LoadPlan) -> Decision:

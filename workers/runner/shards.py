@@ -28,6 +28,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from time import perf_counter_ns
@@ -125,31 +126,31 @@ def split_plan(plan: LevelPlan | RatePlan, shard: int, shards: int) -> LevelPlan
     )
 
 
-def free_workers(settings: Settings, timeout_s: float = 1.0) -> int:
+def free_workers(settings: Settings, timeout_s: float = 2.0) -> int:
     """Worker processes that could take a shard of a level now: the idle ones of every
     worker consuming this queue (Celery's remote control: each worker's pool size less its
-    tasks running), plus this one, which runs the level's shard 0. Blocks for about three
-    times `timeout_s` (each question waits that long for answers); run it in a thread."""
+    tasks running), plus this one, which runs the level's shard 0. Blocks about `timeout_s`
+    (the three questions are asked at once, each waiting that long for answers); run it in
+    a thread."""
     celery = make_celery(settings)
-    try:
+
+    def ask(question: str) -> dict[str, Any]:
         with celery.connection_for_write() as connection:
             inspect = celery.control.inspect(timeout=timeout_s, connection=connection)
-            queues = inspect.active_queues() or {}
-            nodes = [
-                node
-                for node, consumed in queues.items()
-                if any(q.get("name") == settings.queue for q in consumed or [])
-            ]
-            if not nodes:
-                return 1
-            stats = inspect.stats() or {}
-            active = inspect.active() or {}
+            answer: dict[str, Any] | None = getattr(inspect, question)()
+            return answer or {}
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            queues, stats, active = pool.map(ask, ("active_queues", "stats", "active"))
     finally:
         celery.close()
     free = 0
-    for node in nodes:
-        pool = (stats.get(node) or {}).get("pool") or {}
-        size = int(pool.get("max-concurrency") or 1)
+    for node, consumed in queues.items():
+        if not any(q.get("name") == settings.queue for q in consumed or []):
+            continue
+        pool_info = (stats.get(node) or {}).get("pool") or {}
+        size = int(pool_info.get("max-concurrency") or 1)
         free += max(0, size - len(active.get(node) or []))
     # This process runs the job: it is among the active ones, and takes shard 0.
     return free + 1

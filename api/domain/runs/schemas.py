@@ -443,7 +443,7 @@ class ShardHealth(msgspec.Struct):
     pause_exposure: Annotated[
         float | None,
         msgspec.Meta(
-            description="Share of the window its stamps could be over pause_bound_ms late",
+            description="Share of its events whose stamps could be over pause_bound_ms late",
             examples=[0.0004],
         ),
     ] = None
@@ -685,9 +685,9 @@ class ClientHealth(msgspec.Struct):
     pause_exposure: Annotated[
         float | None,
         msgspec.Meta(
-            description="Share (0 to 1) of the level's window in which a stamp could be more "
-            "than pause_bound_ms late, from pauses of the loop or the collector; over 0.01 "
-            "the level is client-bound (client_paused)",
+            description="Share (0 to 1) of the level's events stamped during or just after a "
+            "pause of the loop or the collector longer than pause_bound_ms, so they could be "
+            "more than that late; over 0.01 the level is client-bound (client_paused)",
             examples=[0.0004],
         ),
     ] = None
