@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,10 +16,12 @@ from typing import Any
 import asyncpg
 import pytest
 
+from infercost.settings import Settings
 from infercost.shards.auto import CPU_SHARE_LIMIT
 from sim.config import SimConfig
 from sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient, running_worker
+from workers.runner.shards import free_workers
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker", "auto_second_worker")]
 
@@ -27,9 +30,16 @@ LIGHT, HEAVY = 20.0, 500.0  # requests/s: 10,240 and 256,000 expected events/s
 
 
 @pytest.fixture(scope="module")
-def auto_second_worker(service_env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """A second `infercost worker` on the session's queue: two processes to split among."""
+def auto_second_worker(
+    service_env: dict[str, str], worker: subprocess.Popen[bytes]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A second `infercost worker` on the session's queue: two processes to split among,
+    both answering Celery's remote control before the test starts."""
     with running_worker(service_env, "worker-auto") as proc:
+        settings = Settings.from_env(service_env)
+        deadline = time.monotonic() + 60
+        while free_workers(settings) < 3 and time.monotonic() < deadline:
+            time.sleep(0.5)  # (counted from outside: both idle, plus "this one")
         yield proc
 
 

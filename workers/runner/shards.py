@@ -126,7 +126,7 @@ def split_plan(plan: LevelPlan | RatePlan, shard: int, shards: int) -> LevelPlan
     )
 
 
-def free_workers(settings: Settings, timeout_s: float = 2.0) -> int:
+def free_workers(settings: Settings, timeout_s: float = 3.0) -> int:
     """Worker processes that could take a shard of a level now: the idle ones of every
     worker consuming this queue (Celery's remote control: each worker's pool size less its
     tasks running), plus this one, which runs the level's shard 0. Blocks about `timeout_s`
