@@ -70,7 +70,9 @@ def _endpoint_for(client: ApiClient, name: str, fields: dict[str, Any]) -> dict[
 @click.option("--warmup", type=click.IntRange(0), default=2, show_default=True)
 @click.option("--slo-ttft-p95", type=float, help="SLO: TTFT p95 in ms.")
 @click.option("--slo-tpot-p95", type=float, help="SLO: TPOT p95 in ms.")
-@click.option("--engine", help="vllm, sglang, tgi, llamacpp (default: as the check finds).")
+@click.option(
+    "--engine", help="vllm, sglang, tgi, llamacpp, transformers (default: as the check finds)."
+)
 @click.option("--hardware", help="GPU SKU, e.g. H200-SXM (for cost and roofline).")
 @click.option("--gpu-count", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--usd-per-hour", type=click.FloatRange(0), help="Cost of the deployment.")

@@ -92,7 +92,7 @@ def endpoints() -> None:
 @click.option(
     "--api", type=click.Choice(["openai-chat", "openai-completions", "openai-embeddings"])
 )
-@click.option("--engine", help="vllm, sglang, tgi, llamacpp, ...")
+@click.option("--engine", help="vllm, sglang, tgi, llamacpp, transformers, ...")
 @click.option("--hardware", help="GPU SKU from GET /v1/hardware, e.g. H200-SXM.")
 @click.option("--gpu-count", type=click.IntRange(1), help="GPUs per replica.")
 @click.option("--usd-per-hour", type=click.FloatRange(0), help="What a replica costs per hour.")

@@ -60,6 +60,10 @@ def worker(concurrency: int, loglevel: str) -> None:
         str(concurrency),
         "--queues",
         settings.queue,
+        # A node name of its own: workers on one host would otherwise all answer Celery's
+        # remote control as celery@host, and `load.shards: "auto"` counts them by their answers.
+        "--hostname",
+        f"infercost-{os.getpid()}@%h",
         "--loglevel",
         loglevel,
         "--without-gossip",

@@ -170,7 +170,9 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "timings, prefix cache, llama tokenize and metrics. vllm / sglang: role chunk at the first "
     "token, prefix cache (vLLM: 16-token blocks, continuous usage when asked), their tokenize "
     "and metrics. tgi: no role-only chunk, TGI tokenize and metrics, 429 when the queue is "
-    "full. default: the original polite simulator.",
+    "full. transformers: 422 for request fields beyond the OpenAI ones, lengths forced only "
+    "by generation_config's min_new_tokens, usage on the last chunk, no [DONE], no tokenize "
+    "or metrics route. default: the original polite simulator.",
 )
 @click.option(
     "--close-after-response/--keep-alive",
@@ -248,6 +250,30 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     type=click.Choice(get_args(MetricsFlavor)),
     default=None,
     help="Whose metric names on GET /metrics (DCGM too in gpu mode).",
+)
+@click.option(
+    "--strict-fields/--any-fields",
+    default=None,
+    help="Refuse request fields beyond the OpenAI ones (transformers: 422 in its words; "
+    "else 400 in the OpenAI API's).",
+)
+@click.option(
+    "--generation-config/--no-generation-config",
+    default=None,
+    help="Honour generation_config (a JSON GenerationConfig): min_new_tokens forces a length.",
+)
+@click.option(
+    "--eos-after-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="An answer whose length is not forced (ignore_eos, generation_config) ends after "
+    "this many tokens with finish_reason stop [default: never early].",
+)
+@click.option(
+    "--sse-multiline-crlf/--sse-plain",
+    default=None,
+    help="Write each event's JSON over two data: lines with CRLF line ends (valid "
+    "server-sent events a client must join).",
 )
 @click.option(
     "--max-queue",

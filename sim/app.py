@@ -23,6 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
+from infercost.engines.catalog import OPENAI_FIELDS
 from sim import wire
 from sim.config import MAX_MODEL_LEN, SimConfig
 from sim.embeddings import decode_embeddings, input_tokens, latency_s, response_body
@@ -91,6 +92,18 @@ async def _send_bytes(
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _multiline_crlf(send: Send) -> Send:
+    """`send` with every body piece of a stream rewritten as multi-line CRLF events
+    (SimConfig.sse_multiline_crlf)."""
+
+    async def rewritten(message: Message) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            message = {**message, "body": wire.multiline_crlf(message["body"])}
+        await send(message)
+
+    return rewritten
 
 
 async def _send_error(send: Send, status: int, message: str, error_type: str) -> None:
@@ -175,6 +188,14 @@ class SimApp:
         }
         if config.tokenize == "sglang":  # SGLang serves both paths
             self._routes["/v1/tokenize"] = {"POST": self._tokenize}
+        if config.tokenize == "none":
+            del self._routes["/tokenize"]
+        if config.metrics == "none":
+            del self._routes["/metrics"]
+        # strict_fields: the request fields taken (generation_config where it is honoured).
+        self._accepted = OPENAI_FIELDS | (
+            {"generation_config"} if config.generation_config else set()
+        )
 
     def close(self) -> None:
         """End every in-flight generation now (streams stop, waiting ones get 503): called
@@ -347,8 +368,15 @@ class SimApp:
         req: wire.ChatRequest | wire.CompletionRequest
         try:
             req = wire.decode_chat(body) if chat else wire.decode_completion(body)
+            forced = self._forced(req)
         except wire.RequestError as exc:
             await _send_error(send, 400, str(exc), "invalid_request_error")
+            return
+        if self.config.strict_fields and (unknown := wire.unknown_fields(body, self._accepted)):
+            if self.config.engine == "transformers":
+                await _send_bytes(send, 422, wire.transformers_refusal(unknown), _JSON_HEADERS)
+            else:
+                await _send_bytes(send, 400, wire.openai_refusal(unknown), _JSON_HEADERS)
             return
         if isinstance(req, wire.ChatRequest):
             words = wire.message_words(req.messages)
@@ -356,15 +384,22 @@ class SimApp:
         else:
             words = wire.prompt_words(req.prompt)
             asked = req.max_tokens
+        if asked is None and forced[1] is not None:
+            asked = forced[1]  # generation_config's max_new_tokens
         options = req.stream_options
         include_usage = bool(options is not None and options.include_usage)
         usage = self.config.usage
         n = asked or self.config.max_tokens_default
+        reason = "length" if asked else self.config.finish_reason_default
+        eos = self.config.eos_after_tokens
+        if eos is not None and eos < n and not (forced[0] is not None and forced[0] >= n):
+            # The length was not forced: the model reaches its end of sequence first.
+            n, reason = max(eos, forced[0] or 0), "stop"
         job = Job(
             chat=chat,
             prompt_tokens=max(1, len(words)),
             n=n,
-            reason="length" if asked else self.config.finish_reason_default,
+            reason=reason,
             stream=bool(req.stream),
             include_usage=include_usage,
             continuous_usage=usage == "continuous"
@@ -385,6 +420,23 @@ class SimApp:
         await self._generate(
             scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )
+
+    def _forced(
+        self, req: wire.ChatRequest | wire.CompletionRequest
+    ) -> tuple[int | None, int | None]:
+        """(the fewest tokens the answer may have, generation_config's max_new_tokens): an
+        honoured ignore_eos forces every asked token; an honoured generation_config its
+        min_new_tokens."""
+        least: int | None = None
+        most: int | None = None
+        if req.ignore_eos and not self.config.strict_fields:
+            least = MAX_MODEL_LEN
+        if self.config.generation_config and req.generation_config is not None:
+            config = wire.decode_generation_config(req.generation_config)
+            if config.min_new_tokens is not None:
+                least = max(least or 0, config.min_new_tokens)
+            most = config.max_new_tokens
+        return least, most
 
     async def _generate(
         self,
@@ -423,6 +475,8 @@ class SimApp:
                 generation = mode.begin(job, start, inflight)
                 try:
                     if job.stream:
+                        if self.config.sse_multiline_crlf:
+                            send = _multiline_crlf(send)
                         done = await self._stream(scope, send, inflight, generation, job)
                     else:
                         done = await self._respond(send, inflight, generation, job)
@@ -580,7 +634,10 @@ class SimApp:
         """Send the stream's end as configured; True when it ended properly."""
         end = self.config.stream_end
         if end == "error":
-            body = wire.error_event("simulated failure in the middle of the stream (--stream-end)")
+            body = wire.error_event(
+                "simulated failure in the middle of the stream (--stream-end)",
+                engine=self.config.engine,
+            )
         elif end == "abrupt":
             body = b""
         else:

@@ -12,7 +12,7 @@ from infercost.hardware.catalog import BYTES_PER_PARAM, PUBLIC_GPUS, GpuSpec
 SimMode = Literal["fixed", "gpu"]
 SimPrecision = Literal["bf16", "fp8"]
 #: Which real engine's behaviour to copy; "default" is the simulator's original, polite one.
-SimEngine = Literal["default", "llamacpp", "vllm", "sglang", "tgi"]
+SimEngine = Literal["default", "llamacpp", "vllm", "sglang", "tgi", "transformers"]
 #: When the role-only first chat chunk goes out: on arrival as its own write (OpenAI-like),
 #: at the first token as its own write (llama.cpp, vLLM, SGLang), in the same write as the
 #: first content event, or not at all.
@@ -26,8 +26,9 @@ UsageStyle = Literal["requested", "finish", "continuous", "none"]
 #: stops (no finish_reason, no [DONE]); an SSE `event: error` and the body stops.
 StreamEnd = Literal["done", "no_done", "abrupt", "error"]
 #: Whose /tokenize body and answer, and whose /metrics names.
-TokenizeFlavor = Literal["default", "llamacpp", "vllm", "sglang", "tgi"]
-MetricsFlavor = Literal["default", "llamacpp", "vllm", "vllm-v0", "sglang", "tgi"]
+#: "none": no such route (404), as `transformers serve` has neither.
+TokenizeFlavor = Literal["default", "llamacpp", "vllm", "sglang", "tgi", "none"]
+MetricsFlavor = Literal["default", "llamacpp", "vllm", "vllm-v0", "sglang", "tgi", "none"]
 FinishReason = Literal["length", "stop"]
 
 # What /tokenize reports and the largest max_tokens a request may ask for.
@@ -131,6 +132,23 @@ class SimConfig:
     max_queue: int | None = None
     overload_status: int = 429
     retry_after_s: int = 1
+    # Refuse a request carrying any field beyond the OpenAI ones (and generation_config where
+    # honoured): HTTP 422 in transformers serve's words for that engine, else 400 in the
+    # OpenAI API's.
+    strict_fields: bool = False
+    # Honour `generation_config`, a JSON string of GenerationConfig: its min_new_tokens keeps
+    # the answer from ending before that many tokens, its max_new_tokens caps it (max_tokens
+    # wins over it), as transformers serve does.
+    generation_config: bool = False
+    # An answer whose length the request did not force ends ("stop") after this many tokens,
+    # as a model reaching its end-of-sequence does (None: every answer has the asked length,
+    # the simulator's original rule). Forced: ignore_eos true (unless strict_fields), or
+    # generation_config's min_new_tokens at least the asked length.
+    eos_after_tokens: int | None = None
+    # Every streamed event written with its JSON split over two `data:` lines (after a comma
+    # in its middle) and CRLF line ends: what the server-sent events standard allows and a
+    # client must join back with a newline.
+    sse_multiline_crlf: bool = False
     # Fixed mode, for holding a client against the server's own record (bench/accuracy.py,
     # tests/truth.py): per request, keep its arrival and when each content write went out
     # (loop time: CLOCK_MONOTONIC, the clock of perf_counter in every process of a Linux
@@ -210,6 +228,8 @@ class SimConfig:
                 )
         if self.retry_after_s < 0:
             raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
+        if self.eos_after_tokens is not None and self.eos_after_tokens < 1:
+            raise ValueError(f"eos_after_tokens must be >= 1, got {self.eos_after_tokens}")
 
     def _check_gpu_fields(self) -> None:
         gpu_spec(self.gpu)  # a known name, in either mode
@@ -295,6 +315,8 @@ class SimConfig:
             text += f", stream end {self.stream_end}"
         if self.max_queue is not None:
             text += f", max queue {self.max_queue} ({self.overload_status})"
+        if self.sse_multiline_crlf:
+            text += ", multi-line data with CRLF"
         return text
 
 
@@ -335,6 +357,21 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "tokenize": "sglang",
         "metrics": "sglang",
     },
+    "transformers": {
+        # Hugging Face `transformers serve` (src/transformers/cli/serving): 422 "Unexpected
+        # fields in the request" for any field beyond the OpenAI ones and generation_config,
+        # whose min_new_tokens forces a length; usage with finish_reason on the last chunk
+        # whatever stream_options says; no [DONE]; no tokenize or metrics route.
+        "role_chunk": "separate",
+        "usage": "finish",
+        "stream_end": "no_done",
+        "finish_reason_default": "stop",
+        "tokenize": "none",
+        "metrics": "none",
+        "strict_fields": True,
+        "generation_config": True,
+        "eos_after_tokens": 3,
+    },
     "tgi": {
         # router/src/chat.rs: no role-only chunk (the role rides in every content delta, which
         # the simulator leaves out); usage in its own `choices: []` chunk when asked.
@@ -366,4 +403,8 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "max_queue": None,
     "overload_status": 429,
     "retry_after_s": 1,
+    "strict_fields": False,
+    "generation_config": False,
+    "eos_after_tokens": None,
+    "sse_multiline_crlf": False,
 }

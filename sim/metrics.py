@@ -339,6 +339,8 @@ _FLAVORS: Final[dict[str, Callable[[SimMetrics, str], list[Family]]]] = {
     "sglang": _sglang,
     "tgi": _tgi,
     "llamacpp": _llamacpp,
+    # No /metrics route at all (transformers serve); nothing to publish.
+    "none": lambda _metrics, _model: [],
 }
 
 

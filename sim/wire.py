@@ -56,6 +56,9 @@ class ChatRequest(msgspec.Struct):
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     user: str | None = None  # names the request in GET /stats `writes` (record_writes)
+    ignore_eos: bool | None = None
+    # transformers serve: a JSON string of GenerationConfig keyword arguments.
+    generation_config: str | None = None
 
 
 class CompletionRequest(msgspec.Struct):
@@ -67,6 +70,72 @@ class CompletionRequest(msgspec.Struct):
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     user: str | None = None  # names the request in GET /stats `writes` (record_writes)
+    ignore_eos: bool | None = None
+    generation_config: str | None = None
+
+
+class GenerationConfig(msgspec.Struct):
+    """The parts of a transformers GenerationConfig the simulator honours."""
+
+    min_new_tokens: int | None = None
+    max_new_tokens: int | None = None
+
+
+_generation_config_decoder: Final = msgspec.json.Decoder(GenerationConfig)
+
+
+def decode_generation_config(text: str) -> GenerationConfig:
+    """`generation_config` as transformers serve reads it: a JSON object in a string."""
+    try:
+        return _generation_config_decoder.decode(text)
+    except msgspec.DecodeError as exc:
+        raise RequestError(f"generation_config is not a GenerationConfig: {exc}") from None
+
+
+def unknown_fields(body: bytes, accepted: frozenset[str]) -> list[str]:
+    """The top-level fields of a JSON object body that are not in `accepted`, sorted."""
+    try:
+        decoded = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return []  # the typed decode says what is wrong with it
+    if not isinstance(decoded, dict):
+        return []
+    return sorted(k for k in decoded if k not in accepted)
+
+
+def transformers_refusal(fields: list[str]) -> bytes:
+    """transformers serve's 422 body for unexpected fields (FastAPI's `detail`, a Python set
+    in its words)."""
+    listed = ", ".join(repr(f) for f in fields)
+    return encode({"detail": f"Unexpected fields in the request: {{{listed}}}"})
+
+
+def openai_refusal(fields: list[str]) -> bytes:
+    """The OpenAI API's 400 body for an argument it does not know."""
+    return error_body(
+        400, f"Unrecognized request argument supplied: {fields[0]}", "invalid_request_error"
+    )
+
+
+def multiline_crlf(body: bytes) -> bytes:
+    """Server-sent events rewritten with CRLF line ends and each `data:` line of JSON split
+    in two after a comma near its middle: the same events to a client that follows the
+    standard (it joins the two with a newline, which JSON takes as space)."""
+    out = []
+    for block in body.split(b"\n\n"):
+        if not block:
+            continue
+        lines = []
+        for line in block.split(b"\n"):
+            # `,"` opens the next key: never inside a string, where a quote is escaped.
+            cut = line.find(b',"', len(line) // 2) if line.startswith(b"data: {") else -1
+            if cut > 0:
+                lines.append(line[: cut + 1])
+                lines.append(b"data:" + line[cut + 1 :])
+            else:
+                lines.append(line)
+        out.append(b"\r\n".join(lines) + b"\r\n\r\n")
+    return b"".join(out)
 
 
 class TokenizeRequest(msgspec.Struct):
@@ -319,8 +388,11 @@ def event(prefix: bytes, choice: bytes, extras: bytes = b"") -> bytes:
     return prefix + choice + b"]" + extras + b"}\n\n"
 
 
-def error_event(message: str) -> bytes:
-    """An SSE `event: error` with an OpenAI error object: a stream failing mid-way."""
+def error_event(message: str, *, engine: str = "default") -> bytes:
+    """A stream failing mid-way: an SSE `event: error` with an OpenAI error object; from
+    transformers serve a plain data event whose `error` is a string."""
+    if engine == "transformers":
+        return b"data: " + encode({"error": message}) + b"\n\n"
     body = encode({"error": {"message": message, "type": "server_error", "code": 500}})
     return b"event: error\ndata: " + body + b"\n\n"
 

@@ -7,6 +7,7 @@ closed when it stops.
 from __future__ import annotations
 
 import asyncio
+import gc
 from dataclasses import dataclass, field
 
 import httpx
@@ -16,7 +17,7 @@ import infercost.db.models  # noqa: F401 - every mapper registered before the fi
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.security import Vault
 from infercost.settings import Settings
-from workers.loadgen.health import ClientHealth
+from workers.loadgen.health import ClientHealth, ReadCost
 from workers.loadgen.transport import load_client
 
 
@@ -32,6 +33,8 @@ class Runtime:
     vault: Vault
     # The load client's reading-side health (read lag, loop lag, re-sends), per level.
     health: ClientHealth = field(default_factory=ClientHealth)
+    # This process's CPU per received event over its recent levels (load.shards "auto").
+    read_cost: ReadCost = field(default_factory=ReadCost)
 
     @classmethod
     def start(cls, settings: Settings) -> Runtime:
@@ -43,6 +46,10 @@ class Runtime:
         engine = engine_for(settings, pool_size=4)
         health = ClientHealth()
         http = load_client(settings.max_concurrency, health=health)
+        # Everything start-up made (modules, the runtime) lives as long as the process: the
+        # collector need never walk it again.
+        gc.collect()
+        gc.freeze()
         return cls(
             settings,
             loop,

@@ -7,12 +7,20 @@ whether it passed, failed or deserves a warning:
 - openai_route: `{base_url}/models` or the chat/completions route answers (a bare URL that
   404s while `{base_url}/v1/models` answers gets the `/v1` suggestion);
 - model: the model is served (what `/models` lists when it is not);
-- streaming: a 4-token streamed request answers with content and an end;
-- stream_usage: that stream carries `usage` when asked (stream_options.include_usage);
-- tokenizer: an engine's tokenize route counts a text (vLLM/SGLang `prompt`, llama.cpp
-  `content`, TGI `inputs`, at the server root and under /v1);
+- streaming: a 4-token streamed request, built as a job builds its requests (the same body
+  builder, infercost/engines/requests.py, with a job's defaults: exact lengths asked the
+  declared engine's way), answers with content and a proper end, judged by the job's own
+  stream reader (infercost/engines/reader.py), so a check and a job never judge one server
+  differently; a refusal is explained as a job's is (infercost/engines/diagnosis.py): a
+  request field the server refuses is named, and the request is sent again without it to
+  say whether the rest would do;
+- stream_usage: that stream carries `usage` (asked with stream_options.include_usage);
+- tokenizer: an engine's tokenize route counts a text (the forms of
+  infercost/engines/catalog.py, at the server root and under /v1, as the worker's probe tries
+  them);
 - engine: which engine it looks like, from /models `owned_by`, /version, /props, /info,
-  response headers, metric names and the tokenize form, against the declared one;
+  response headers, metric names, the tokenize form and the wording of a refusal, against
+  the declared one;
 - metrics: each metrics URL answers Prometheus text with series infercost maps
   (infercost/engines/metrics.py); without any, whether `{root}/metrics` would.
 
@@ -37,8 +45,13 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 import httpx
+import msgspec
 
+from infercost.engines import catalog
+from infercost.engines.diagnosis import http_diagnosis, refused_fields, server_message
 from infercost.engines.metrics import FAMILY_PREFIXES, lookup
+from infercost.engines.reader import RawRequest, RequestFailure, StreamReader
+from infercost.engines.requests import JOB_DEFAULTS, generation_body
 from infercost.errors import Conflict
 from infercost.net.outbound import OutboundRefused, Policy, pinned
 from infercost.net.tls import tls_context
@@ -63,30 +76,12 @@ ORDER: Final = (*BLOCKING, "stream_usage", "tokenizer", "engine", "metrics")
 PROBE_TEXT: Final = "Say hello in one word."
 
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]+")
-#: Engines infercost knows, by the names their servers use for themselves.
-_ENGINE_NAMES: Final = {
-    "vllm": "vllm",
-    "sglang": "sglang",
-    "llamacpp": "llamacpp",
-    "llama.cpp": "llamacpp",
-    "llama-cpp": "llamacpp",
-    "tgi": "tgi",
-    "text-generation-inference": "tgi",
-    "text-generation-router": "tgi",
-}
-_METRIC_ENGINES: Final = {
-    "vllm:": "vllm",
-    "sglang:": "sglang",
-    "tgi_": "tgi",
-    "llamacpp:": "llamacpp",
-}
 
 
 def engine_name(value: str | None) -> str | None:
-    """The short engine name (vllm, sglang, llamacpp, tgi) for a server's or user's name."""
-    if not value:
-        return None
-    return _ENGINE_NAMES.get(value.strip().lower())
+    """The catalog name of an engine (vllm, sglang, llamacpp, tgi, transformers...) for a
+    server's or user's name (infercost/engines/catalog.py)."""
+    return catalog.engine_key(value)
 
 
 def _excerpt(text: str) -> str:
@@ -97,7 +92,7 @@ def _excerpt(text: str) -> str:
 
 def server_root(base_url: str) -> str:
     """The server root: the OpenAI base URL without a trailing `/v1`."""
-    return base_url.rstrip("/").removesuffix("/v1")
+    return catalog.server_root(base_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,52 +235,19 @@ class Prober:
             raise _Failed(f"the connection broke ({type(exc).__name__})") from None
 
 
-@dataclass(slots=True)
-class StreamSeen:
-    """What a streamed completion carried."""
-
-    content_events: int = 0
-    finished: bool = False
-    done: bool = False
-    usage: dict[str, Any] | None = None
-    error: str | None = None
-
-
-def read_stream(body: bytes) -> StreamSeen:
-    """The content events, end and usage of an SSE body (chat or completions chunks)."""
-    seen = StreamSeen()
-    for raw in body.decode("utf-8", "replace").splitlines():
-        line = raw.strip()
-        if line.startswith("event:") and "error" in line:
-            seen.error = "the server sent an error event"
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            seen.done = True
-            continue
-        try:
-            chunk = json.loads(payload)
-        except ValueError:
-            continue
-        if not isinstance(chunk, dict):
-            continue
-        if isinstance(chunk.get("error"), dict | str):
-            error = chunk["error"]
-            seen.error = _excerpt(str(error.get("message") if isinstance(error, dict) else error))
-        usage = chunk.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            seen.usage = usage
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta")
-            text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-            if isinstance(text, str) and text:
-                seen.content_events += 1
-            if choice.get("finish_reason"):
-                seen.finished = True
-    return seen
+def read_stream(body: bytes, content_type: str | None = None) -> RawRequest:
+    """A streamed answer as a job's reader reads it: the request's observations, with
+    `error_class` and `error` set as a job's request would have them when it failed."""
+    rec = RawRequest(0, False, 0, 0, keep_text=True)
+    reader = StreamReader(rec, content_type=content_type)
+    try:
+        reader.feed(body, 1)
+        reader.finish(1)
+        if not rec.chunk_ns:
+            raise RequestFailure("empty", "the response carried no tokens")
+    except RequestFailure as failure:
+        rec.error_class, rec.error = failure.error_class, failure.reason
+    return rec
 
 
 @dataclass(slots=True)
@@ -297,21 +259,15 @@ class _Findings:
     v1_models: Answer | None = None
     stream: Answer | None = None
     stream_error: str | None = None
+    # The request fields the server refused, and its answer to the request without them.
+    refused: tuple[str, ...] = ()
+    without_refused: Answer | None = None
     tokenizer: str | None = None
     tokenizer_tried: list[str] = field(default_factory=list)
     engine_clues: dict[str, str] = field(default_factory=dict)
     engine_version: str | None = None
     metrics: list[dict[str, Any]] = field(default_factory=list)
     root_metrics: dict[str, Any] | None = None
-
-
-#: Tokenize forms: (engine, path, body field), the model added where the engine wants it.
-_TOKENIZE_FORMS: Final = (
-    ("vllm", "/tokenize", "prompt"),
-    ("llamacpp", "/tokenize", "content"),
-    ("tgi", "/tokenize", "inputs"),
-    ("sglang", "/v1/tokenize", "prompt"),
-)
 
 
 def _token_count(answer: Any) -> int | None:
@@ -357,52 +313,73 @@ class Check:
         models = self.found.models.json() if self.found.models.status == 200 else None
         data = models.get("data") if isinstance(models, dict) else None
         for item in data if isinstance(data, list) else []:
-            owner = engine_name(str(item.get("owned_by"))) if isinstance(item, dict) else None
+            owned_by = str(item.get("owned_by")) if isinstance(item, dict) else None
+            owner = catalog.engine_by_owner(owned_by)
             if owner:
                 self.found.engine_clues["/models owned_by"] = owner
 
+    def _probe_body(self, drop: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The check's 4-token request: a job's body at a job's defaults (less `drop`)."""
+        body: dict[str, Any] = msgspec.json.decode(
+            generation_body(
+                api=self.target.api,
+                model=self.target.model,
+                engine=self.target.engine,
+                prompt=PROBE_TEXT,
+                max_tokens=4,
+                stream=JOB_DEFAULTS["stream"],
+                exact_length=JOB_DEFAULTS["ignore_eos"],
+                temperature=JOB_DEFAULTS["temperature"],
+            )
+        )
+        return {k: v for k, v in body.items() if k not in drop}
+
     async def _stream(self) -> None:
         chat = self.target.api == "openai-chat"
-        body: dict[str, Any] = {
-            "model": self.target.model,
-            "max_tokens": 4,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if chat:
-            body["messages"] = [{"role": "user", "content": PROBE_TEXT}]
-        else:
-            body["prompt"] = PROBE_TEXT
         path = "/chat/completions" if chat else "/completions"
         try:
-            self.found.stream = await self.prober.send(
-                "POST", self.base + path, body=body, limit=MAX_STREAM_BYTES
+            answer = await self.prober.send(
+                "POST", self.base + path, body=self._probe_body(), limit=MAX_STREAM_BYTES
             )
         except _Failed as exc:
             self.found.stream_error = str(exc)
             return
-        server = self.found.stream.headers.get("server", "")
-        name = engine_name(server.split("/")[0])
+        self.found.stream = answer
+        name = catalog.engine_by_server_header(answer.headers.get("server"))
         if name:
             self.found.engine_clues["Server header"] = name
+        if 400 <= answer.status < 500:
+            refused, wording = refused_fields(server_message(answer.body))
+            if wording:
+                self.found.engine_clues["refusal wording"] = wording
+            if refused:
+                # Would the rest of a job's request do? The same request without them.
+                self.found.refused = refused
+                with contextlib.suppress(_Failed):
+                    self.found.without_refused = await self.prober.send(
+                        "POST",
+                        self.base + path,
+                        body=self._probe_body(refused),
+                        limit=MAX_STREAM_BYTES,
+                    )
 
     async def _tokenizer(self) -> None:
-        for engine, path, key in _TOKENIZE_FORMS:
-            body: dict[str, Any] = {key: PROBE_TEXT}
-            if key == "prompt":
-                body["model"] = self.target.model
-            url = self.root + path
+        """The catalog's tokenize forms, as the worker's tokenizer probe tries them."""
+        declared = engine_name(self.target.engine)
+        for form, url, path in catalog.tokenize_candidates(self.base, self.target.engine):
+            engine = declared if declared in form.engines else form.engines[0]
+            body = form.body(self.target.model, PROBE_TEXT, special=False)
             try:
                 answer = await self.prober.send("POST", url, body=body)
             except _Failed as exc:
-                self.found.tokenizer_tried.append(f"{path} {key}: {exc}")
+                self.found.tokenizer_tried.append(f"{path} {form.field}: {exc}")
                 return  # the server is not answering: no other form will do better
             count = _token_count(answer.json()) if answer.status == 200 else None
             if count:
-                self.found.tokenizer = f"{engine}:{path} {key}"
+                self.found.tokenizer = f"{engine}:{path} {form.field}"
                 self.found.engine_clues.setdefault("tokenize form", engine)
                 return
-            self.found.tokenizer_tried.append(f"{path} {key}: HTTP {answer.status}")
+            self.found.tokenizer_tried.append(f"{path} {form.field}: HTTP {answer.status}")
 
     async def _identity(self) -> None:
         """/version (vLLM, SGLang answer it), /props (llama.cpp), /info (TGI)."""
@@ -445,9 +422,11 @@ class Check:
             return row
         known = sorted(n for n in names if lookup(n) is not None)
         row["known_series"] = len(known)
-        for prefix, engine in _METRIC_ENGINES.items():
-            if any(n.startswith(prefix) for n in names):
+        for name in names:
+            engine = catalog.engine_by_metric(name)
+            if engine is not None:
                 self.found.engine_clues["metric names"] = engine
+                break
         if not known and any(n.startswith(FAMILY_PREFIXES) for n in names):
             row["error"] = "an engine's metrics, none of them mapped by this version"
         return row
@@ -579,30 +558,22 @@ class Check:
             )
         else:
             probes["model"] = Probe("model", "pass", f"'{model}' answered a request", offer)
-        seen = read_stream(answer.body)
-        kind = answer.headers.get("content-type", "").split(";")[0].strip()
-        if seen.error:
-            probes["streaming"] = Probe("streaming", "fail", f"the stream failed: {seen.error}")
-        elif seen.content_events == 0:
+        kind = answer.headers.get("content-type", "").split(";")[0].strip() or None
+        seen = read_stream(answer.body, kind)
+        if seen.error_class is not None:
             probes["streaming"] = Probe(
                 "streaming",
                 "fail",
-                f"a streamed request answered {kind or 'no content type'} without content "
-                "events: the server does not stream (jobs measure TTFT from the stream)",
-            )
-        elif not (seen.finished or seen.done):
-            probes["streaming"] = Probe(
-                "streaming", "fail", "the stream stopped without a finish_reason or [DONE]"
+                f"a job's request would fail ({seen.error_class}): {seen.error}",
+                {"error_class": seen.error_class},
             )
         else:
             probes["streaming"] = Probe(
-                "streaming", "pass", f"{seen.content_events} content events, then the end"
+                "streaming", "pass", f"{len(seen.chunk_ns)} content events, then the end"
             )
-        if seen.usage is not None:
+        if seen.count_source == "usage":
             probes["stream_usage"] = Probe(
-                "stream_usage",
-                "pass",
-                f"usage in the stream ({seen.usage.get('completion_tokens')} output tokens)",
+                "stream_usage", "pass", f"usage in the stream ({seen.n_out} output tokens)"
             )
         else:
             probes["stream_usage"] = Probe(
@@ -621,20 +592,32 @@ class Check:
         model = self.target.model
         listed = served is not None and model in served
         offer = {"served_models": served} if served is not None else {}
+        diagnosis = (
+            None
+            if answer is None
+            else http_diagnosis(answer.status, answer.body, engine=self.target.engine, model=model)
+        )
         why = (
             f"no answer within {CHECK_DEADLINE_S:g} s"
             if timed_out
             else (f.stream_error or "")
-            if answer is None
-            else f"HTTP {answer.status}: {answer.problem()}"
+            if diagnosis is None
+            else diagnosis.reason
         )
-        model_refused = answer is not None and answer.status in (400, 404) and not listed
+        model_refused = (
+            answer is not None
+            and answer.status in (400, 404)
+            and not listed
+            and not f.refused
+            and (served is not None or diagnosis is None or diagnosis.kind == "model")
+        )
         if (served is not None and not listed) or model_refused:
             names = ", ".join(served or []) or "none listed"
+            said = "" if answer is None else f"HTTP {answer.status}: {answer.problem()}"
             probes["model"] = Probe(
                 "model",
                 "fail",
-                f"'{model}' is not served here ({why}); /models lists: {names}",
+                f"'{model}' is not served here ({said or why}); /models lists: {names}",
                 offer,
             )
         else:
@@ -646,12 +629,38 @@ class Check:
                 else f"/models gave no list to check '{model}' against",
                 offer,
             )
-        probes["streaming"] = (
-            Probe("streaming", "skip", "not tried: the model is not served")
-            if probes["model"].status == "fail"
-            else Probe("streaming", "fail", f"a 4-token streamed request failed: {why}")
-        )
+        if probes["model"].status == "fail":
+            probes["streaming"] = Probe("streaming", "skip", "not tried: the model is not served")
+        elif f.refused:
+            probes["streaming"] = self._refusal_probe(why)
+        else:
+            probes["streaming"] = Probe(
+                "streaming", "fail", f"a 4-token streamed request failed: {why}"
+            )
         probes["stream_usage"] = Probe("stream_usage", "skip", "not tried: no stream")
+
+    def _refusal_probe(self, why: str) -> Probe:
+        """The streaming probe when the server refused fields of a job's request: it fails
+        (every request of a job would), and says whether the request without them streams."""
+        f = self.found
+        retry = f.without_refused
+        data: dict[str, Any] = {"refused_fields": list(f.refused)}
+        them = "it" if len(f.refused) == 1 else "them"
+        if retry is None:
+            after = f"the request without {them} got no answer"
+        elif retry.status != 200:
+            after = f"without {them} the server still answered HTTP {retry.status}"
+        else:
+            kind = retry.headers.get("content-type", "").split(";")[0].strip() or None
+            seen = read_stream(retry.body, kind)
+            after = (
+                f"without {them} it streams"
+                if seen.error_class is None
+                else f"without {them} the stream fails too ({seen.error})"
+            )
+        return Probe(
+            "streaming", "fail", f"every request of a job would fail: {why}; {after}", data
+        )
 
     def _judge_extras(self, probes: dict[str, Probe], cut: list[str]) -> None:
         f = self.found
@@ -694,7 +703,7 @@ class Check:
                 + ("" if declared is None else f"; declared: {self.target.engine}"),
                 data,
             )
-        elif declared is not None and declared != guess:
+        elif declared is not None and not catalog.same_engine(declared, guess):
             probes["engine"] = Probe(
                 "engine",
                 "warn",

@@ -56,6 +56,9 @@ class MetricSpec:
     #: that still shows a deprecated name next to its replacement): only one is used.
     priority: int = 0
     note: str = ""
+    #: The engine versions that publish this name, where it changed ("<0.9.2", ">=0.9.2");
+    #: "" for every version seen. A renamed metric keeps both entries, the new one first.
+    versions: str = ""
 
     @property
     def per_gpu(self) -> bool:
@@ -73,8 +76,9 @@ def _spec(
     scale: float = 1.0,
     priority: int = 0,
     note: str = "",
+    versions: str = "",
 ) -> MetricSpec:
-    return MetricSpec(source, canonical, kind, unit, family, scale, priority, note)
+    return MetricSpec(source, canonical, kind, unit, family, scale, priority, note, versions)
 
 
 #: The table. Source names are as exposed; counters that the exposition lists without a
@@ -85,19 +89,20 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("vllm:num_requests_running", "requests_running", "gauge", "requests", "vllm"),
     _spec("vllm:num_requests_waiting", "requests_waiting", "gauge", "requests", "vllm"),
     _spec("vllm:kv_cache_usage_perc", "kv_cache_usage", "gauge", "fraction", "vllm",
-          note="v1; 1 means full despite the _perc suffix"),
+          note="1 means full despite the _perc suffix", versions=">=0.9.2"),
     _spec("vllm:gpu_cache_usage_perc", "kv_cache_usage", "gauge", "fraction", "vllm",
-          priority=1, note="v0 name; 1 means full despite the _perc suffix"),
+          priority=1, note="renamed kv_cache_usage_perc in 0.9.2, shown beside it until "
+          "0.11 hid it; 1 means full despite the _perc suffix", versions="<0.11"),
     _spec("vllm:prefix_cache_hits_total", "prefix_cache_hits", "counter", "tokens", "vllm",
-          note="v1"),
+          versions=">=0.9.2"),
     _spec("vllm:gpu_prefix_cache_hits_total", "prefix_cache_hits", "counter", "tokens", "vllm",
-          priority=1, note="early v1 name"),
+          priority=1, note="early v1 name", versions="<0.11"),
     _spec("vllm:prefix_cache_queries_total", "prefix_cache_queries", "counter", "tokens",
-          "vllm", note="v1"),
+          "vllm", versions=">=0.9.2"),
     _spec("vllm:gpu_prefix_cache_queries_total", "prefix_cache_queries", "counter", "tokens",
-          "vllm", priority=1, note="early v1 name"),
+          "vllm", priority=1, note="early v1 name", versions="<0.11"),
     _spec("vllm:gpu_prefix_cache_hit_rate", "prefix_cache_hit_rate", "gauge", "fraction",
-          "vllm", note="v0 gauge"),
+          "vllm", note="v0 engine gauge", versions="v0 engine"),
     _spec("vllm:prompt_tokens_total", "prompt_tokens", "counter", "tokens", "vllm",
           note="all prompt tokens, cached ones included"),
     _spec("vllm:prompt_tokens_cached_total", "prompt_tokens_cached", "counter", "tokens",
@@ -145,9 +150,9 @@ METRIC_TABLE: Final[tuple[MetricSpec, ...]] = (
     _spec("llamacpp:tokens_predicted_seconds_total", "generation_seconds", "counter", "s",
           "llamacpp", note="summed over slots, so it can exceed wall time"),
     _spec("llamacpp:kv_cache_usage_ratio", "kv_cache_usage", "gauge", "fraction", "llamacpp",
-          note="older builds only (removed upstream in 2025)"),
+          note="removed upstream in May 2025", versions="builds before May 2025"),
     _spec("llamacpp:kv_cache_tokens", "kv_cache_tokens", "gauge", "tokens", "llamacpp",
-          note="older builds only"),
+          note="removed upstream in May 2025", versions="builds before May 2025"),
     # DCGM exporter (default counters plus the profiling ones), one series per GPU.
     _spec("DCGM_FI_DEV_GPU_UTIL", "gpu_util", "gauge", "fraction", "dcgm", scale=0.01,
           note="published in percent"),
@@ -183,9 +188,18 @@ KNOWN_LABELS: Final[dict[str, frozenset[str]]] = {
     ),
 }  # fmt: skip
 
-#: Name prefixes of the families above: an unmapped name with one of these is worth
-#: listing (a metric a new engine version added); any other name is only counted.
-FAMILY_PREFIXES: Final = ("vllm:", "sglang:", "tgi_", "llamacpp:", "DCGM_")
+#: Name prefixes of the families above, and the family each names: an unmapped name with
+#: one of these is worth listing (a metric a new engine version added); any other name is
+#: only counted. The engine catalog (infercost/engines/catalog.py) names its engines'
+#: families from here.
+FAMILY_OF_PREFIX: Final[dict[str, Family]] = {
+    "vllm:": "vllm",
+    "sglang:": "sglang",
+    "tgi_": "tgi",
+    "llamacpp:": "llamacpp",
+    "DCGM_": "dcgm",
+}
+FAMILY_PREFIXES: Final = tuple(FAMILY_OF_PREFIX)
 
 #: Canonical figure -> unit, for documentation and API schemas.
 CANONICAL_UNITS: Final[dict[str, str]] = {spec.canonical: spec.unit for spec in METRIC_TABLE}

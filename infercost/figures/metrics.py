@@ -62,6 +62,10 @@ RATE_HELD_SHARE = 0.95
 #: ... or when the client read late: the p99 of its event-loop lag or of the age of response
 #: bytes when parsed above this (workers/loadgen/health.py).
 CLIENT_READ_LAG_P99_LIMIT_MS = 10.0
+#: ... or when pauses of the client could have moved more than this share of the level's
+#: events' stamps by more than their bound (`client.pause_exposure` over
+#: `client.pause_bound_ms`, 5 ms; workers/loadgen/health.py): enough to move a p99.
+PAUSE_EXPOSURE_LIMIT = 0.01
 #: What each kind of client lateness spoils (`client.spoils`): sending late means the server
 #: saw less load than asked; reading late moves the arrival stamps of the events.
 SPOILED_BY_SENDING = ("requests_per_s", "output_tokens_per_s")
@@ -181,11 +185,15 @@ class RequestTiming:
     def tpot(self) -> float | None:
         """(t_last - t_first) / (n_out - 1), first token excluded.
 
-        Undefined below 2 tokens, and when all text came in one event (nothing to time).
+        Undefined below 2 tokens, when all text came in one event, and when all its events
+        came in one read (t_last = t_first): nothing to time, not a time of zero.
         """
         if self.n_out < 2 or len(self.chunk_times) < 2:
             return None
-        return (self.chunk_times[-1] - self.chunk_times[0]) / (self.n_out - 1)
+        span = self.chunk_times[-1] - self.chunk_times[0]
+        if span <= 0.0:
+            return None
+        return span / (self.n_out - 1)
 
     @property
     def queue_delay(self) -> float:
@@ -405,6 +413,20 @@ def server_timings_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     return block
 
 
+def _read_late(client: Mapping[str, Any]) -> bool:
+    """Whether the client read late: its read lag or event-loop lag p99 over the limit."""
+    return any(
+        (value := client.get(key)) is not None and float(value) > CLIENT_READ_LAG_P99_LIMIT_MS
+        for key in ("read_lag_p99_ms", "loop_lag_p99_ms")
+    )
+
+
+def _paused(client: Mapping[str, Any]) -> bool:
+    """Whether the client's pauses exposed more than PAUSE_EXPOSURE_LIMIT of the events."""
+    exposure = client.get("pause_exposure")
+    return exposure is not None and float(exposure) > PAUSE_EXPOSURE_LIMIT
+
+
 def adequacy_block(
     *,
     succeeded: int,
@@ -456,8 +478,32 @@ def adequacy_block(
         )
     # A rate or concurrency not held already says the sending side was late; a late reading
     # side is its own reason still (its lag is in every latency figure).
-    read_late = any(figure in client.get("spoils", ()) for figure in SPOILED_BY_READING)
-    if client_bound and (read_late or not any(r["code"].endswith("_held") for r in reasons)):
+    short = client.get("capacity_short")
+    if short:
+        reason(
+            "client_capacity",
+            f"decided before the level ran: {short}; its figures may include the load "
+            "generator's own lateness: run more workers (`infercost worker --concurrency N`) "
+            "or lower the level",
+        )
+    paused = _paused(client)
+    if paused:
+        gc = client.get("gc") or {}
+        reason(
+            "client_paused",
+            f"{float(client.get('pause_exposure') or 0.0):.1%} of the level's events were "
+            f"stamped during or just after pauses of the load generator longer than "
+            f"{client.get('pause_bound_ms')} ms (limit {PAUSE_EXPOSURE_LIMIT:.0%}): they could "
+            f"be more than {client.get('pause_bound_ms')} ms late, enough to move the p99 of "
+            f"the figures in client.spoils (longest loop stall "
+            f"{client.get('loop_stall_max_ms')} ms, longest garbage collection "
+            f"{gc.get('max_ms')} ms); use load.shards or a lower level",
+        )
+    # Reading figures spoilt by lag (not by pauses alone, which have their reason above).
+    read_spoilt = any(figure in client.get("spoils", ()) for figure in SPOILED_BY_READING)
+    lagged = read_spoilt and (_read_late(client) or not (paused or short))
+    sent = client_bound and any(f in client.get("spoils", ()) for f in SPOILED_BY_SENDING)
+    if lagged or (sent and not any(r["code"].endswith("_held") for r in reasons)):
         reason(
             "client_bound",
             "queue delay (less waits for a load.max_concurrency slot), read lag or event-loop "
@@ -616,6 +662,7 @@ def summarize(
     reading: Mapping[str, Any] | None = None,
     embeddings: bool = False,
     max_concurrency: int | None = None,
+    capacity_short: str | None = None,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
 
@@ -641,6 +688,11 @@ def summarize(
     client-bound) and on the rate of its effective schedule (t_sched + cap_wait), and the
     `concurrency_cap` block says whether the cap was reached and how often requests waited.
     Without a cap send_late is the queue delay, so nothing changes.
+
+    `capacity_short` says why the level got fewer load-generating processes than its
+    expected events needed (load.shards "auto", infercost/shards/auto.py): decided before it
+    ran, it makes the level client-bound whatever the client's own figures say, with the
+    reason `client_capacity`.
     """
     if target_concurrency and target_rate:
         raise ValueError("a level has a target concurrency or a target rate, not both")
@@ -713,10 +765,7 @@ def summarize(
         or rate_held is False
     )
     reading = reading or {}
-    read_late = any(
-        (value := reading.get(key)) is not None and float(value) > CLIENT_READ_LAG_P99_LIMIT_MS
-        for key in ("read_lag_p99_ms", "loop_lag_p99_ms")
-    )
+    read_late = _read_late(reading) or _paused(reading) or capacity_short is not None
     client_bound = sent_late or read_late
 
     client = {
@@ -728,6 +777,7 @@ def summarize(
         "send_rate": sent,
         "rate_held": rate_held,
         **reading,
+        **({} if capacity_short is None else {"capacity_short": capacity_short}),
         "spoils": [
             *(SPOILED_BY_SENDING if sent_late else ()),
             *(SPOILED_BY_READING if read_late else ()),

@@ -26,6 +26,8 @@ import msgspec
 from infercost.jobs.arrivals import Arrival
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
+#: Worker processes per level: a number, or "auto" (each level as many as it needs).
+Shards = int | Literal["auto"]
 
 #: Requests per level when a plan gives neither requests_per_level nor duration_s.
 DEFAULT_REQUESTS_PER_LEVEL = 100
@@ -149,7 +151,14 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
     rate_levels: int | None
     max_concurrency: int | None
     max_error_rate: float | None
-    shards: int
+    shards: Shards
+
+    @property
+    def fixed_shards(self) -> int:
+        """The shards every level is held to before it runs: the number given, 1 for "auto"
+        (a level decides at its start whether to take more; the rules hold it to one
+        process's limits)."""
+        return 1 if self.shards == "auto" else self.shards
 
     def level_size(self, level: float, mode: Mode | None = None) -> LevelSize:
         """The size of one level of this plan measured in `mode` (default: the plan's; a
@@ -242,9 +251,14 @@ def resolve_load(request: Mapping[str, Any], *, max_concurrency: int) -> LoadPla
     defaults that depend on its mode filled in: the arrival process (constant for a sweep and
     a burst, whose requests are all due at 0; poisson otherwise), a sweep's rate levels,
     users (at most `max_concurrency`, the server's limit), error rate and level duration,
-    and requests_per_level when neither a count nor a duration is given."""
+    requests_per_level when neither a count nor a duration is given, and shards "auto"
+    unless a cap on requests in flight keeps the level in one process."""
     load = dict(request)
     mode = load["mode"]
+    if load.get("shards") is None:
+        # Split where it helps, unless a cap on requests in flight must stay in one process
+        # (resolve_plan keeps sessions in one too).
+        load["shards"] = 1 if load.get("max_concurrency") is not None else "auto"
     if load["arrival"] is None:
         load["arrival"] = "constant" if mode in ("sweep", "burst") else "poisson"
     neither = load["requests_per_level"] is None and load["duration_s"] is None
@@ -296,6 +310,9 @@ def resolve_plan(
             slo = preset.default_slo()
     if resolved["seed"] is None:
         resolved["seed"] = seed
+    load = dict(load)
+    if load.get("shards") is None and resolved.get("sessions") is not None:
+        load["shards"] = 1  # a conversation's turns stay in one process
     return Plan(
         workload=msgspec.convert(resolved, WorkloadPlan),
         load=resolve_load(load, max_concurrency=max_concurrency),

@@ -144,7 +144,7 @@ def concurrency_cap(plan: Plan, limits: ServerLimits) -> None:
             f"{cap} exceeds this server's limit of {limits.max_concurrency} concurrent "
             "requests (INFERCOST_MAX_CONCURRENCY); lower it",
         )
-    if load.shards > 1:
+    if load.fixed_shards > 1:
         raise InvalidInput(
             "load.max_concurrency",
             "a cap on requests in flight is kept by one worker process: leave load.shards "
@@ -197,14 +197,14 @@ def burst_levels(plan: Plan, limits: ServerLimits) -> None:
     in_flight = [
         lvl
         for lvl in levels
-        if min(-(-lvl // load.shards), load.max_concurrency or lvl) > limits.max_concurrency
+        if min(-(-lvl // load.fixed_shards), load.max_concurrency or lvl) > limits.max_concurrency
     ]
     if in_flight:
         raise InvalidInput(
             "load.levels",
             f"{in_flight[0]:g} requests at once exceeds this server's limit of "
             f"{limits.max_concurrency} concurrent requests (INFERCOST_MAX_CONCURRENCY)"
-            + _per_shard(load.shards)
+            + _per_shard(load.fixed_shards)
             + "; lower the level, raise load.shards or set load.max_concurrency",
         )
 
@@ -223,13 +223,13 @@ def concurrency_levels(plan: Plan, limits: ServerLimits) -> None:
             f"{fractional[0]:g} is not a whole number; a concurrency level is a number "
             "of users (use mode 'rate' for requests per second)",
         )
-    too_high = [lvl for lvl in levels if -(-lvl // load.shards) > limits.max_concurrency]
+    too_high = [lvl for lvl in levels if -(-lvl // load.fixed_shards) > limits.max_concurrency]
     if too_high:
         raise InvalidInput(
             "load.levels",
             f"{too_high[0]:g} exceeds this server's limit of {limits.max_concurrency} "
             "concurrent requests (INFERCOST_MAX_CONCURRENCY)"
-            + _per_shard(load.shards)
+            + _per_shard(load.fixed_shards)
             + "; lower the level or raise load.shards",
         )
 
@@ -274,7 +274,7 @@ def sessions_mode(plan: Plan, limits: ServerLimits) -> None:
     """A conversation's next turn waits for its answer: only closed-loop users, all in one
     process (each shard would replay the same conversations), do that."""
     if plan.workload.sessions is not None and (
-        plan.load.mode != "concurrency" or plan.load.shards > 1
+        plan.load.mode != "concurrency" or plan.load.fixed_shards > 1
     ):
         raise InvalidInput(
             "workload.sessions", "multi-turn sessions need load.mode 'concurrency' and one shard"

@@ -32,7 +32,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import exists as sql_exists
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -72,6 +72,9 @@ class RunShard(Base):
     requests_done: Mapped[int] = mapped_column(default=0)
     # CPU seconds per second of the shard's process while its load ran.
     cpu_util: Mapped[float | None] = mapped_column(Float)
+    # The reading side's health of the shard's process over the level (the run's `client`
+    # keys of workers/loadgen/health.py: lags, stalls, collections, pause exposure).
+    reading: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     error: Mapped[str | None] = mapped_column(Text)
 
 

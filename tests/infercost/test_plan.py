@@ -166,7 +166,9 @@ def test_the_row_stores_every_key_with_whole_levels_as_integers() -> None:
         "mode": "rate", "levels": [1, 2.5], "requests_per_level": 100, "duration_s": None,
         "warmup_requests": 2, "warmup_s": None, "cooldown_s": 0.0, "arrival": "poisson",
         "burstiness": 1.0, "timeout_s": 300.0, "telemetry_interval_s": 1.0,
-        "rate_levels": None, "max_concurrency": None, "max_error_rate": None, "shards": 1,
+        "rate_levels": None, "max_concurrency": None, "max_error_rate": None,
+        # Splitting decided per level (the default where nothing must stay in one process).
+        "shards": "auto",
     }  # fmt: skip
     assert [type(x) for x in stored["load"]["levels"]] == [int, float]
     assert stored["workload"] == {

@@ -189,7 +189,8 @@ async def test_no_usage_in_the_stream_warns_and_a_broken_stream_fails(team: Team
     assert _probes(broken)["streaming"] == {
         "name": "streaming",
         "status": "fail",
-        "detail": "the stream stopped without a finish_reason or [DONE]",
+        "detail": "a job's request would fail (stream_broken): the stream ended without [DONE] or a finish_reason (the body just stopped)",
+        "error_class": "stream_broken",
     }
 
 

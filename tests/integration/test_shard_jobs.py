@@ -123,6 +123,12 @@ async def test_two_shards_run_each_level_together(
         assert offsets == pytest.approx(expected, abs=0.01), (offsets, first)
         assert [s["requests"] for s in client["shards"]] == [22, 22]
         assert client["cpu_util"] == max(s["cpu_util"] for s in client["shards"])
+        # Each shard's reading health is kept, and the run's is the worst of any shard's.
+        assert all(s["reading"] is not None for s in shards)
+        for key in ("loop_lag_p99_ms", "loop_stall_max_ms", "pause_exposure"):
+            per_shard = [s[key] for s in client["shards"]]
+            assert None not in per_shard, key
+            assert client[key] == max(per_shard), key
         # The merged run's concurrency is both shards' (METRICS.md, figures.md), as the merged
         # samples show it: a sweep over their send and end instants here, counting every
         # request in flight (warm-ups still running included) between the first and the last

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,8 +24,9 @@ from sim.config import SimConfig
 from sim.gpu import GpuEngine, GpuRequest
 from sim.process import wait_for_startup_line
 from sim.server import SimServer
+from tests.engine_fixtures import shared_llama_server
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "llama-server"
+FIXTURES = shared_llama_server()
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 TTFT_MS = 40.0

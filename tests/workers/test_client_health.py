@@ -8,6 +8,7 @@ stamps are checked against those records and against each other, never against a
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from time import perf_counter_ns
 
@@ -31,7 +32,7 @@ from tests.workers.test_transport_servers import (
     raw_server,
 )
 from workers.loadgen import stream
-from workers.loadgen.health import BUCKET_NS, ClientHealth, LagHistogram
+from workers.loadgen.health import BUCKET_NS, ClientHealth, LagHistogram, merged
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.transport import READS, SLOT, load_client
 
@@ -80,7 +81,7 @@ async def test_each_event_keeps_the_stamp_of_the_read_that_completed_it() -> Non
         await asyncio.sleep(0.02)  # the last piece read, still unparsed
         parsing = perf_counter_ns()
         rec = RawRequest(0, False, parsing, 8)
-        await stream._read_stream(response, rec, rec.chunk_ns)
+        await stream.read_stream(response, rec)
         await response.aclose()
 
     assert rec.finished and len(rec.chunk_ns) == 8
@@ -93,7 +94,7 @@ async def test_each_event_keeps_the_stamp_of_the_read_that_completed_it() -> Non
     # brought only its first half.
     assert rec.chunk_ns[1] == rec.chunk_ns[2] > written[2] > rec.chunk_ns[0]
     assert rec.t_first_byte == rec.chunk_ns[0]  # the head, role and first event: one read
-    assert rec.chunk_ns[3:] == [rec.chunk_ns[3]] * 5
+    assert list(rec.chunk_ns[3:]) == [rec.chunk_ns[3]] * 5
     assert rec.t_end == rec.chunk_ns[-1]  # [DONE] came in the last read
     # The parser took the first read's bytes at least (parsing - its stamp) after they came.
     assert health.read_lag.count >= 1
@@ -129,12 +130,12 @@ async def test_a_whole_body_is_stamped_at_the_reads_that_brought_it() -> None:
         await asyncio.sleep(0.02)
         parsing = perf_counter_ns()
         rec = RawRequest(0, False, parsing, 8)
-        await stream._read_whole(response, rec, rec.chunk_ns)
+        await stream._read_whole(response, rec)
         await response.aclose()
 
     assert rec.t_first_byte is not None and rec.t_end is not None
     assert written[0] <= rec.t_first_byte < written[1] <= rec.t_end < parsing
-    assert rec.chunk_ns == [rec.t_end] and rec.n_out > 0
+    assert list(rec.chunk_ns) == [rec.t_end] and rec.n_out > 0
 
 
 async def test_a_blocked_loop_shows_as_loop_lag() -> None:
@@ -305,3 +306,95 @@ async def test_stamps_follow_the_simulators_own_record_of_its_writes() -> None:
         assert rec.t_send * 1e-9 <= arrival  # the request was sent before it arrived
         assert all(c >= s for c, s in zip(client_s, server, strict=True))
         assert client_s == sorted(client_s)
+
+
+async def test_a_blocked_loop_is_seen_by_its_own_ticks_and_flags_the_level() -> None:
+    """Events due every millisecond for 200 ms (callbacks on the loop, each stamping as a
+    socket read's callback does), and the loop blocked for 60 ms among them: the loop's own
+    tick, due during the block, runs at least 55 ms late (the block less one tick), that time
+    counts as paused, and the events due in the block are stamped after it: more than 5 ms late
+    for all but the first 5 ms of them, far more than 1% of the level's events, so the level
+    is client-bound for its pauses."""
+    health = ClientHealth()
+    health.start()
+    loop = asyncio.get_running_loop()
+    stamps: list[int] = []
+    first = loop.time() + 0.01
+    for k in range(200):
+        loop.call_at(first + k * 0.001, lambda: stamps.append(perf_counter_ns()))
+    await asyncio.sleep(0.07)
+    started = perf_counter_ns()
+    time.sleep(0.06)  # noqa: ASYNC251 - blocks the loop on purpose
+    ended = perf_counter_ns()
+    blocked_ms = (ended - started) / 1e6
+    await asyncio.sleep(0.2)
+    assert len(stamps) == 200
+    figures = await health.stop([stamps])
+    tick_ms = 2.0
+    assert figures["loop_stall_max_ms"] >= blocked_ms - tick_ms, figures
+    assert figures["paused_ms"] >= blocked_ms - tick_ms, figures
+    # Independent count: events stamped after the block though due in it, beyond the bound.
+    late = [t for t in stamps if ended <= t and t - (ended - round(blocked_ms * 1e6)) > 5e6]
+    assert len(late) >= 0.9 * (blocked_ms - 5 - tick_ms)
+    assert figures["pause_exposure"] >= 0.9 * (blocked_ms - 5 - tick_ms) / 200
+    assert figures["pause_bound_ms"] == 5.0
+    # Requests sent and read on time by every other measure: only the pause flags the level.
+    timings = [_timing(k, k * 0.1, k * 0.1) for k in range(10)]
+    level = summarize(timings, reading=figures)
+    assert level.client_bound is True
+    assert level.client["spoils"] == list(SPOILED_BY_READING)
+    reasons = {r["code"]: r["detail"] for r in (level.adequacy or {})["reasons"]}
+    assert "client_paused" in reasons
+    assert f"longest loop stall {figures['loop_stall_max_ms']} ms" in reasons["client_paused"]
+    # The same level without the pause is not flagged (time.sleep let the probe thread run,
+    # so its loop lag saw this block too: a garbage collection would have held it).
+    calm = {**figures, "pause_exposure": 0.0, "loop_lag_p99_ms": 0.1}
+    assert summarize(timings, reading=calm).client_bound is False
+    # A pause no event was due in spoils nothing: the same figures over events after it.
+    assert health.pauses.exposure([[ended + 10_000_000 + k for k in range(100)]]) == 0.0
+
+
+async def test_every_collection_is_timed_by_generation() -> None:
+    """A full collection over a big heap, forced on the loop mid-level: the collector's own
+    callbacks time it (as long as the call around it took, less the call itself), it counts
+    in generation 2, and the loop's ticks see the loop held for it."""
+    heap = [[k] for k in range(600_000)]  # many small containers for the collector to walk
+    health = ClientHealth()
+    health.start()
+    await asyncio.sleep(0.02)
+    before = health.pauses.gc_count[2]
+    started = perf_counter_ns()
+    gc.collect()
+    took_ms = (perf_counter_ns() - started) / 1e6
+    await asyncio.sleep(0.02)
+    figures = await health.stop()
+    del heap
+    collected = figures["gc"]
+    assert collected["collections"][2] >= before + 1
+    assert 0.9 * took_ms - 0.05 <= collected["max_ms"] <= took_ms + 0.05, (collected, took_ms)
+    assert sum(collected["paused_ms"]) >= collected["max_ms"]
+    if took_ms > 10.0:
+        assert figures["loop_stall_max_ms"] >= took_ms - 2.5, figures
+
+
+def test_shards_readings_merge_to_the_worst_of_any() -> None:
+    one = {
+        "loop_lag_p99_ms": 1.0,
+        "pause_exposure": 0.002,
+        "resent": 1,
+        "paused_ms": 3.0,
+        "gc": {"collections": [5, 1, 0], "paused_ms": [1.0, 0.5, 0.0], "max_ms": 0.4},
+    }
+    two = {
+        "loop_lag_p99_ms": 4.0,
+        "pause_exposure": 0.02,
+        "resent": 2,
+        "paused_ms": 1.0,
+        "gc": {"collections": [3, 0, 1], "paused_ms": [0.5, 0.0, 9.0], "max_ms": 9.0},
+    }
+    both = merged([one, None, two])
+    assert both is not None
+    assert (both["loop_lag_p99_ms"], both["pause_exposure"], both["paused_ms"]) == (4.0, 0.02, 3.0)
+    assert both["resent"] == 3
+    assert both["gc"] == {"collections": [8, 1, 1], "paused_ms": [1.5, 0.5, 9.0], "max_ms": 9.0}
+    assert merged([None, {}]) is None

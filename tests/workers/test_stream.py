@@ -1,8 +1,11 @@
 """`send()` against real HTTP on loopback: captured llama-server responses replayed event by event,
-and servers that fail in each of the ways METRICS.md names.
+servers that fail in each of the ways METRICS.md names, and every server-sent events rule.
 
-No mocked transport: uvicorn serves an ASGI app in this test's event loop, or a raw asyncio TCP
-server writes the bytes itself, and a real httpx.AsyncClient talks to them.
+Every case runs on both ways a body reaches the one read loop (`path`): `slot`, the production
+path (the worker's load client, a request written straight to a slot's connection, each read
+stamped at the socket) and `pool`, httpx's own pool (what a request through a proxy or without
+a slot takes). No mocked transport: uvicorn serves an ASGI app in this test's event loop, or a
+raw asyncio TCP server writes the bytes itself.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import contextlib
 import re
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,11 +23,16 @@ import pytest
 
 from infercost.figures.metrics import summarize
 from tests.asgi import Receive, Send, read_body, send_json, serve_in_loop
+from tests.engine_fixtures import shared_llama_server
 from workers.loadgen.stream import RawRequest, Target, request_body, send
 from workers.loadgen.tokenize import Tokenizer, count_outputs
+from workers.loadgen.transport import load_client
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "llama-server"
+FIXTURES = shared_llama_server()
 EVENT_GAP_S = 0.005
+#: The two ways a body reaches the read loop: straight off a slot's connection, or out of
+#: httpx's pool.
+PATHS = ("slot", "pool")
 
 
 def fixture_bytes(name: str) -> bytes:
@@ -114,7 +121,78 @@ ENDINGS: dict[str, list[bytes]] = {
         *_TWO,
         b'data: {"error":{"message":"engine dead","type":"InternalServerError","code":500}}\n\n',
     ],
+    # transformers serve's error: a string, not an object; no [DONE] after it.
+    "error-string": [_ROLE, *_TWO, b'data: {"error":"CUDA error: device-side assert"}\n\n'],
+    # Older vLLM: an error without the `error` wrapper.
+    "error-object-type": [
+        _ROLE,
+        *_TWO,
+        b'data: {"object":"error","message":"engine loop died","code":500}\n\n',
+    ],
+    # Older llama.cpp builds: `error: {...}`, a field server-sent events ignore; the stream
+    # then stops, and the reason names what the server wrote.
+    "llamacpp-error-line": [
+        _ROLE,
+        *_TWO,
+        b'error: {"code":500,"message":"the context is full","type":"server_error"}\n\n',
+    ],
+    # [DONE] without the blank line that would dispatch it, at the end of the body: the
+    # standard discards an event never ended, so the body just stopped.
+    "unended-done": [_ROLE, *_TWO, b"data: [DONE]\n"],
 }
+
+
+def _crlf_multiline(event: bytes) -> bytes:
+    """An event of the capture with its JSON split over two `data:` lines after a comma
+    (the standard joins them with a newline, which JSON takes as space) and CRLF line ends."""
+    payload = event.strip().removeprefix(b"data: ")
+    if payload == b"[DONE]":
+        return b"data: [DONE]\r\n\r\n"
+    cut = payload.index(b",", len(payload) // 2) + 1
+    return b"data: " + payload[:cut] + b"\r\ndata:" + payload[cut:] + b"\r\n\r\n"
+
+
+_WHOLE = sse_events(fixture_bytes("chat-stream-usage.sse"))
+#: The whole captured stream (8 content events, usage, [DONE]) in every shape the standard
+#: allows; each must read exactly as the capture does.
+SHAPES: dict[str, list[bytes]] = {
+    "as-captured": _WHOLE,
+    "multiline-crlf": [_crlf_multiline(e) for e in _WHOLE],
+    "cr-only": [e.replace(b"\n", b"\r") for e in _WHOLE],
+    # CRLF ends, each event's CR at the end of one write and its LF at the start of the next.
+    "crlf-split": [
+        (b"\n" if i else b"") + e.replace(b"\n", b"\r\n")[:-1] for i, e in enumerate(_WHOLE)
+    ],
+    # A byte order mark first, comments and ids and retry lines around the data, an event
+    # type nobody asked for with an empty JSON object, an event of only a comment.
+    "fields": [
+        b"\xef\xbb\xbf: a comment before anything\n\n",
+        *(b": keep-alive\nid: %d\nretry: 1000\n" % i + e for i, e in enumerate(_WHOLE[:5])),
+        b"event: ping\ndata: {}\n\n",
+        b"id\n: only a comment\n\n",
+        *_WHOLE[5:],
+    ],
+    # Every event in one write: the request has no per-token time (not a time of zero).
+    "one-write": [b"".join(_WHOLE)],
+}
+
+
+def _tool_delta(call: dict[str, Any]) -> bytes:
+    delta = {"tool_calls": [{"index": 0, **call}]}
+    event = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+    return b"data: " + msgspec.json.encode(event) + b"\n\n"
+
+
+#: A model answering with a tool call only: its name, then its arguments in three pieces.
+TOOL_CALLS = [
+    _ROLE,
+    _tool_delta({"id": "call_1", "type": "function", "function": {"name": "get_weather"}}),
+    _tool_delta({"function": {"arguments": '{"city":'}}),
+    _tool_delta({"function": {"arguments": ' "Oslo"'}}),
+    _tool_delta({"function": {"arguments": "}"}}),
+    b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n',
+    b"data: [DONE]\n\n",
+]
 
 
 class ReplayApp:
@@ -152,6 +230,13 @@ class ReplayApp:
             await _stall(receive, send)
         elif scenario in ENDINGS:
             await _replay_sse(send, ENDINGS[scenario])
+        elif scenario.startswith("shape-"):
+            await _replay_sse(send, SHAPES[scenario.removeprefix("shape-")])
+        elif scenario == "not-a-stream":
+            # A server that does not stream: one whole answer to a streamed request.
+            await send_json(send, 200, fixture_bytes("chat-nostream.json"))
+        elif scenario == "tool-calls":
+            await _replay_sse(send, TOOL_CALLS)
         elif scenario == "finish-then-hold":
             # A finish_reason and no [DONE], then the body stays open a second before it
             # ends; `written` gets the finish event's time, then the end's.
@@ -185,15 +270,28 @@ async def replay() -> AsyncIterator[tuple[str, ReplayApp]]:
         yield url, app
 
 
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest) -> str:
+    """Which way the body reaches the read loop (see the module docstring)."""
+    value: str = request.param
+    return value
+
+
 async def fetch(
-    base_url: str, api: str = "openai-chat", *, stream: bool = True, timeout_s: float = 5.0
+    base_url: str,
+    path: str = "slot",
+    api: str = "openai-chat",
+    *,
+    stream: bool = True,
+    timeout_s: float = 5.0,
 ) -> RawRequest:
-    """One request through send(), as the load generator makes it."""
+    """One request through send(), as the load generator makes it: on slot 0 of the worker's
+    load client (`slot`), or without a slot, through its httpx pool (`pool`)."""
     target = Target.for_endpoint(base_url, api, "m", None, timeout_s)
     body = request_body(target, "hello there", 8, stream=stream, ignore_eos=True, temperature=None)
     rec = RawRequest(seq=0, warmup=False, t_sched=time.perf_counter_ns(), n_in_local=10)
-    async with httpx.AsyncClient() as client:
-        await send(client, target, body, rec, stream=stream)
+    async with load_client(4) as client:
+        await send(client, target, body, rec, stream=stream, slot=0 if path == "slot" else None)
     return rec
 
 
@@ -213,9 +311,9 @@ def content_events(name: str) -> int:
 # --- captured llama-server responses ---------------------------------------------------------
 
 
-async def test_chat_stream_with_usage(replay: tuple[str, ReplayApp]) -> None:
+async def test_chat_stream_with_usage(replay: tuple[str, ReplayApp], path: str) -> None:
     base, app = replay
-    rec = await fetch(f"{base}/chat-stream-usage-sse/v1")
+    rec = await fetch(f"{base}/chat-stream-usage-sse/v1", path)
     assert rec.error_class is None, rec.error
     assert rec.status == 200
     # 11 events: role only (content null), 8 with content, finish (empty delta), usage
@@ -227,7 +325,7 @@ async def test_chat_stream_with_usage(replay: tuple[str, ReplayApp]) -> None:
     # the role event is the first byte; the first token comes one event later
     assert rec.t_first_byte is not None
     assert rec.t_send <= rec.t_first_byte < rec.chunk_ns[0]
-    assert rec.chunk_ns == sorted(rec.chunk_ns)
+    assert list(rec.chunk_ns) == sorted(rec.chunk_ns)
     assert rec.t_end is not None
     assert rec.t_end >= rec.chunk_ns[-1]
 
@@ -266,9 +364,11 @@ async def test_chat_stream_with_usage(replay: tuple[str, ReplayApp]) -> None:
     assert rec.server.n_prefilled == 18
 
 
-async def test_chat_stream_without_usage_counts_events(replay: tuple[str, ReplayApp]) -> None:
+async def test_chat_stream_without_usage_counts_events(
+    replay: tuple[str, ReplayApp], path: str
+) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/chat-stream-no-usage-sse/v1")
+    rec = await fetch(f"{base}/chat-stream-no-usage-sse/v1", path)
     assert rec.error_class is None, rec.error
     assert content_events("chat-stream-no-usage.sse") == 5
     assert len(rec.chunk_ns) == 5
@@ -282,9 +382,9 @@ async def test_chat_stream_without_usage_counts_events(replay: tuple[str, Replay
     assert (rec.server.n_prefilled, rec.server.n_out, rec.server.prefill_ms) == (5, 5, 14.656)
 
 
-async def test_completions_stream_with_usage(replay: tuple[str, ReplayApp]) -> None:
+async def test_completions_stream_with_usage(replay: tuple[str, ReplayApp], path: str) -> None:
     base, app = replay
-    rec = await fetch(f"{base}/completions-stream-usage-sse/v1", "openai-completions")
+    rec = await fetch(f"{base}/completions-stream-usage-sse/v1", path, "openai-completions")
     assert rec.error_class is None, rec.error
     # five events with text; the finish event's text is "" and does not count
     assert content_events("completions-stream-usage.sse") == 5
@@ -298,9 +398,9 @@ async def test_completions_stream_with_usage(replay: tuple[str, ReplayApp]) -> N
     assert msgspec.json.decode(body)["prompt"] == "hello there"
 
 
-async def test_chat_not_streamed(replay: tuple[str, ReplayApp]) -> None:
+async def test_chat_not_streamed(replay: tuple[str, ReplayApp], path: str) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/chat-nostream/v1", stream=False)
+    rec = await fetch(f"{base}/chat-nostream/v1", path, stream=False)
     assert rec.error_class is None, rec.error
     assert rec.status == 200
     assert len(rec.chunk_ns) == 1
@@ -315,9 +415,11 @@ async def test_chat_not_streamed(replay: tuple[str, ReplayApp]) -> None:
     assert rec.cached_tokens == 8  # the captured body's usage.prompt_tokens_details
 
 
-async def test_tgi_timing_headers_are_the_servers_timings(replay: tuple[str, ReplayApp]) -> None:
+async def test_tgi_timing_headers_are_the_servers_timings(
+    replay: tuple[str, ReplayApp], path: str
+) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/tgi-nostream/v1", stream=False)
+    rec = await fetch(f"{base}/tgi-nostream/v1", path, stream=False)
     assert rec.error_class is None, rec.error
     assert rec.server is not None
     assert rec.server.source == "tgi"
@@ -325,20 +427,22 @@ async def test_tgi_timing_headers_are_the_servers_timings(replay: tuple[str, Rep
     assert rec.cached_tokens is None  # the server did not say
 
 
-async def test_finish_reason_without_done_is_a_proper_end(replay: tuple[str, ReplayApp]) -> None:
+async def test_finish_reason_without_done_is_a_proper_end(
+    replay: tuple[str, ReplayApp], path: str
+) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/finish-no-done/v1")
+    rec = await fetch(f"{base}/finish-no-done/v1", path)
     assert rec.error_class is None, rec.error
     assert len(rec.chunk_ns) == 2
 
 
 async def test_without_done_the_request_ends_with_its_last_event(
-    replay: tuple[str, ReplayApp],
+    replay: tuple[str, ReplayApp], path: str
 ) -> None:
     # The server held the body open a second after the finish event: the request ended
     # with that event, not when the server got round to closing the body.
     base, app = replay
-    rec = await fetch(f"{base}/finish-then-hold/v1")
+    rec = await fetch(f"{base}/finish-then-hold/v1", path)
     assert rec.error_class is None, rec.error
     finish_sent, end_sent = app.written[-2], app.written[-1]
     assert rec.t_end is not None
@@ -346,10 +450,10 @@ async def test_without_done_the_request_ends_with_its_last_event(
 
 
 async def test_an_error_event_without_data_ends_at_its_blank_line(
-    replay: tuple[str, ReplayApp],
+    replay: tuple[str, ReplayApp], path: str
 ) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/empty-error-event/v1")
+    rec = await fetch(f"{base}/empty-error-event/v1", path)
     assert rec.error_class is None, rec.error
     assert len(rec.chunk_ns) == 2
 
@@ -357,9 +461,11 @@ async def test_an_error_event_without_data_ends_at_its_blank_line(
 # --- failures ---------------------------------------------------------------------------------
 
 
-async def test_a_body_that_just_stops_is_stream_broken(replay: tuple[str, ReplayApp]) -> None:
+async def test_a_body_that_just_stops_is_stream_broken(
+    replay: tuple[str, ReplayApp], path: str
+) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/just-stops/v1")
+    rec = await fetch(f"{base}/just-stops/v1", path)
     assert rec.status == 200
     assert rec.error_class == "stream_broken"
     assert rec.error is not None
@@ -377,10 +483,10 @@ async def test_a_body_that_just_stops_is_stream_broken(replay: tuple[str, Replay
     ],
 )
 async def test_an_error_in_the_stream_is_a_protocol_error(
-    replay: tuple[str, ReplayApp], scenario: str, said: str
+    replay: tuple[str, ReplayApp], path: str, scenario: str, said: str
 ) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/{scenario}/v1")
+    rec = await fetch(f"{base}/{scenario}/v1", path)
     assert rec.status == 200
     assert rec.error_class == "protocol"
     assert rec.error is not None
@@ -388,22 +494,22 @@ async def test_an_error_in_the_stream_is_a_protocol_error(
     assert len(rec.chunk_ns) == 2
 
 
-async def test_http_400_keeps_the_servers_message(replay: tuple[str, ReplayApp]) -> None:
+async def test_http_400_keeps_the_servers_message(replay: tuple[str, ReplayApp], path: str) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/error-400/v1")
+    rec = await fetch(f"{base}/error-400/v1", path)
     assert rec.status == 400
     assert rec.error_class == "http_4xx"
     assert rec.error is not None
     assert "Expected 'messages' to be an array" in rec.error
     assert "400" in rec.error
-    assert rec.chunk_ns == []
+    assert not rec.chunk_ns
     assert rec.n_out == 0
     assert rec.t_end is not None
 
 
-async def test_http_503(replay: tuple[str, ReplayApp]) -> None:
+async def test_http_503(replay: tuple[str, ReplayApp], path: str) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/unavailable/v1")
+    rec = await fetch(f"{base}/unavailable/v1", path)
     assert rec.status == 503
     assert rec.error_class == "http_5xx"
     assert rec.error is not None
@@ -411,9 +517,9 @@ async def test_http_503(replay: tuple[str, ReplayApp]) -> None:
     assert not rec.timing(rec.t_sched).succeeded
 
 
-async def test_connection_refused() -> None:
+async def test_connection_refused(path: str) -> None:
     base = "http://127.0.0.1:1/v1"
-    rec = await fetch(base)
+    rec = await fetch(base, path)
     assert rec.error_class == "connect"
     assert rec.error is not None
     assert f"connection refused at {base}" in rec.error
@@ -422,30 +528,32 @@ async def test_connection_refused() -> None:
     assert rec.n_in == 10  # the local count is kept for a request that never got an answer
 
 
-async def test_malformed_event_is_a_protocol_error(replay: tuple[str, ReplayApp]) -> None:
+async def test_malformed_event_is_a_protocol_error(
+    replay: tuple[str, ReplayApp], path: str
+) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/malformed/v1")
+    rec = await fetch(f"{base}/malformed/v1", path)
     assert rec.status == 200
     assert rec.error_class == "protocol"
     assert rec.error is not None
     assert "malformed" in rec.error
 
 
-async def test_stream_with_only_done_is_empty(replay: tuple[str, ReplayApp]) -> None:
+async def test_stream_with_only_done_is_empty(replay: tuple[str, ReplayApp], path: str) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/done-only/v1")
+    rec = await fetch(f"{base}/done-only/v1", path)
     assert rec.status == 200
     assert rec.error_class == "empty"
-    assert rec.chunk_ns == []
+    assert not rec.chunk_ns
     assert rec.n_out == 0
 
 
-async def test_stalled_server_times_out(replay: tuple[str, ReplayApp]) -> None:
+async def test_stalled_server_times_out(replay: tuple[str, ReplayApp], path: str) -> None:
     base, _ = replay
-    rec = await fetch(f"{base}/stall/v1", timeout_s=0.3)
+    rec = await fetch(f"{base}/stall/v1", path, timeout_s=0.3)
     assert rec.error_class == "timeout"
     assert rec.error == "no complete response within 0.3 s"
-    assert rec.chunk_ns == []
+    assert not rec.chunk_ns
     assert rec.t_end is not None
     # it gave up at the limit (counted from the call, connecting included), not when the
     # server finally hung up 5 s later
@@ -481,10 +589,10 @@ async def truncated_stream_server(events: list[bytes], gap_s: float) -> AsyncIte
         await server.wait_closed()
 
 
-async def test_connection_closed_mid_stream_is_stream_broken() -> None:
+async def test_connection_closed_mid_stream_is_stream_broken(path: str) -> None:
     events = sse_events(fixture_bytes("chat-stream-usage.sse"))[:2]  # role, first content
     async with truncated_stream_server(events, EVENT_GAP_S) as url:
-        rec = await fetch(url)
+        rec = await fetch(url, path)
     assert rec.status == 200
     assert rec.error_class == "stream_broken"
     assert rec.error is not None
@@ -665,22 +773,27 @@ async def scripted() -> AsyncIterator[tuple[str, ScriptedApp]]:
 
 
 async def scripted_fetch(
-    base: str, scenario: str, *, engine: str | None = None, keep_text: bool = False
+    base: str,
+    scenario: str,
+    path: str,
+    *,
+    engine: str | None = None,
+    keep_text: bool = False,
 ) -> RawRequest:
     target = Target.for_endpoint(
         f"{base}/{scenario}/v1", "openai-chat", "m", None, 5.0, engine=engine
     )
     body = request_body(target, "hello there", 8, stream=True, ignore_eos=True, temperature=None)
     rec = RawRequest(0, False, time.perf_counter_ns(), 2, keep_text=keep_text)
-    async with httpx.AsyncClient() as client:
-        await send(client, target, body, rec, stream=True)
+    async with load_client(4) as client:
+        await send(client, target, body, rec, stream=True, slot=0 if path == "slot" else None)
     assert rec.error_class is None, rec.error
     return rec
 
 
-async def test_ttft_skips_an_empty_role_event(scripted: tuple[str, ScriptedApp]) -> None:
+async def test_ttft_skips_an_empty_role_event(scripted: tuple[str, ScriptedApp], path: str) -> None:
     base, app = scripted
-    rec = await scripted_fetch(base, "role-then-content", keep_text=True)
+    rec = await scripted_fetch(base, "role-then-content", path, keep_text=True)
     t = rec.timing(rec.t_sched)
     assert t.ttfb is not None
     assert t.ttft is not None
@@ -703,10 +816,10 @@ async def test_ttft_skips_an_empty_role_event(scripted: tuple[str, ScriptedApp])
 
 
 async def test_without_usage_the_tokenizer_counts_the_text(
-    scripted: tuple[str, ScriptedApp],
+    scripted: tuple[str, ScriptedApp], path: str
 ) -> None:
     base, app = scripted
-    rec = await scripted_fetch(base, "no-usage", keep_text=True)
+    rec = await scripted_fetch(base, "no-usage", path, keep_text=True)
     # at first: three content events, counted as three tokens
     assert rec.count_source == "events"
     assert rec.n_out == 3
@@ -731,10 +844,10 @@ async def test_without_usage_the_tokenizer_counts_the_text(
 
 
 async def test_without_usage_and_without_keeping_text_events_count(
-    scripted: tuple[str, ScriptedApp],
+    scripted: tuple[str, ScriptedApp], path: str
 ) -> None:
     base, _ = scripted
-    rec = await scripted_fetch(base, "no-usage")
+    rec = await scripted_fetch(base, "no-usage", path)
     assert rec.text is None
     assert rec.count_source == "events"
     assert rec.n_out == 3
@@ -742,10 +855,10 @@ async def test_without_usage_and_without_keeping_text_events_count(
 
 
 async def test_continuous_usage_weights_itl_by_tokens_per_event(
-    scripted: tuple[str, ScriptedApp],
+    scripted: tuple[str, ScriptedApp], path: str
 ) -> None:
     base, app = scripted
-    rec = await scripted_fetch(base, "continuous", engine="vllm")
+    rec = await scripted_fetch(base, "continuous", path, engine="vllm")
     assert app.bodies[-1][1]["stream_options"] == {
         "include_usage": True,
         "continuous_usage_stats": True,
@@ -754,7 +867,7 @@ async def test_continuous_usage_weights_itl_by_tokens_per_event(
     assert rec.n_out == 6
     # three events with text; the textless event's token goes to the next event with text
     assert len(rec.chunk_ns) == 3
-    assert rec.chunk_tokens == [1, 3, 2]
+    assert list(rec.chunk_tokens) == [1, 3, 2]
     t = rec.timing(rec.t_sched)
     assert t.chunk_tokens == [1, 3, 2]
     gap1 = t.chunk_times[1] - t.chunk_times[0]
@@ -768,10 +881,10 @@ async def test_continuous_usage_weights_itl_by_tokens_per_event(
 
 
 async def test_reasoning_counts_for_ttft_and_ttfo_waits_for_content(
-    scripted: tuple[str, ScriptedApp],
+    scripted: tuple[str, ScriptedApp], path: str
 ) -> None:
     base, _ = scripted
-    rec = await scripted_fetch(base, "reasoning", keep_text=True)
+    rec = await scripted_fetch(base, "reasoning", path, keep_text=True)
     t = rec.timing(rec.t_sched)
     # every event with text is timed: three reasoning, two content
     assert len(t.chunk_times) == 5
@@ -785,3 +898,80 @@ async def test_reasoning_counts_for_ttft_and_ttfo_waits_for_content(
     fig = summarize([t])
     assert fig.stats["ttfo_ms"]["count"] == 1
     assert fig.stats["ttfo_ms"]["mean"] == pytest.approx(t.ttfo * 1000.0)
+
+
+# --- every rule of server-sent events, on both paths -------------------------------------------
+
+
+@pytest.mark.parametrize("shape", sorted(set(SHAPES) - {"as-captured"}))
+async def test_every_shape_the_standard_allows_reads_as_the_capture(
+    replay: tuple[str, ReplayApp], path: str, shape: str
+) -> None:
+    base, _ = replay
+    want = await fetch(f"{base}/shape-as-captured/v1", path)
+    got = await fetch(f"{base}/shape-{shape}/v1", path)
+    assert got.error_class is None, got.error
+    # The capture's own figures (see test_chat_stream_with_usage): 8 content events, the
+    # server's 8 output and 18 prompt tokens, llama.cpp's timings.
+    assert (len(got.chunk_ns), got.n_out, got.n_in, got.count_source) == (8, 8, 18, "usage")
+    assert got.server == want.server
+    assert got.cached_tokens == want.cached_tokens == 0
+    t = got.timing(got.t_sched)
+    if shape == "one-write":
+        # all 8 events came in one read: the same stamp for each, so no per-token time
+        assert len(set(got.chunk_ns)) == 1
+        assert t.tpot is None
+        assert summarize([t]).stats["tpot_ms"]["count"] == 0
+    else:
+        assert t.tpot is not None
+        assert t.tpot > 0
+
+
+async def test_an_unended_done_is_discarded(replay: tuple[str, ReplayApp], path: str) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/unended-done/v1", path)
+    assert rec.error_class == "stream_broken"
+    assert rec.error is not None
+    assert "never ended by a blank line" in rec.error
+    assert len(rec.chunk_ns) == 2
+
+
+@pytest.mark.parametrize(
+    ("scenario", "said"),
+    [
+        ("error-string", "CUDA error: device-side assert"),
+        ("error-object-type", "engine loop died"),
+        ("llamacpp-error-line", "the context is full"),
+    ],
+)
+async def test_every_engines_error_shape_is_a_protocol_error(
+    replay: tuple[str, ReplayApp], path: str, scenario: str, said: str
+) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/{scenario}/v1", path)
+    assert rec.error_class == "protocol"
+    assert rec.error is not None
+    assert said in rec.error
+    assert len(rec.chunk_ns) == 2
+
+
+async def test_a_whole_answer_to_a_streamed_request_says_the_server_does_not_stream(
+    replay: tuple[str, ReplayApp], path: str
+) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/not-a-stream/v1", path)
+    assert rec.status == 200
+    assert rec.error_class == "protocol"
+    assert rec.error is not None
+    assert "does not stream" in rec.error
+    assert "application/json" in rec.error
+
+
+async def test_tool_call_deltas_are_output(replay: tuple[str, ReplayApp], path: str) -> None:
+    base, _ = replay
+    rec = await fetch(f"{base}/tool-calls/v1", path)
+    assert rec.error_class is None, rec.error
+    # the name and the three argument pieces: four events of generated text
+    assert len(rec.chunk_ns) == 4
+    assert rec.n_out == 4
+    assert rec.count_source == "events"

@@ -300,7 +300,7 @@ async def test_a_fresh_connection_closed_without_an_answer_fails_after_one_attem
         assert r.error_class == "stream_broken"
         assert r.error is not None
         assert "without sending a response" in r.error
-        assert r.chunk_ns == []
+        assert not r.chunk_ns
     # one connection and one request each: no re-send on a connection made for the request
     assert seen.connections == 2
     assert [(c, n, a) for c, n, _, a in seen.requests] == [(0, 0, False), (1, 0, False)]

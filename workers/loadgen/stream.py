@@ -1,11 +1,20 @@
 """One request to an OpenAI-compatible endpoint, timed per METRICS.md.
 
-This is the hot path: timestamps come from `time.perf_counter_ns` as bytes arrive, events are
-decoded into small typed structs (unknown fields skipped), and nothing is logged per event.
-On a slot's connection each event takes the stamp of the socket read that completed it
-(taken in the transport's data callback, workers/loadgen/transport.py), not the moment this
-coroutine got round to it; through the shared pool or a proxy, it takes the moment its bytes
-came out of httpx.
+This is the hot path. Timestamps come from `time.perf_counter_ns` as bytes arrive and nothing
+is logged per event. Every streamed body, whatever brought it, is read by one loop
+(`_read_events`) feeding one reader (infercost/engines/reader.py, which the endpoint check
+uses too): the loop takes stamped reads, `(stamps, pieces)`, from wherever the bytes come.
+
+- On a slot's connection (workers/loadgen/transport.py) a streamed request is written
+  straight to the connection (`_direct`: no httpx request or response) and each piece of
+  the body keeps the stamp of the socket read that brought it, taken in the transport's data
+  callback, not when this coroutine got round to it.
+- Through the shared pool, a proxy or a compressed body, httpx hands the body on and each
+  piece is stamped as it comes out (`_HttpxReads`).
+
+The request's body comes from infercost/engines/requests.py, the one builder of generation
+requests, and a refusal is explained by infercost/engines/diagnosis.py, as the check explains
+it.
 """
 
 from __future__ import annotations
@@ -13,213 +22,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-from collections.abc import AsyncGenerator, Iterable
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from time import perf_counter_ns
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import httpx
 import msgspec
 
-from infercost.figures.metrics import RequestTiming, ServerTimings
+from infercost.engines.catalog import engine_of
+from infercost.engines.diagnosis import connect_diagnosis, http_diagnosis
+from infercost.engines.reader import (
+    RawRequest,
+    RequestFailure,
+    StreamReader,
+    decode_event,
+    judge,
+    on_event,
+    settle_timings,
+)
+from infercost.engines.requests import generation_body
+from infercost.figures.metrics import ServerTimings
 from workers.loadgen.embeddings import EMBEDDINGS_API, embeddings_body, read_embeddings
 from workers.loadgen.embeddings import ROUTE as EMBEDDINGS_ROUTE
-from workers.loadgen.transport import READS, SLOT, SlotBody, read_whole
+from workers.loadgen.transport import (
+    CONNECT_TIMEOUT_S,
+    READS,
+    SLOT,
+    LoadClient,
+    SlotBody,
+    read_whole,
+)
 
-_NS = 1e-9
-
-
-class _Delta(msgspec.Struct):
-    content: str | None = None
-    reasoning_content: str | None = None
-    reasoning: str | None = None
-
-
-class _Choice(msgspec.Struct):
-    delta: _Delta | None = None
-    message: _Delta | None = None
-    text: str | None = None
-    finish_reason: str | None = None
-
-
-class _PromptDetails(msgspec.Struct):
-    cached_tokens: int | None = None
-
-
-class _Usage(msgspec.Struct):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    prompt_tokens_details: _PromptDetails | None = None
-
-
-class _Timings(msgspec.Struct):
-    """llama.cpp's own per-request timings, sent with the final events (its server's
-    `timings` object): prompt_n tokens prefilled (cached ones excluded) in prompt_ms,
-    predicted_n tokens generated, predicted_per_token_ms = predicted_ms / (predicted_n - 1),
-    cache_n prompt tokens served from its cache."""
-
-    prompt_n: int | None = None
-    prompt_ms: float | None = None
-    predicted_n: int | None = None
-    predicted_ms: float | None = None
-    predicted_per_token_ms: float | None = None
-    cache_n: int | None = None
-
-
-class _Event(msgspec.Struct):
-    choices: list[_Choice] = []
-    usage: _Usage | None = None
-    timings: _Timings | None = None
-    error: Any = None
-
-
-_decode_event = msgspec.json.Decoder(_Event).decode
-# All the events of one read decoded in one call (see _parse_all).
-_decode_events = msgspec.json.Decoder(list[_Event]).decode
-
-
-class RawRequest:
-    """One request's observations in perf_counter_ns, filled in place on the hot path."""
-
-    __slots__ = (
-        "cached_tokens",
-        "chunk_ns",
-        "chunk_tokens",
-        "count_source",
-        "error",
-        "error_class",
-        "finished",
-        "keep_answer",
-        "llamacpp_timings",
-        "n_in",
-        "n_in_target",
-        "n_out",
-        "seq",
-        "server",
-        "status",
-        "t_content",
-        "t_end",
-        "t_first_byte",
-        "t_last_read",
-        "t_sched",
-        "t_send",
-        "t_slot",
-        "text",
-        "tokens_at_chunk",
-        "warmup",
-    )
-
-    def __init__(
-        self,
-        seq: int,
-        warmup: bool,
-        t_sched: int,
-        n_in_local: int,
-        *,
-        keep_text: bool = False,
-        keep_answer: bool = False,
-    ) -> None:
-        self.seq = seq
-        self.warmup = warmup
-        self.t_sched = t_sched
-        self.t_send = t_sched
-        # When a load.max_concurrency slot let it go (open loop with a cap); None without one.
-        self.t_slot: int | None = None
-        self.t_first_byte: int | None = None
-        # The stamp of the body's latest read: its end when no [DONE] came.
-        self.t_last_read: int | None = None
-        self.t_content: int | None = None
-        self.t_end: int | None = None
-        self.chunk_ns: list[int] = []
-        # Tokens per content event from continuous usage; emptied unless every event said.
-        self.chunk_tokens: list[int] = []
-        self.tokens_at_chunk = 0
-        self.n_in: int | None = n_in_local
-        self.n_in_target = n_in_local
-        self.n_out = 0
-        self.count_source = "events"
-        self.status: int | None = None
-        self.error_class: str | None = None
-        self.error: str | None = None
-        # A choice's finish_reason arrived: the stream ended properly even without [DONE].
-        self.finished = False
-        # Prompt tokens the server says came from its prefix cache (usage or its timings).
-        self.cached_tokens: int | None = None
-        # The server's own timings of this request, where it reports them (ServerTimings);
-        # llama.cpp's come in its events, kept as sent until the body ends (_settle_timings).
-        self.server: ServerTimings | None = None
-        self.llamacpp_timings: _Timings | None = None
-        # The received text, kept only to count it with the endpoint's tokenizer when the
-        # server sent no usage (dropped by the first event that carries usage); None: not
-        # collected.
-        # keep_answer keeps the text even with usage: a multi-turn session sends it back as
-        # the assistant's message of the next turn.
-        self.keep_answer = keep_answer
-        self.text: list[str] | None = [] if keep_text or keep_answer else None
-
-    def timing(self, origin_ns: int) -> RequestTiming:
-        """The request in seconds from `origin_ns`, as the metric definitions take it."""
-        return RequestTiming(
-            seq=self.seq,
-            warmup=self.warmup,
-            t_sched=(self.t_sched - origin_ns) * _NS,
-            t_send=(self.t_send - origin_ns) * _NS,
-            cap_wait=None if self.t_slot is None else (self.t_slot - self.t_sched) * _NS,
-            t_first_byte=None
-            if self.t_first_byte is None
-            else (self.t_first_byte - origin_ns) * _NS,
-            t_end=None if self.t_end is None else (self.t_end - origin_ns) * _NS,
-            chunk_times=[(t - origin_ns) * _NS for t in self.chunk_ns],
-            n_in=self.n_in,
-            n_out=self.n_out,
-            count_source=self.count_source,
-            status=self.status,
-            error_class=self.error_class,
-            error=self.error,
-            t_first_content=None if self.t_content is None else (self.t_content - origin_ns) * _NS,
-            chunk_tokens=list(self.chunk_tokens) if self.chunk_tokens else None,
-            n_in_target=self.n_in_target,
-            cached_tokens=self.cached_tokens,
-            server=self.server,
-        )
-
-
-_DONE = b"[DONE]"
-
-
-#: What an event carries (`_scan`): no text, reasoning text only, or visible content; and,
-#: as a flag beside it, whether a choice finished (carried a finish_reason).
-_NO_TEXT, _REASONING, _CONTENT = 0, 1, 2
-_TEXT, _FINISHED = 3, 4
-
-
-def _scan(event: _Event, keep: list[str] | None) -> int:
-    """What text an event carries: content (chat) or text (completions) is visible output,
-    reasoning_content / reasoning is reasoning; `| _FINISHED` when a choice has a
-    finish_reason. Its text is appended to `keep` when given."""
-    kind = _NO_TEXT
-    finished = 0
-    for choice in event.choices:
-        if choice.finish_reason:
-            finished = _FINISHED
-        if choice.text:
-            kind = _CONTENT
-            if keep is not None:
-                keep.append(choice.text)
-            continue
-        part = choice.delta or choice.message
-        if part is None:
-            continue
-        reasoning = part.reasoning_content or part.reasoning
-        if reasoning:
-            kind = kind or _REASONING
-            if keep is not None:
-                keep.append(reasoning)
-        if part.content:
-            kind = _CONTENT
-            if keep is not None:
-                keep.append(part.content)
-    return kind | finished
+__all__ = ["RawRequest", "Target", "open_connections", "read_stream", "request_body", "send"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +83,7 @@ class Target:
     ) -> Target:
         """The target for a registered endpoint (base_url ends before /chat/completions)."""
         route = "/chat/completions" if api == "openai-chat" else "/completions"
-        # identity: a compressed stream could not be stamped read by read (_read_stream).
+        # identity: a compressed stream could not be stamped read by read.
         headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
@@ -261,9 +97,10 @@ class Target:
 
     @property
     def continuous_usage(self) -> bool:
-        """Whether to ask for usage on every event (vLLM's `continuous_usage_stats`): only
-        vLLM knows the option, and other servers may reject a field they do not know."""
-        return (self.engine or "").strip().lower() == "vllm"
+        """Whether usage is asked for on every event (vLLM's `continuous_usage_stats`): only
+        engines that know the option, since others may refuse a field they do not know."""
+        known = engine_of(self.engine)
+        return known is not None and known.continuous_usage
 
 
 async def open_connections(client: httpx.AsyncClient, target: Target, count: int) -> None:
@@ -274,7 +111,7 @@ async def open_connections(client: httpx.AsyncClient, target: Target, count: int
     Failures are ignored: the level's own requests report them with their error class.
     """
     url = target.base_url.rstrip("/") + "/models"
-    headers = {k: v for k, v in target.headers.items() if k == "Authorization"}
+    headers = {k: v for k, v in target.headers.items() if k in ("Authorization", "Host")}
     timeout = httpx.Timeout(5.0)
 
     async def one(slot: int) -> None:
@@ -297,39 +134,29 @@ def request_body(
     temperature: float | None,
     messages: list[dict[str, Any]] | None = None,
 ) -> bytes:
-    """The JSON body for one request, asking for usage in the stream (on every event too,
-    where the engine is vLLM, so an event that carries several tokens says how many).
-    Chat endpoints get `messages` when given (a dataset's chat item), else `prompt` as
-    one user message. An embeddings endpoint gets `prompt` as its one input."""
+    """The JSON body for one request (infercost/engines/requests.py): usage asked for in the
+    stream, an exact length asked the engine's way when `ignore_eos`. Chat endpoints get
+    `messages` when given (a dataset's chat item), else `prompt` as one user message. An
+    embeddings endpoint gets `prompt` as its one input."""
     if target.api == EMBEDDINGS_API:
         return embeddings_body(target.model, prompt)
-    body: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens, "stream": stream}
-    if target.api == "openai-chat":
-        body["messages"] = messages or [{"role": "user", "content": prompt}]
-    else:
-        body["prompt"] = prompt
-    if stream:
-        options: dict[str, bool] = {"include_usage": True}
-        if target.continuous_usage:
-            options["continuous_usage_stats"] = True
-        body["stream_options"] = options
-    if ignore_eos:
-        body["ignore_eos"] = True
-    if temperature is not None:
-        body["temperature"] = temperature
-    return msgspec.json.encode(body)
-
-
-class _Failure(Exception):
-    """A request that failed in a known way: an error class of METRICS.md and a reason."""
-
-    def __init__(self, error_class: str, reason: str) -> None:
-        super().__init__(reason)
-        self.error_class = error_class
-        self.reason = reason
+    return generation_body(
+        api=target.api,
+        model=target.model,
+        engine=target.engine,
+        prompt=prompt,
+        max_tokens=max_tokens,
+        stream=stream,
+        exact_length=ignore_eos,
+        temperature=temperature,
+        messages=messages,
+    )
 
 
 def _connect_reason(exc: BaseException, base_url: str) -> str:
+    tls = connect_diagnosis(exc, base_url)
+    if tls is not None:
+        return tls
     cause: BaseException | None = exc
     while cause is not None:
         if (
@@ -344,258 +171,81 @@ def _connect_reason(exc: BaseException, base_url: str) -> str:
     return f"cannot connect to {base_url}: {text}"
 
 
-def _http_reason(status: int, body: bytes) -> str:
-    message = body[:300].decode("utf-8", "replace").strip()
-    try:
-        parsed = msgspec.json.decode(body)
-        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-            message = str(parsed["error"].get("message") or message)
-        elif isinstance(parsed, dict) and "detail" in parsed:
-            message = str(parsed["detail"])
-    except msgspec.DecodeError:
-        pass
-    return f"HTTP {status}: {message[:300]}" if message else f"HTTP {status}"
+class _Reads(Protocol):
+    """A body as stamped reads: the pieces that arrived since the last call, each with the
+    perf_counter_ns of its read; None once the body is whole."""
+
+    async def next_reads(self) -> tuple[list[int], list[bytes]] | None: ...
 
 
-async def _read_stream(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
-    """Consume an SSE body; `ns` collects content-event arrival times (perf_counter_ns).
+class _HttpxReads:
+    """A body as httpx hands it on (the shared pool, a proxy, a decompressed body), each
+    piece stamped as it comes out."""
 
-    After [DONE] the rest of the body is drained unparsed: a body left unread makes httpx
-    close the connection, and a new connection per request would cost the client dearly.
-    A body that ends without [DONE] or a choice's finish_reason broke off (METRICS.md).
-    """
-    reads = response.extensions.get(READS)
-    if isinstance(reads, SlotBody) and "content-encoding" not in response.headers:
-        error_event = await _read_stamped(reads, rec, ns)
-    else:
-        # The shared pool, a proxy, or a compressed body: stamped as httpx hands it on.
-        error_event = await _read_chunks(response, rec, ns)
-    _settle_timings(rec)
-    if rec.t_end is None:
-        # No [DONE]: the body ended with its last read (or now, when nothing came).
-        rec.t_end = rec.t_last_read or perf_counter_ns()
-        if error_event:
-            raise _Failure("protocol", "the server sent an error event and closed the stream")
-        if not rec.finished:
-            raise _Failure(
-                "stream_broken",
-                "the stream ended without [DONE] or a finish_reason (the body just stopped)",
-            )
+    __slots__ = ("_chunks",)
 
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        self._chunks = chunks
 
-async def _read_stamped(reads: SlotBody, rec: RawRequest, ns: list[int]) -> bool:
-    """The body as the slot's stamped reads: each event gets the stamp of the read that
-    completed it. Returns whether an `event: error` still waited for its data line."""
-    pending = b""
-    error_event = False
-    while (batch := await reads.next_reads()) is not None:
-        if rec.t_end is not None:
-            continue
-        stamps, pieces = batch
-        if rec.t_first_byte is None:
-            rec.t_first_byte = stamps[0]
-        rec.t_last_read = stamps[-1]
-        i, count = 0, len(stamps)
-        while i < count and rec.t_end is None:
-            now = stamps[i]
-            j = i + 1
-            # Pieces of one read (HTTP chunks) are parsed together, as one read.
-            while j < count and stamps[j] == now:
-                j += 1
-            chunk = pieces[i] if j == i + 1 else b"".join(pieces[i:j])
-            i = j
-            read = pending + chunk if pending else chunk
-            lines = read.split(b"\n")
-            pending = lines.pop()
-            if error_event or b"event:" in read:
-                # Named events are rare (an engine's `event: error`): a slower path reads them.
-                error_event = _feed_named(lines, rec, ns, now, error_event)
-            else:
-                _feed(lines, rec, ns, now)
-    return error_event
-
-
-async def _read_chunks(response: httpx.Response, rec: RawRequest, ns: list[int]) -> bool:
-    """The body as httpx hands it on, each piece stamped as it comes out. Returns whether
-    an `event: error` still waited for its data line."""
-    pending = b""
-    error_event = False
-    body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
-    async with contextlib.aclosing(body) as chunks:
-        async for chunk in chunks:
-            now = perf_counter_ns()
-            if rec.t_end is not None:
-                continue
-            if rec.t_first_byte is None:
-                rec.t_first_byte = now
-            rec.t_last_read = now
-            read = pending + chunk if pending else chunk
-            lines = read.split(b"\n")
-            pending = lines.pop()
-            if error_event or b"event:" in read:
-                error_event = _feed_named(lines, rec, ns, now, error_event)
-            else:
-                _feed(lines, rec, ns, now)
-    return error_event
-
-
-def _feed(lines: list[bytes], rec: RawRequest, ns: list[int], now: int) -> None:
-    """Handle the complete lines of one read, all arrived at `now`; [DONE] sets t_end."""
-    if len(lines) <= 2:  # one event and its blank line: the usual read at a steady pace
-        for line in lines:
-            if line.startswith(b"data:"):
-                payload = line[5:].strip()
-                if payload == _DONE:
-                    rec.t_end = now
-                    return
-                _on_event(_parse(payload), rec, ns, now)
-        return
-    payloads = [line[5:].strip() for line in lines if line.startswith(b"data:")]
-    done = _DONE in payloads
-    if done:
-        del payloads[payloads.index(_DONE) :]
-    for event in _parse_all(payloads):
-        _on_event(event, rec, ns, now)
-    if done:
-        rec.t_end = now
-
-
-def _feed_named(
-    lines: list[bytes], rec: RawRequest, ns: list[int], now: int, error_event: bool
-) -> bool:
-    """`_feed` for reads with SSE `event:` fields: the data of an `event: error` is the
-    server's error, a `protocol` failure (METRICS.md); other event names are read as data.
-    Returns whether an error event still waits for its data line."""
-    for line in lines:
-        if line.startswith(b"event:"):
-            error_event = line[6:].strip() == b"error"
-        elif not line.strip():
-            error_event = False  # a blank line ends the event, and its name with it
-        elif line.startswith(b"data:"):
-            payload = line[5:].strip()
-            if error_event:
-                raise _Failure("protocol", f"the server sent an error event: {_excerpt(payload)}")
-            if payload == _DONE:
-                rec.t_end = now
-                return False
-            _on_event(_parse(payload), rec, ns, now)
-    return error_event
-
-
-def _excerpt(payload: bytes) -> str:
-    """A short, printable excerpt of what a server sent, for an error message."""
-    text = payload[:300].decode("utf-8", "replace")
-    return "".join(ch if ch.isprintable() else " " for ch in text).strip()
-
-
-def _parse_all(payloads: list[bytes]) -> Iterable[_Event]:
-    """The events of one read, in order. One msgspec call for all of them costs far less
-    than one per event when a read brings many (bench/loadgen.py); if that fails, or joins
-    malformed pieces into a different number of events, each is parsed alone so the first
-    bad one raises its own error after the good ones before it were counted."""
-    if len(payloads) > 1:
+    async def next_reads(self) -> tuple[list[int], list[bytes]] | None:
         try:
-            events = _decode_events(b"[" + b",".join(payloads) + b"]")
-        except msgspec.DecodeError:
-            pass
-        else:
-            if len(events) == len(payloads):
-                for event in events:
-                    if event.error is not None:
-                        break
-                else:
-                    return events
-    return map(_parse, payloads)
+            chunk = await anext(self._chunks)
+        except StopAsyncIteration:
+            return None
+        return [perf_counter_ns()], [chunk]
 
 
-def _parse(payload: bytes) -> _Event:
-    try:
-        event = _decode_event(payload)
-    except msgspec.DecodeError as exc:
-        raise _Failure("protocol", f"malformed event: {str(exc)[:200]}") from None
-    if event.error is not None:
-        raise _Failure(
-            "protocol", f"the server sent an error: {_excerpt(str(event.error).encode())}"
-        )
-    return event
+class _Inflated:
+    """A slot's body with a content-encoding, inflated piece by piece (stamps kept): servers
+    that compress although asked for identity."""
+
+    __slots__ = ("_body", "_inflate")
+
+    def __init__(self, body: _Reads, encoding: str) -> None:
+        if encoding not in ("gzip", "deflate", "x-gzip"):
+            raise RequestFailure(
+                "protocol",
+                f"the server compressed the stream with {encoding} although asked for "
+                "identity: infercost reads gzip and deflate only",
+            )
+        self._body = body
+        # 32 + MAX_WBITS: a gzip or a zlib header, whichever it is.
+        self._inflate = zlib.decompressobj(32 + zlib.MAX_WBITS)
+
+    async def next_reads(self) -> tuple[list[int], list[bytes]] | None:
+        batch = await self._body.next_reads()
+        if batch is None:
+            return None
+        stamps, pieces = batch
+        try:
+            return stamps, [self._inflate.decompress(p) for p in pieces]
+        except zlib.error as exc:
+            reason = f"a compressed body that does not inflate: {exc}"
+            raise RequestFailure("protocol", reason) from None
 
 
-def _on_event(event: _Event, rec: RawRequest, ns: list[int], now: int) -> None:
-    scanned = _scan(event, rec.text)
-    kind = scanned & _TEXT
-    if kind:
-        ns.append(now)
-        if kind == _CONTENT and rec.t_content is None:
-            rec.t_content = now
-    if scanned & _FINISHED:
-        rec.finished = True
-    if event.timings is not None:
-        # Kept as sent; turned into ServerTimings once, when the request ends.
-        rec.llamacpp_timings = event.timings
-    usage = event.usage
-    if usage is not None:
-        completion = usage.completion_tokens
-        if completion is not None:
-            if kind:
-                # Continuous usage: the tokens this event carried (and any that came in
-                # events without text since the last one that had text).
-                rec.chunk_tokens.append(completion - rec.tokens_at_chunk)
-                rec.tokens_at_chunk = completion
-            rec.n_out = completion
-            rec.count_source = "usage"
-            if not rec.keep_answer:
-                # Counted by the server: the text is no longer needed, and later events
-                # skip collecting it.
-                rec.text = None
-        if usage.prompt_tokens is not None:
-            rec.n_in = usage.prompt_tokens
-        details = usage.prompt_tokens_details
-        if details is not None and details.cached_tokens is not None:
-            rec.cached_tokens = details.cached_tokens
-
-
-def _settle_timings(rec: RawRequest) -> None:
-    """At the body's end: llama.cpp's own timings of the request, from the last event that
-    carried them, and its cached prompt tokens when usage did not say."""
-    timings = rec.llamacpp_timings
-    if timings is None:
-        return
-    rec.server = ServerTimings(
-        source="llamacpp",
-        prefill_ms=timings.prompt_ms,
-        per_token_ms=timings.predicted_per_token_ms,
-        n_out=timings.predicted_n,
-        n_prefilled=timings.prompt_n,
-    )
-    if rec.cached_tokens is None and timings.cache_n is not None:
-        rec.cached_tokens = timings.cache_n
-
-
-async def _read_whole(response: httpx.Response, rec: RawRequest, ns: list[int]) -> None:
-    """Consume a non-streamed JSON body: the whole text arrives at once, at the read that
-    completed it (on a slot's connection; else when httpx has it all), and its first byte
-    at the first read."""
-    body, rec.t_first_byte, rec.t_end = await read_whole(response)
-    try:
-        event = _decode_event(body)
-    except msgspec.DecodeError as exc:
-        raise _Failure("protocol", f"malformed response body: {str(exc)[:200]}") from None
-    _on_event(event, rec, ns, rec.t_end)
-    _settle_timings(rec)
+async def _read_events(reads: _Reads, reader: StreamReader) -> None:
+    """The one read loop: every stamped read into the reader until the body ends."""
+    while (batch := await reads.next_reads()) is not None:
+        stamps, pieces = batch
+        reader.feed_reads(stamps, pieces)
+    reader.finish(perf_counter_ns())
 
 
 #: TGI's timing headers (ms, whole numbers), sent with responses that are not streamed.
 _TGI_TIMING_HEADER = "x-time-per-token"
+_TGI_HEADERS = frozenset({b"x-time-per-token", b"x-queue-time", b"x-generated-tokens"})
 
 
-def _tgi_timings(headers: httpx.Headers) -> ServerTimings:
-    """The server's own timings from TGI's response headers: time in its queue, time per
-    generated token, tokens generated; each None when its header is absent or not a number."""
+def _tgi_timings(value: Any) -> ServerTimings:
+    """The server's own timings from TGI's response headers (`value(name)` reads one): time
+    in its queue, time per generated token, tokens generated; each None when its header is
+    absent or not a number."""
 
     def number(name: str) -> float | None:
-        value = headers.get(name)
+        text = value(name)
         try:
-            return None if value is None else float(value)
+            return None if text is None else float(text)
         except ValueError:
             return None
 
@@ -608,16 +258,78 @@ def _tgi_timings(headers: httpx.Headers) -> ServerTimings:
     )
 
 
-async def _status_failure(response: httpx.Response, rec: RawRequest) -> _Failure:
-    """The failure for a non-2xx answer, with the server's own message."""
-    detail = await response.aread()
-    rec.t_end = perf_counter_ns()
-    status = response.status_code
+def _refusal(
+    status: int, body: bytes, target: Target, location: str | None = None
+) -> RequestFailure:
+    """The failure for a non-2xx answer, explained as the endpoint check explains it."""
     if status < 400:
         # Redirects are not followed: a benchmark must time the server that answers.
-        where = response.headers.get("location", "elsewhere")
-        return _Failure("http_4xx", f"HTTP {status}: redirected to {where}; register that URL")
-    return _Failure("http_4xx" if status < 500 else "http_5xx", _http_reason(status, detail))
+        where = location or "elsewhere"
+        reason = f"HTTP {status}: redirected to {where}; register that URL"
+        return RequestFailure("http_4xx", reason)
+    reason = http_diagnosis(status, body, engine=target.engine, model=target.model).reason
+    return RequestFailure("http_4xx" if status < 500 else "http_5xx", reason)
+
+
+async def _direct(
+    client: LoadClient, target: Target, body: bytes, rec: RawRequest, slot: int
+) -> bool:
+    """Send a streamed request straight on slot `slot`'s connection and read its answer;
+    False (nothing sent) when a proxy applies to the URL or the slot is busy."""
+    head = client.direct_head(target.url, target.headers)
+    if head is None:
+        return False
+    conn_slot = client.slots.direct(slot)
+    if conn_slot is None:
+        return False
+
+    def stamp() -> None:
+        # t_send: just before the request is written (a re-send stamps it again).
+        rec.t_send = perf_counter_ns()
+
+    rec.t_send = perf_counter_ns()  # until the write stamps it
+    conn = await conn_slot.open(head.origin, head.payload(body), CONNECT_TIMEOUT_S, None, stamp)
+    reads = SlotBody(conn_slot, conn, None)
+    try:
+        rec.status = status = conn.parser.get_status_code()
+        encoding = content_type = None
+        for name, value in conn.headers:
+            lowered = name.lower()
+            if lowered == b"content-type":
+                content_type = value.decode("latin-1").split(";")[0].strip()
+            elif lowered == b"content-encoding":
+                encoding = value.decode("latin-1").strip().lower()
+            elif lowered in _TGI_HEADERS and rec.server is None:
+                found = {n.lower().decode("latin-1"): v.decode("latin-1") for n, v in conn.headers}
+                rec.server = _tgi_timings(found.get)
+        if status >= 300:
+            detail = bytearray()
+            while (batch := await reads.next_reads()) is not None:
+                for piece in batch[1]:
+                    detail += piece
+            rec.t_end = perf_counter_ns()
+            location = next(
+                (v.decode("latin-1") for n, v in conn.headers if n.lower() == b"location"), None
+            )
+            raise _refusal(status, bytes(detail), target, location)
+        source: _Reads = reads if encoding in (None, "identity") else _Inflated(reads, encoding)
+        await _read_events(source, StreamReader(rec, content_type=content_type))
+    finally:
+        await reads.aclose()
+    return True
+
+
+async def _read_whole(response: httpx.Response, rec: RawRequest) -> None:
+    """Consume a non-streamed JSON body: the whole text arrives at once, at the read that
+    completed it (on a slot's connection; else when httpx has it all), and its first byte
+    at the first read."""
+    body, rec.t_first_byte, rec.t_end = await read_whole(response)
+    try:
+        event = decode_event(body)
+    except msgspec.DecodeError as exc:
+        raise RequestFailure("protocol", f"malformed response body: {str(exc)[:200]}") from None
+    on_event(event, judge(event, rec.text), rec, rec.t_end)
+    settle_timings(rec)
 
 
 async def _exchange(
@@ -629,7 +341,7 @@ async def _exchange(
     stream: bool,
     slot: int | None,
 ) -> None:
-    """Send, check the status, read the body; failures raise."""
+    """Send through httpx, check the status, read the body; failures raise."""
 
     async def trace(event: str, _info: object) -> None:
         # httpcore announces each step; t_send is "just before the request is written to the
@@ -646,21 +358,35 @@ async def _exchange(
     ) as response:
         rec.status = response.status_code
         if response.status_code >= 300:
-            raise await _status_failure(response, rec)
+            detail = await response.aread()
+            rec.t_end = perf_counter_ns()
+            raise _refusal(response.status_code, detail, target, response.headers.get("location"))
         if target.api == EMBEDDINGS_API:
             # One JSON body and no tokens out: no event to wait for (embeddings.py).
             failed = await read_embeddings(response, rec)
             if failed is not None:
-                raise _Failure(*failed)
+                raise RequestFailure(*failed)
             return
         if _TGI_TIMING_HEADER in response.headers:
-            rec.server = _tgi_timings(response.headers)
+            rec.server = _tgi_timings(response.headers.get)
         if stream:
-            await _read_stream(response, rec, rec.chunk_ns)
+            await read_stream(response, rec)
         else:
-            await _read_whole(response, rec, rec.chunk_ns)
-    if not rec.chunk_ns:
-        raise _Failure("empty", "the response carried no tokens")
+            await _read_whole(response, rec)
+
+
+async def read_stream(response: httpx.Response, rec: RawRequest) -> None:
+    """Read a 2xx streamed answer that came through httpx into `rec`: on a slot's connection
+    as its stamped reads, else (the shared pool, a proxy, a compressed body) stamped as httpx
+    hands each piece on. RequestFailure when the stream failed."""
+    reads = response.extensions.get(READS)
+    content_type = response.headers.get("content-type", "").split(";")[0].strip() or None
+    if isinstance(reads, SlotBody) and "content-encoding" not in response.headers:
+        await _read_events(reads, StreamReader(rec, content_type=content_type))
+        return
+    chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+    async with contextlib.aclosing(chunks):
+        await _read_events(_HttpxReads(chunks), StreamReader(rec, content_type=content_type))
 
 
 async def send(
@@ -680,8 +406,17 @@ async def send(
     rec.n_in = None
     try:
         async with asyncio.timeout(target.timeout_s):
-            await _exchange(client, target, body, rec, stream=stream, slot=slot)
-    except _Failure as failure:
+            if not (
+                stream
+                and slot is not None
+                and target.api != EMBEDDINGS_API
+                and isinstance(client, LoadClient)
+                and await _direct(client, target, body, rec, slot)
+            ):
+                await _exchange(client, target, body, rec, stream=stream, slot=slot)
+        if not rec.chunk_ns and target.api != EMBEDDINGS_API:
+            raise RequestFailure("empty", "the response carried no tokens")
+    except RequestFailure as failure:
         rec.error_class = failure.error_class
         rec.error = failure.reason
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -704,6 +439,6 @@ async def send(
         rec.n_out = len(rec.chunk_ns)
         rec.count_source = "events"
     if len(rec.chunk_tokens) != len(rec.chunk_ns):
-        rec.chunk_tokens.clear()  # only some events said how many tokens they carried
+        del rec.chunk_tokens[:]  # only some events said how many tokens they carried
     if rec.n_in is None:
         rec.n_in = fallback_in

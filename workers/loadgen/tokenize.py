@@ -53,6 +53,8 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
+from infercost.engines import catalog
+from infercost.engines.catalog import CHAT_FORMS, MESSAGES, PROMPT, TokenizeForm
 from infercost.workload.synthetic import PromptMaker
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.transport import SLOT
@@ -98,67 +100,18 @@ class _Unreachable(TokenizerError):
     """The server did not answer at all (refused, timed out): no other form will do better."""
 
 
-@dataclass(frozen=True, slots=True)
-class Form:
-    """One engine's tokenizer request: the route, the field that carries the text, and how
-    special tokens (BOS) are switched (`special_key`; None: the server always adds them)."""
-
-    engines: tuple[str, ...]
-    path: str
-    field: str
-    special_key: str | None
-    # The body carries chat messages: the server applies its chat template.
-    chat: bool = False
-
-    def body(self, model: str, text: str, *, special: bool) -> dict[str, Any]:
-        """The request body that tokenizes `text` (as a user message for a chat form)."""
-        body: dict[str, Any] = {"model": model}
-        if self.chat:
-            body[self.field] = [{"role": "user", "content": text}]
-        else:
-            body[self.field] = text
-        if self.special_key is not None and not self.chat:
-            body[self.special_key] = special
-        return body
-
-
-#: vLLM's body (SGLang answers the same one); `add_special_tokens` defaults to true.
-PROMPT = Form(("vllm", "sglang"), "/tokenize", "prompt", "add_special_tokens")
-#: vLLM's chat body: the chat template applied, as /v1/chat/completions applies it.
-MESSAGES = Form(("vllm",), "/tokenize", "messages", None, chat=True)
-#: llama.cpp's body; `add_special` defaults to false there.
-CONTENT = Form(("llamacpp",), "/tokenize", "content", "add_special")
-#: TGI's body; it always adds the special tokens.
-INPUTS = Form(("tgi",), "/tokenize", "inputs", None)
-#: TGI's chat route: the chat template applied, no special tokens added beyond it.
-CHAT_TOKENIZE = Form(("tgi",), "/chat_tokenize", "messages", None, chat=True)
-
-#: Text forms by the engine that defines them, in the order tried for an unknown engine.
-_TEXT_FORMS = {"vllm": PROMPT, "sglang": PROMPT, "llamacpp": CONTENT, "tgi": INPUTS}
-#: The chat form served beside each text form.
-_CHAT_FORMS = {PROMPT: MESSAGES, INPUTS: CHAT_TOKENIZE}
-
-_ENGINE_ALIASES = {
-    "llama.cpp": "llamacpp",
-    "llama-cpp": "llamacpp",
-    "llama_cpp": "llamacpp",
-    "llama-server": "llamacpp",
-    "text-generation-inference": "tgi",
-}
+#: One engine's tokenize request (infercost/engines/catalog.py holds every engine's forms).
+Form = TokenizeForm
 
 
 def engine_key(engine: str | None) -> str | None:
-    """The short engine name the forms use (vllm, sglang, tgi, llamacpp), or None."""
-    if not engine:
-        return None
-    name = engine.strip().lower()
-    name = _ENGINE_ALIASES.get(name, name)
-    return name if name in _TEXT_FORMS else None
+    """The engine's catalog name (vllm, sglang, tgi, llamacpp...), or None."""
+    return catalog.engine_key(engine)
 
 
 def server_root(base_url: str) -> str:
     """The server root: the OpenAI base URL without its trailing `/v1`."""
-    return base_url.rstrip("/").removesuffix("/v1")
+    return catalog.server_root(base_url)
 
 
 def tokenize_url(base_url: str) -> str:
@@ -339,18 +292,8 @@ class TokenizerProbe:
 
 def _candidates(target: Target) -> list[tuple[Form, str, str]]:
     """(text form, URL, path shown) to try: the declared engine's form first, each at the
-    server root and then under the base URL's /v1."""
-    root = server_root(target.base_url)
-    base = target.base_url.rstrip("/")
-    declared = engine_key(target.engine)
-    forms = [PROMPT, CONTENT, INPUTS]
-    if declared is not None:
-        first = _TEXT_FORMS[declared]
-        forms = [first, *(f for f in forms if f is not first)]
-    prefixes = [("", root)]
-    if base != root:
-        prefixes.append((base[len(root) :] if base.startswith(root) else "/v1", base))
-    return [(f, prefix + f.path, shown + f.path) for f in forms for shown, prefix in prefixes]
+    server root and then under the base URL's /v1 (the endpoint check tries the same)."""
+    return catalog.tokenize_candidates(target.base_url, target.engine)
 
 
 def _label(form: Form, path: str, engine: str | None) -> str:
@@ -487,7 +430,7 @@ async def _with_chat_form(
 ) -> Tokenizer:
     """The tokenizer with the chat form served beside its text form, where that answers
     consistently (vLLM's messages at the same URL, TGI's /chat_tokenize at the root)."""
-    chat_form = _CHAT_FORMS.get(tok.form)
+    chat_form = CHAT_FORMS.get(tok.form)
     if chat_form is None:
         return tok
     root = server_root(target.base_url)

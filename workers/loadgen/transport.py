@@ -39,24 +39,35 @@ infercost.net.outbound.pinned): URLs then name the address and the Host header t
 name, so a slot connects to the address and TLS still sends and verifies the name
 (`server_name`).
 
-`load_client()` honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY as httpx does: a
-request a proxy applies to goes through an ordinary httpx proxy transport (a pool shared by
-all slots, so proxied requests lose the one-connection-per-slot property); the rest go to
-the slots.
+The load generator's streamed requests skip httpx altogether on a slot
+(`LoadClient.direct_head`, `SlotTransport.direct`, workers/loadgen/stream.py): the request's
+bytes are the target's head, made once per target (`RequestHead`), plus its body, written
+straight to the slot's connection, and the response is read off the connection. httpx's
+request and response objects, its URL parsing, header merging, cookie jar and event hooks
+cost more per request than the whole stream's events did (bench/loadgen.py) and change no
+figure. Everything else (tokenize calls, warming connections, answers that are not
+streamed, embeddings) goes through httpx as before.
+
+`load_client()` honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY with httpx's rules
+(infercost/net/proxy.py): a request a proxy applies to goes through an ordinary httpx proxy
+transport (a pool shared by all slots, so proxied requests lose the one-connection-per-slot
+property); the rest go to the slots.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
+from urllib.parse import urlsplit
 
 import httptools
 import httpx
-from httpx._utils import get_environment_proxies  # httpx's own reading of *_PROXY
 
+from infercost.net.proxy import ProxyRules
 from infercost.net.tls import tls_context
 from workers.loadgen.health import ClientHealth
 
@@ -67,6 +78,8 @@ READS = "infercost_reads"
 
 #: Unread response bytes above which a connection stops reading from its socket.
 _HIGH_WATER = 1 << 20
+#: Seconds a new connection may take (the load client's connect timeout).
+CONNECT_TIMEOUT_S = 10.0
 
 
 class _SlotConnection(asyncio.Protocol):
@@ -331,12 +344,57 @@ class _SlotTransport:
 
     async def _handle(self, request: httpx.Request) -> httpx.Response:
         timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
-        connect_timeout, read_timeout = timeouts.get("connect"), timeouts.get("read")
+        read_timeout = timeouts.get("read")
         # Read once: a re-send writes the same bytes.
         payload = await _request_bytes(request)
         url = request.url
         port = url.port or (443 if url.scheme == "https" else 80)
         origin = (url.scheme, url.host, port, server_name(request))
+        trace: Callable[[str, dict[str, Any]], Awaitable[None]] | None = request.extensions.get(
+            "trace"
+        )
+
+        async def announce() -> None:
+            # t_send (METRICS.md) is stamped here, as it is with httpcore; a re-send stamps
+            # it again.
+            if trace is not None:
+                await trace("http11.send_request_headers.started", {"request": request})
+
+        conn = await self._open(origin, payload, timeouts.get("connect"), read_timeout, announce)
+        body = SlotBody(self, conn, read_timeout)
+        return httpx.Response(
+            conn.parser.get_status_code(),
+            headers=conn.headers,
+            stream=body,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": conn.reason, READS: body},
+        )
+
+    async def open(
+        self,
+        origin: tuple[str, str, int, str],
+        payload: bytes,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        stamp: Callable[[], None],
+    ) -> _SlotConnection:
+        """Write `payload` on the slot's connection to `origin` (opened or reopened as
+        needed; `stamp` runs just before each write) and wait for the response head. The
+        slot is busy until `release`."""
+        self.busy = True
+        try:
+            return await self._open(origin, payload, connect_timeout, read_timeout, stamp)
+        except BaseException:
+            self.busy = False
+            raise
+
+    async def _open(
+        self,
+        origin: tuple[str, str, int, str],
+        payload: bytes,
+        connect_timeout: float | None,
+        read_timeout: float | None,
+        announce: Callable[[], Awaitable[None] | None],
+    ) -> _SlotConnection:
         conn = self._conn
         if conn is not None and (conn.origin != origin or conn.closed):
             # The slot moved to another server (the next job's endpoint), or the server
@@ -345,9 +403,11 @@ class _SlotTransport:
             conn = None
         if conn is None:
             conn = self._conn = await self._connect(origin, connect_timeout)
-            return await self._exchange(conn, request, payload, read_timeout)
+            await self._exchange(conn, payload, read_timeout, announce)
+            return conn
         try:
-            return await self._exchange(conn, request, payload, read_timeout)
+            await self._exchange(conn, payload, read_timeout, announce)
+            return conn
         except (httpx.RemoteProtocolError, httpx.WriteError):
             # The connection ended under the request (closed, reset, or closing when it was
             # written). With a response byte received, that is the server's failure.
@@ -358,20 +418,29 @@ class _SlotTransport:
         # error. The request goes again on a fresh connection, once; a failure there surfaces.
         self.health.resent += 1
         conn = self._conn = await self._connect(origin, connect_timeout)
-        return await self._exchange(conn, request, payload, read_timeout)
+        await self._exchange(conn, payload, read_timeout, announce)
+        return conn
 
     async def _exchange(
         self,
         conn: _SlotConnection,
-        request: httpx.Request,
         payload: bytes,
         read_timeout: float | None,
-    ) -> httpx.Response:
-        """Write the request and wait for the response head; on failure the connection is
-        closed (and `conn.received` tells whether any byte of an answer had come)."""
+        announce: Callable[[], Awaitable[None] | None],
+    ) -> None:
+        """Write the request in one piece (announced first: t_send) and wait for the response
+        head; on failure the connection is closed (and `conn.received` tells whether any
+        byte of an answer had come)."""
         conn.reset()
         try:
-            await self._send(conn, request, payload)
+            pending = announce()
+            if pending is not None:
+                await pending
+            transport = conn.transport
+            if transport is None or conn.closed or transport.is_closing():
+                conn.closed = True
+                raise httpx.WriteError("the connection closed before the request was written")
+            transport.write(payload)
             while not conn.headers_done:
                 if conn.error is not None:
                     raise conn.error
@@ -379,29 +448,6 @@ class _SlotTransport:
         except BaseException:
             self._drop(conn)
             raise
-        body = SlotBody(self, conn, read_timeout)
-        return httpx.Response(
-            conn.parser.get_status_code(),
-            headers=conn.headers,
-            stream=body,
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": conn.reason, READS: body},
-        )
-
-    @staticmethod
-    async def _send(conn: _SlotConnection, request: httpx.Request, payload: bytes) -> None:
-        """Write the request in one piece, announcing it to the `trace` extension first."""
-        trace: Callable[[str, dict[str, Any]], Awaitable[None]] | None = request.extensions.get(
-            "trace"
-        )
-        if trace is not None:
-            # t_send (METRICS.md) is stamped here, as it is with httpcore; a re-send stamps
-            # it again.
-            await trace("http11.send_request_headers.started", {"request": request})
-        transport = conn.transport
-        if transport is None or conn.closed or transport.is_closing():
-            conn.closed = True
-            raise httpx.WriteError("the connection closed before the request was written")
-        transport.write(payload)
 
     def release(self, conn: _SlotConnection, *, reusable: bool) -> None:
         """After a response: keep the connection for the next request, or close it. Only a
@@ -495,6 +541,17 @@ class SlotTransport(httpx.AsyncBaseTransport):
             return await self._shared.handle_async_request(request)
         return await transport.handle(request)
 
+    def direct(self, slot: int) -> _SlotTransport | None:
+        """Slot `slot`'s connection for a request written straight to it, or None when the
+        slot already has a request in flight (the caller then goes through httpx, which
+        gives that one the shared pool)."""
+        transport = self._slots.get(slot)
+        if transport is None:
+            transport = self._slots[slot] = _SlotTransport(self.ssl, self.health)
+        elif transport.busy:
+            return None
+        return transport
+
     async def aclose(self) -> None:
         """Close every connection."""
         for transport in self._slots.values():
@@ -503,14 +560,81 @@ class SlotTransport(httpx.AsyncBaseTransport):
         self._slots.clear()
 
 
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    """A target's requests as written on a slot's connection: where (scheme, address, port,
+    TLS name) and the head up to its Content-Length, the same for every request to it."""
+
+    origin: tuple[str, str, int, str]
+    head: bytes
+
+    def payload(self, body: bytes) -> bytes:
+        """The whole request for a JSON `body`."""
+        return b"%sContent-Length: %d\r\n\r\n%s" % (self.head, len(body), body)
+
+
+def request_head(
+    url: str, default_headers: Mapping[str, str], headers: Mapping[str, str]
+) -> RequestHead:
+    """A POST to `url` with the client's `default_headers` and then the request's own
+    `headers` (a name in both takes the request's value; a `Host` header names the server a
+    request pinned to an address is for, and TLS sends and checks that name)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    address = parts.hostname or ""
+    port = parts.port or (443 if scheme == "https" else 80)
+    merged: dict[str, tuple[str, str]] = {}
+    for name, value in (*default_headers.items(), *headers.items()):
+        merged[name.lower()] = (name, value)
+    host = merged.pop("host", ("Host", parts.netloc.rpartition("@")[2]))[1]
+    merged.pop("content-length", None)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    lines = [f"POST {target} HTTP/1.1", f"Host: {host}"]
+    lines.extend(f"{name}: {value}" for name, value in merged.values())
+    if host.startswith("["):  # an IPv6 literal, with or without a port
+        tls_name = host[1:].partition("]")[0]
+    else:
+        tls_name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return RequestHead((scheme, address, port, tls_name), ("\r\n".join(lines) + "\r\n").encode())
+
+
+class LoadClient(httpx.AsyncClient):
+    """The worker's httpx client; the load generator also writes a streamed request straight
+    to a slot's connection (`direct_head`, `slots.direct`) when no proxy applies to its URL."""
+
+    def __init__(self, slots: SlotTransport, proxies: ProxyRules, **kwargs: Any) -> None:
+        super().__init__(transport=slots, **kwargs)
+        self.slots = slots
+        self.proxies = proxies
+        self._heads: dict[tuple[str, tuple[tuple[str, str], ...]], RequestHead | None] = {}
+
+    def direct_head(self, url: str, headers: Mapping[str, str]) -> RequestHead | None:
+        """The head of requests to `url` with `headers` written straight to a slot, or None
+        when a proxy applies to the URL (they go through httpx); made once per target."""
+        key = (url, tuple(headers.items()))
+        try:
+            return self._heads[key]
+        except KeyError:
+            pass
+        if len(self._heads) > 64:  # one per level's pinned target: old levels' go
+            self._heads.clear()
+        made = (
+            None
+            if self.proxies.proxy_for(url) is not None
+            else request_head(url, self.headers, headers)
+        )
+        self._heads[key] = made
+        return made
+
+
 def load_client(
     max_concurrency: int, *, trust_env: bool = True, health: ClientHealth | None = None
-) -> httpx.AsyncClient:
+) -> LoadClient:
     """The worker's HTTP client: per-slot connections, no redirects, per-request timeouts.
 
     `health` receives the slots' read lag and re-send count (the worker's Runtime.health).
 
-    With `trust_env`, the *_PROXY variables are read once, here, the way httpx reads them: a
+    With `trust_env`, the *_PROXY variables are read once, here (infercost/net/proxy.py): a
     URL a proxy applies to goes through that proxy (an httpx pool, no slots); NO_PROXY
     hosts and everything else go to the slots.
     """
@@ -518,18 +642,19 @@ def load_client(
     limits = httpx.Limits(
         max_connections=max_concurrency, max_keepalive_connections=max_concurrency
     )
-    mounts: dict[str, httpx.AsyncBaseTransport | None] = {}
-    if trust_env:
-        for pattern, proxy in get_environment_proxies().items():
-            # None: NO_PROXY matched, the client's own transport (the slots) serves it.
-            mounts[pattern] = (
-                None
-                if proxy is None
-                else httpx.AsyncHTTPTransport(verify=slots.ssl, limits=limits, proxy=proxy)
-            )
-    return httpx.AsyncClient(
-        transport=slots,
+    proxies = ProxyRules.from_environment() if trust_env else ProxyRules()
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {
+        # None: NO_PROXY matched, the client's own transport (the slots) serves it.
+        pattern: None
+        if proxy is None
+        else httpx.AsyncHTTPTransport(verify=slots.ssl, limits=limits, proxy=proxy)
+        for pattern, proxy in proxies.mounts
+    }
+    return LoadClient(
+        slots,
+        proxies,
         mounts=mounts,
-        timeout=httpx.Timeout(connect=10.0, read=None, write=30.0, pool=None),
+        trust_env=False,
+        timeout=httpx.Timeout(connect=CONNECT_TIMEOUT_S, read=None, write=30.0, pool=None),
         follow_redirects=False,
     )

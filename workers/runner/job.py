@@ -25,7 +25,7 @@ import msgspec
 from infercost.db.base import utcnow
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
-from infercost.figures.metrics import RequestTiming, summarize
+from infercost.figures.metrics import RequestTiming, RunFigures, summarize
 from infercost.jobs.arrivals import level_cap
 from infercost.jobs.models import Job
 from infercost.jobs.plan import LoadPlan, Mode, Plan, decode_plan
@@ -33,6 +33,13 @@ from infercost.jobs.repository import JobRepository
 from infercost.jobs.samples import sample_rows
 from infercost.net.outbound import OutboundRefused, Policy, pinned
 from infercost.security import CredentialError
+from infercost.shards.auto import (
+    DEFAULT_CPU_US_PER_EVENT,
+    Budget,
+    Decision,
+    decide,
+    expected_events,
+)
 from infercost.shards.store import ShardRepository
 from workers.finish import finish_job, record_run_changes
 from workers.lease import Lease, LeaseLost, LevelNotStored, heartbeat_every_s
@@ -47,6 +54,7 @@ from workers.runner.shards import (
     ShardSlot,
     ShardStopped,
     coordinate,
+    free_workers,
     level_shards,
     split_plan,
 )
@@ -95,6 +103,12 @@ class JobRunner:
             self.plan.load.timeout_s,
             engine=endpoint.engine,
         )
+        # What the next level's expected events are reckoned from (auto_shards): one
+        # stream's events per second and the mean output tokens, of the last level measured.
+        self.stream_events_per_s: float | None = None
+        self.n_out_mean: float | None = None
+        # Written with the running level's live figures: its sharding decision.
+        self.live_extra: dict[str, Any] = {}
 
     @property
     def job_id(self) -> uuid.UUID:
@@ -172,12 +186,13 @@ class JobRunner:
         """Run, summarise and store level `index` in `mode` (default: the plan's) under
         `load` (default: the plan's); `planned_after` requests are planned after it.
         Progress moves past it; a cancel during the level shows in self.progress.cancelled."""
+        lengthened = load is not None and load is not self.plan.load
         load = load or self.plan.load
         mode = mode or load.mode
         self.progress.planned_after = planned_after
         target = await self.pin()
         run_id = await self.recorder.start_run(index, level, mode)
-        shards = level_shards(mode, level, load.shards)
+        shards, decision = await self._shards_of(run_id, level, mode, load, lengthened)
         reading = None
         try:
             if shards > 1:
@@ -186,6 +201,8 @@ class JobRunner:
                 )
                 timings, cpu_util = sharded.timings, sharded.cpu_util
                 driven, prompt_tokenizer = sharded.part.driven, sharded.part.prompt_tokenizer
+                # Every shard's reading health, merged (the worst of any shard).
+                reading = sharded.outcome.reading
             else:
                 sharded = None
                 driven, prompt_tokenizer = await self._run_here(
@@ -204,7 +221,6 @@ class JobRunner:
                 max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
                 slo=self.plan.slo,
                 client_cpu_util=cpu_util,
-                # A sharded level's reading health stays in its shards' processes (not merged).
                 reading=reading,
                 telemetry_interval_s=load.telemetry_interval_s
                 if self.endpoint.metrics_urls
@@ -215,7 +231,11 @@ class JobRunner:
                     self.plan.workload.sessions is not None or self.plan.workload.prefix is not None
                 ),
                 embeddings=target.api == EMBEDDINGS_API,
+                capacity_short=decision.reason if decision and decision.client_bound else None,
             )
+            if decision is not None:
+                figures.client["sharding"] = decision.block()
+            self._remember_pace(figures, timings)
             status = "cancelled" if self.progress.cancelled else "succeeded"
             failed = failure_message(timings)
             if sharded is not None:
@@ -255,6 +275,64 @@ class JobRunner:
         )
         return MeasuredLevel(run_id, figures, failed)
 
+    async def _shards_of(
+        self, run_id: uuid.UUID, level: float, mode: Mode, load: LoadPlan, lengthened: bool
+    ) -> tuple[int, Decision | None]:
+        """The shards of a level: as the plan says, or decided now under "auto" (stated in
+        the run before it is measured)."""
+        if load.shards != "auto" or lengthened:
+            # Other shards read the level from the stored plan: a level measured under another
+            # (a sweep's lengthened try) stays here.
+            self.live_extra = {}
+            return level_shards(mode, level, load.fixed_shards), None
+        decision = await self.auto_shards(level, mode, load)
+        self.live_extra = {"sharding": decision.block()}
+        # Up front: the run says how many processes it takes and why, and whether that is too
+        # few, before it is measured.
+        planned = load.level_size(level, mode).planned or None
+        before = {**sharded_figures(0, planned, 0.0), "errors": 0, **self.live_extra}
+        await self.recorder.beat(self.progress, run_id, before)
+        return decision.shards, decision
+
+    async def auto_shards(self, level: float, mode: Mode, load: LoadPlan) -> Decision:
+        """How many processes a level takes under `load.shards: "auto"`
+        (infercost/shards/auto.py): its expected events against this process's measured
+        budget, up to the worker processes free; sessions and a cap on requests in flight
+        keep it in one."""
+        workload = self.plan.workload
+        together = (
+            "multi-turn sessions"
+            if workload.sessions is not None
+            else "requests under load.max_concurrency"
+            if load.max_concurrency is not None
+            else None
+        )
+        lengths = workload.output_tokens
+        expected = expected_events(
+            mode,
+            level,
+            output_tokens=(lengths.mean if lengths is not None else None) or self.n_out_mean,
+            stream_events_per_s=self.stream_events_per_s,
+        )
+        measured = self.rt.read_cost.cpu_us_per_event()
+        budget = Budget(measured or DEFAULT_CPU_US_PER_EVENT, measured is not None)
+        workers = None
+        if together is None and expected[0] > budget.events_per_s:
+            workers = await asyncio.to_thread(free_workers, self.rt.settings)
+        return decide(
+            mode, level, expected=expected, budget=budget, workers_free=workers, together=together
+        )
+
+    def _remember_pace(self, figures: RunFigures, timings: list[RequestTiming]) -> None:
+        """One stream's event rate and the mean output tokens of the level just measured: what
+        the next level's expected events are reckoned from (auto_shards)."""
+        rate, inflight = figures.output_tokens_per_s, figures.mean_concurrency
+        if rate and inflight:
+            self.stream_events_per_s = rate / inflight
+        outs = [t.n_out for t in timings if t.succeeded]
+        if outs:
+            self.n_out_mean = sum(outs) / len(outs)
+
     async def _run_here(
         self,
         target: Target,
@@ -284,7 +362,8 @@ class JobRunner:
             """Write progress and a heartbeat, and notice a cancel, about twice a second."""
             while not level_task.done():
                 await asyncio.sleep(PROGRESS_INTERVAL_S)
-                if not await self.recorder.beat(progress, run_id, live.figures(perf_counter_ns())):
+                figures = {**live.figures(perf_counter_ns()), **self.live_extra}
+                if not await self.recorder.beat(progress, run_id, figures):
                     level_task.cancel()
                     return True
             return False
@@ -327,7 +406,7 @@ class JobRunner:
             start_at = own[0].start_at if own else None
             elapsed_s = 0.0 if start_at is None else (utcnow() - start_at).total_seconds()
             running = await self.recorder.beat(
-                progress, run_id, sharded_figures(done, planned, elapsed_s)
+                progress, run_id, {**sharded_figures(done, planned, elapsed_s), **self.live_extra}
             )
             progress.cancelled = progress.cancelled or not running
             return running
@@ -429,6 +508,7 @@ class JobRunner:
                 error=error,
                 requests_done=len(timings),
                 cpu_util=cpu_util,
+                reading=driven.reading if driven is not None else None,
                 started_at=slot.started_at,
                 start_lag_ms=slot.lag_ms,
             ):

@@ -28,6 +28,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from time import perf_counter_ns
@@ -38,11 +39,13 @@ from infercost.figures.metrics import RequestTiming, distribution
 from infercost.jobs import outbox
 from infercost.jobs.samples import timing_of
 from infercost.jobs.tasks import RUN_SHARD_TASK
+from infercost.settings import Settings
 from infercost.shards.split import shard_share
 from infercost.shards.store import SHARD_DONE, RunShard, ShardRepository
 from workers.broker import make_celery
 from workers.lease import Lease
 from workers.loadgen.closed_loop import LevelPlan
+from workers.loadgen.health import merged
 from workers.loadgen.open_loop import RatePlan, wait_until
 from workers.loadgen.stream import RawRequest
 from workers.runtime import Runtime
@@ -121,6 +124,36 @@ def split_plan(plan: LevelPlan | RatePlan, shard: int, shards: int) -> LevelPlan
         make_request=make_request,
         on_done=on_done,
     )
+
+
+def free_workers(settings: Settings, timeout_s: float = 3.0) -> int:
+    """Worker processes that could take a shard of a level now: the idle ones of every
+    worker consuming this queue (Celery's remote control: each worker's pool size less its
+    tasks running), plus this one, which runs the level's shard 0. Blocks about `timeout_s`
+    (the three questions are asked at once, each waiting that long for answers); run it in
+    a thread."""
+    celery = make_celery(settings)
+
+    def ask(question: str) -> dict[str, Any]:
+        with celery.connection_for_write() as connection:
+            inspect = celery.control.inspect(timeout=timeout_s, connection=connection)
+            answer: dict[str, Any] | None = getattr(inspect, question)()
+            return answer or {}
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            queues, stats, active = pool.map(ask, ("active_queues", "stats", "active"))
+    finally:
+        celery.close()
+    free = 0
+    for node, consumed in queues.items():
+        if not any(q.get("name") == settings.queue for q in consumed or []):
+            continue
+        pool_info = (stats.get(node) or {}).get("pool") or {}
+        size = int(pool_info.get("max-concurrency") or 1)
+        free += max(0, size - len(active.get(node) or []))
+    # This process runs the job: it is among the active ones, and takes shard 0.
+    return free + 1
 
 
 def level_shards(mode: str, level: float, shards: int) -> int:
@@ -238,23 +271,25 @@ class ShardSlot:
 
 @dataclass(frozen=True, slots=True)
 class Coordinated:
-    """A sharded level's outcome: its merged requests, client health per shard, and why it
-    failed (None when every shard finished)."""
+    """A sharded level's outcome: its merged requests, client health per shard and merged
+    (`reading`: the worst of any shard), and why it failed (None when every shard finished)."""
 
     timings: list[RequestTiming]
     cpu_util: float | None
     shards: list[dict[str, Any]]
     error: str | None
     cancelled: bool
+    reading: dict[str, Any] | None = None
 
 
 def _shard_health(
     rows: Sequence[RunShard], timings: Sequence[RequestTiming], count: int
 ) -> list[dict[str, Any]]:
     """Per shard: worker, requests, CPU, its first send against the earliest shard's, how
-    late it woke for the agreed instant (`start_lag_ms`), and how late it actually sent
-    against the level's schedule (`send_late_p50_ms`, `_p99_ms`, `_max_ms`: t_send - t_sched
-    over its requests)."""
+    late it woke for the agreed instant (`start_lag_ms`), how late it actually sent against
+    the level's schedule (`send_late_p50_ms`, `_p99_ms`, `_max_ms`: t_send - t_sched over its
+    requests), and how late it read (`loop_lag_p99_ms`, `loop_stall_max_ms`, `paused_ms`,
+    `pause_exposure`: its process's reading health, workers/loadgen/health.py)."""
     first: dict[int, float] = {}
     sent: dict[int, int] = {}
     late: dict[int, list[float]] = {}
@@ -280,6 +315,15 @@ def _shard_health(
                 "send_late_p50_ms": lateness["p50"],
                 "send_late_p99_ms": lateness["p99"],
                 "send_late_max_ms": lateness["max"],
+                **{
+                    key: (r.reading or {}).get(key)
+                    for key in (
+                        "loop_lag_p99_ms",
+                        "loop_stall_max_ms",
+                        "paused_ms",
+                        "pause_exposure",
+                    )
+                },
             }
         )
     return health
@@ -428,4 +472,5 @@ async def coordinate(
         _shard_health(rows, timings, count),
         None if cancelled else stop,
         cancelled,
+        merged([r.reading for r in rows]),
     )

@@ -189,7 +189,7 @@ class _Sweep:
         lengthened: their other shards read the plan from the stored job."""
         last = self.outcomes[-1]
         entry = self.block["levels"][last.index]
-        if entry["lengthened_from"] is not None or self.load.shards > 1:
+        if entry["lengthened_from"] is not None or self.load.fixed_shards > 1:
             return None
         figures = measured.figures
         return lengthened_duration(

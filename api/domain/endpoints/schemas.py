@@ -69,8 +69,8 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     engine: Annotated[
         Text | None,
         msgspec.Meta(
-            description="The serving engine (vllm, sglang, tgi, llama.cpp, ...): picks its "
-            "tokenizer route and telemetry mapping",
+            description="The serving engine (vllm, sglang, tgi, llama.cpp, transformers, ...): "
+            "picks its tokenizer route, telemetry mapping and how exact lengths are asked",
             examples=["vllm"],
         ),
     ] = None
@@ -218,8 +218,9 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
     engine: Annotated[
         Text | msgspec.UnsetType | None,
         msgspec.Meta(
-            description="The serving engine (vllm, sglang, tgi, llama.cpp, ...): picks its "
-            "tokenizer route and telemetry mapping; left out: unchanged",
+            description="The serving engine (vllm, sglang, tgi, llama.cpp, transformers, ...): "
+            "picks its tokenizer route, telemetry mapping and how exact lengths are asked; "
+            "left out: unchanged",
             examples=["vllm"],
         ),
     ] = msgspec.UNSET
@@ -363,6 +364,11 @@ class CheckProbe(msgspec.Struct, omit_defaults=True):
     version: str | None = None
     evidence: list[str] | None = None
     urls: list[MetricsUrlCheck] | None = None
+    # streaming: the request fields the server refused (a job sends them too: set the
+    # endpoint's engine, or leave the field out), and the error class a job's request would
+    # have (METRICS.md) when the stream itself failed.
+    refused_fields: list[str] | None = None
+    error_class: str | None = None
 
 
 class EndpointCheck(msgspec.Struct):

@@ -398,14 +398,18 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     ] = None
     # Worker processes that run each level together, starting at one agreed instant; their
     # samples merge into one run (README, "Shards"). A concurrency level needs >= shards users.
+    # "auto": each level takes as many as its expected event rate needs (docs/jobs.md).
     shards: Annotated[
-        Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)],
+        Annotated[int, msgspec.Meta(ge=1, le=MAX_SHARDS)] | Literal["auto"] | None,
         msgspec.Meta(
             description="Worker processes that run each level together, starting at one agreed "
-            "instant; their samples merge into one run",
-            examples=[1],
+            "instant; their samples merge into one run. 'auto' (the default where the plan "
+            "allows splitting: no sessions, no max_concurrency) gives each level as many as "
+            "its expected event rate needs, up to the workers free, and the run says how many "
+            "and why",
+            examples=["auto"],
         ),
-    ] = 1
+    ] = None
 
 
 class SloLimits(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):

@@ -152,7 +152,9 @@ def load_text(load: LoadPlan) -> str:
         text += f" after {load.warmup_requests} warm-up requests"
     elif load.warmup_s:
         text += f" after {load.warmup_s:g} s of warm-up"
-    if load.shards > 1:
+    if load.shards == "auto":
+        text += "; shards as each level needed"
+    elif load.shards > 1:
         text += f"; {load.shards} shards"
     return text
 

@@ -145,16 +145,16 @@ class ServerTimingsBlock(msgspec.Struct):
 
 class AdequacyReason(msgspec.Struct):
     """One reason a level's evidence does not support its figures: `code` (few_requests,
-    short, client_bound, rate_not_held, concurrency_not_held, errors, prompt_cache) and what
-    it means and what to do."""
+    short, client_bound, client_paused, rate_not_held, concurrency_not_held, errors,
+    prompt_cache) and what it means and what to do."""
 
     code: Annotated[
         str,
         msgspec.Meta(
-            description="few_requests, short, client_bound, rate_not_held, concurrency_not_held, "
-            "errors or prompt_cache; a level skipped as capacity evidence may also say burst "
-            "(requests sent at once) or concurrency_capped (requests waited for "
-            "load.max_concurrency)",
+            description="few_requests, short, client_bound, client_paused, rate_not_held, "
+            "concurrency_not_held, errors or prompt_cache; a level skipped as capacity "
+            "evidence may also say burst (requests sent at once) or concurrency_capped "
+            "(requests waited for load.max_concurrency)",
             examples=["few_requests"],
         ),
     ]
@@ -427,6 +427,113 @@ class ShardHealth(msgspec.Struct):
     send_late_max_ms: Annotated[
         float | None, msgspec.Meta(description="Largest lateness, in ms", examples=[2.1])
     ] = None
+    # Its process's reading health (the run's client block has the worst of any shard's).
+    loop_lag_p99_ms: Annotated[
+        float | None,
+        msgspec.Meta(description="99th percentile of its event-loop lag, in ms", examples=[0.6]),
+    ] = None
+    loop_stall_max_ms: Annotated[
+        float | None,
+        msgspec.Meta(description="The longest its loop stood still, in ms", examples=[4.0]),
+    ] = None
+    paused_ms: Annotated[
+        float | None,
+        msgspec.Meta(description="Time its loop stood still, in ms", examples=[12.0]),
+    ] = None
+    pause_exposure: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Share of its events whose stamps could be over pause_bound_ms late",
+            examples=[0.0004],
+        ),
+    ] = None
+
+
+class Sharding(msgspec.Struct):
+    """How many worker processes a level took under `load.shards: "auto"`, and why: its
+    expected events per second against one process's budget (CPU_SHARE_LIMIT of a core over
+    the CPU it spends per event, measured on its earlier levels or assumed), up to the worker
+    processes free (infercost/shards/auto.py). Decided before the level ran."""
+
+    shards: Annotated[int, msgspec.Meta(description="Processes it ran on", examples=[2])]
+    needed: Annotated[
+        int, msgspec.Meta(description="Processes its expected events needed", examples=[2])
+    ]
+    reason: Annotated[
+        str,
+        msgspec.Meta(
+            description="Why, in a sentence",
+            examples=["51,200 expected events/s need 2 processes (50,000 events/s per process)"],
+        ),
+    ]
+    expected_events_per_s: Annotated[
+        float,
+        msgspec.Meta(description="Events per second it was expected to bring", examples=[51200.0]),
+    ]
+    expected_from: Annotated[
+        str,
+        msgspec.Meta(
+            description="How that was reckoned",
+            examples=["200 requests/s x 256 output tokens (the plan's)"],
+        ),
+    ]
+    budget_events_per_s: Annotated[
+        float,
+        msgspec.Meta(description="Events per second one process may read", examples=[50000.0]),
+    ]
+    cpu_us_per_event: Annotated[
+        float,
+        msgspec.Meta(
+            description="CPU per received event the budget rests on, in us", examples=[10.0]
+        ),
+    ]
+    cpu_measured: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Whether that CPU figure was measured on this worker's earlier levels "
+            "(false: assumed)",
+            examples=[True],
+        ),
+    ]
+    cpu_share_limit: Annotated[
+        float,
+        msgspec.Meta(description="The share of one core a process may spend", examples=[0.5]),
+    ]
+    workers_free: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="Worker processes free to take a shard, this one included (null: not "
+            "asked, one was enough)",
+            examples=[2],
+        ),
+    ]
+    client_bound: Annotated[
+        bool,
+        msgspec.Meta(
+            description="It needed more processes than it got: client-bound before it ran",
+            examples=[False],
+        ),
+    ]
+
+
+class GcPauses(msgspec.Struct):
+    """The garbage collector's passes in the load generator's process over the level, each
+    timed by the collector's own callbacks, by generation (0, 1, 2)."""
+
+    collections: Annotated[
+        list[int],
+        msgspec.Meta(description="Passes of generations 0, 1 and 2", examples=[[412, 37, 2]]),
+    ]
+    paused_ms: Annotated[
+        list[float],
+        msgspec.Meta(
+            description="Time those passes held the process, by generation, in ms",
+            examples=[[20.5, 6.1, 9.8]],
+        ),
+    ]
+    max_ms: Annotated[
+        float, msgspec.Meta(description="The longest single pass, in ms", examples=[5.2])
+    ]
 
 
 class ClientHealth(msgspec.Struct):
@@ -495,8 +602,9 @@ class ClientHealth(msgspec.Struct):
     ] = None
     # The reading side (workers/loadgen/health.py): age of response bytes when parsed, how
     # long a ready callback waited for the event loop, the busiest second's CPU share, and
-    # requests re-sent after a kept-alive connection turned out closed. Null for sharded
-    # levels and runs stored before these were measured.
+    # requests re-sent after a kept-alive connection turned out closed. A sharded level's are
+    # the worst of any shard's (re-sends and collections summed); null for runs stored before
+    # these were measured.
     read_lag_p50_ms: Annotated[
         float | None,
         msgspec.Meta(
@@ -542,8 +650,64 @@ class ClientHealth(msgspec.Struct):
             examples=[0],
         ),
     ] = None
+    # Pauses measured from inside the process (workers/loadgen/health.py): the loop's own
+    # ticks, the collector's passes, and how much of the level they could have spoilt.
+    loop_stall_p99_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="99th percentile of how late the event loop's own tick ran (every 2 "
+            "ms): what held the loop, a garbage collection included, in ms",
+            examples=[1.1],
+        ),
+    ] = None
+    loop_stall_max_ms: Annotated[
+        float | None,
+        msgspec.Meta(description="The longest the loop stood still, in ms", examples=[4.0]),
+    ] = None
+    paused_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Time the loop stood still over the level (ticks over 2 ms late, "
+            "summed), in ms",
+            examples=[12.0],
+        ),
+    ] = None
+    gc: Annotated[
+        GcPauses | None,
+        msgspec.Meta(description="The garbage collector's passes over the level", examples=[None]),
+    ] = None
+    pause_bound_ms: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="How late a stamp may be before a pause spoils it, in ms", examples=[5.0]
+        ),
+    ] = None
+    pause_exposure: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Share (0 to 1) of the level's events stamped during or just after a "
+            "pause of the loop or the collector longer than pause_bound_ms, so they could be "
+            "more than that late; over 0.01 the level is client-bound (client_paused)",
+            examples=[0.0004],
+        ),
+    ] = None
+    sharding: Annotated[
+        Sharding | None,
+        msgspec.Meta(
+            description='Under load.shards "auto": how many processes the level took and why',
+            examples=[None],
+        ),
+    ] = None
+    capacity_short: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Why the level got fewer load-generating processes than it needed "
+            "(decided before it ran; it is client-bound)",
+            examples=[None],
+        ),
+    ] = None
     # Figures the client's own lateness spoils: requests_per_s and output_tokens_per_s when
-    # it sent late, ttft_ms, itl_ms, tpot_ms and e2e_ms when it read late.
+    # it sent late, ttft_ms, itl_ms, tpot_ms and e2e_ms when it read late or paused.
     spoils: Annotated[
         list[str] | None,
         msgspec.Meta(
@@ -683,6 +847,13 @@ class LiveFigures(msgspec.Struct):
         float | None,
         msgspec.Meta(description="Output tokens per second so far, in tokens/s", examples=[1830.0]),
     ]
+    sharding: Annotated[
+        Sharding | None,
+        msgspec.Meta(
+            description='Under load.shards "auto": the processes it takes and why, from its start',
+            examples=[None],
+        ),
+    ] = None
 
 
 class Definitions(msgspec.Struct):
