@@ -113,6 +113,11 @@ class Settings:
     max_webhooks: int = 20
     # Requests per minute one API key may make, counted in Redis across replicas; 0: no limit.
     rate_limit_per_minute: int = 600
+    # The share of a level's events that pauses of the load generator may have exposed to
+    # lateness before the level is judged client-bound (client_paused): 1% keeps a p99 honest.
+    # A host that shares its CPU (a CI runner, a laptop) may raise it; each run records the
+    # limit it was judged by (client.pause_exposure_limit).
+    pause_exposure_limit: float = 0.01
     # Whether registering an endpoint (or changing where it points) runs the preflight check
     # at once (a few seconds at most); POST /v1/endpoints/{id}/check runs it either way.
     preflight_on_register: bool = True
@@ -178,6 +183,7 @@ class Settings:
             max_metrics_urls=_int(env, "INFERCOST_MAX_METRICS_URLS", 8),
             max_webhooks=_int(env, "INFERCOST_MAX_WEBHOOKS", 20),
             rate_limit_per_minute=_int(env, "INFERCOST_RATE_LIMIT_PER_MINUTE", 600),
+            pause_exposure_limit=_float(env, "INFERCOST_PAUSE_EXPOSURE_LIMIT", 0.01),
             preflight_on_register=env.get("INFERCOST_PREFLIGHT_ON_REGISTER", "1").strip().lower()
             not in ("0", "false", "no", "off"),
             public_url=(env.get("INFERCOST_PUBLIC_URL") or "").rstrip("/") or None,

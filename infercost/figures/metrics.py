@@ -64,7 +64,9 @@ RATE_HELD_SHARE = 0.95
 CLIENT_READ_LAG_P99_LIMIT_MS = 10.0
 #: ... or when pauses of the client could have moved more than this share of the level's
 #: events' stamps by more than their bound (`client.pause_exposure` over
-#: `client.pause_bound_ms`, 5 ms; workers/loadgen/health.py): enough to move a p99.
+#: `client.pause_bound_ms`, 5 ms; workers/loadgen/health.py): enough to move a p99. The
+#: default; a worker's setting (INFERCOST_PAUSE_EXPOSURE_LIMIT) is recorded in the client
+#: block as `pause_exposure_limit` and judges that level instead.
 PAUSE_EXPOSURE_LIMIT = 0.01
 #: What each kind of client lateness spoils (`client.spoils`): sending late means the server
 #: saw less load than asked; reading late moves the arrival stamps of the events.
@@ -422,9 +424,16 @@ def _read_late(client: Mapping[str, Any]) -> bool:
 
 
 def _paused(client: Mapping[str, Any]) -> bool:
-    """Whether the client's pauses exposed more than PAUSE_EXPOSURE_LIMIT of the events."""
+    """Whether the client's pauses exposed more of the events than the level's limit."""
     exposure = client.get("pause_exposure")
-    return exposure is not None and float(exposure) > PAUSE_EXPOSURE_LIMIT
+    return exposure is not None and float(exposure) > _pause_limit(client)
+
+
+def _pause_limit(client: Mapping[str, Any]) -> float:
+    """The pause exposure limit the level is judged by: the one its worker recorded, or the
+    default."""
+    limit = client.get("pause_exposure_limit")
+    return PAUSE_EXPOSURE_LIMIT if limit is None else float(limit)
 
 
 def adequacy_block(
@@ -493,7 +502,7 @@ def adequacy_block(
             "client_paused",
             f"{float(client.get('pause_exposure') or 0.0):.1%} of the level's events were "
             f"stamped during or just after pauses of the load generator longer than "
-            f"{client.get('pause_bound_ms')} ms (limit {PAUSE_EXPOSURE_LIMIT:.0%}): they could "
+            f"{client.get('pause_bound_ms')} ms (limit {_pause_limit(client):.0%}): they could "
             f"be more than {client.get('pause_bound_ms')} ms late, enough to move the p99 of "
             f"the figures in client.spoils (longest loop stall "
             f"{client.get('loop_stall_max_ms')} ms, longest garbage collection "

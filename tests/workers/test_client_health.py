@@ -350,6 +350,16 @@ async def test_a_blocked_loop_is_seen_by_its_own_ticks_and_flags_the_level() -> 
     # so its loop lag saw this block too: a garbage collection would have held it).
     calm = {**figures, "pause_exposure": 0.0, "loop_lag_p99_ms": 0.1}
     assert summarize(timings, reading=calm).client_bound is False
+    # A worker that records a looser limit (INFERCOST_PAUSE_EXPOSURE_LIMIT) than this level's
+    # exposure judges it by that limit, and the reason quotes the limit it was judged by.
+    exposed = figures["pause_exposure"]
+    loose = {**figures, "loop_lag_p99_ms": 0.1, "pause_exposure_limit": exposed + 0.01}
+    assert summarize(timings, reading=loose).client_bound is False
+    tight = {**loose, "pause_exposure_limit": exposed / 2}
+    judged = summarize(timings, reading=tight)
+    assert judged.client_bound is True
+    (detail,) = [r["detail"] for r in judged.adequacy["reasons"] if r["code"] == "client_paused"]
+    assert f"(limit {exposed / 2:.0%})" in detail
     # A pause no event was due in spoils nothing: the same figures over events after it.
     assert health.pauses.exposure([[ended + 10_000_000 + k for k in range(100)]]) == 0.0
 

@@ -209,6 +209,9 @@ class JobRunner:
                     target, run_id, index=index, level=level, mode=mode, load=load
                 )
                 timings, cpu_util, reading = driven.timings, driven.cpu_util, driven.reading
+            if reading is not None:
+                # The limit this level is judged by travels with it (client block).
+                reading = {**reading, "pause_exposure_limit": self.rt.settings.pause_exposure_limit}
         except Exception as exc:
             # The run row must not stay 'running' after its level broke off.
             await self.recorder.fail_run(run_id, f"the level broke off ({type(exc).__name__})")

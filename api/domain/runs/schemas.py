@@ -687,8 +687,17 @@ class ClientHealth(msgspec.Struct):
         msgspec.Meta(
             description="Share (0 to 1) of the level's events stamped during or just after a "
             "pause of the loop or the collector longer than pause_bound_ms, so they could be "
-            "more than that late; over 0.01 the level is client-bound (client_paused)",
+            "more than that late; over pause_exposure_limit the level is client-bound "
+            "(client_paused)",
             examples=[0.0004],
+        ),
+    ] = None
+    pause_exposure_limit: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="The pause_exposure above which this level counts as client-bound: "
+            "0.01 unless the worker's INFERCOST_PAUSE_EXPOSURE_LIMIT said otherwise",
+            examples=[0.01],
         ),
     ] = None
     sharding: Annotated[
