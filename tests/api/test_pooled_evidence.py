@@ -139,3 +139,39 @@ async def test_a_tighter_slo_gives_a_different_answer(
     assert loose["capacity_rps_high"] is None
     # 20x tighter: 8 + (1 - 0.6) / (3.0 - 0.6) x (14 - 8) = 9 requests/s: ceil(20 / 7.2) = 3.
     assert tight["capacity_rps"] == pytest.approx(9.0) and tight["replicas"] == 3
+
+
+#: A level whose load generator paused on 3% of its events (client_paused) and nothing else.
+PAUSED: dict[str, Any] = {
+    "ok": False,
+    "reasons": [{"code": "client_paused", "detail": "3.0% of the level's events ..."}],
+}
+
+
+async def test_a_paused_level_that_passed_still_counts_and_one_that_failed_does_not(
+    team: TeamClient, db: asyncpg.Connection
+) -> None:
+    """Pauses only make stamps late: a paused level that met the SLO met it (a load point,
+    marked client-bound), one that failed may have failed for the pauses (left out)."""
+    endpoint = await team.create_endpoint(model=MODEL, usd_per_hour=2.0)
+    job_id, run_ids = await insert_finished_job(
+        db, team.team_id, endpoint["id"],
+        [(1, 2.0, 40.0, ADEQUATE, False), (4, 6.0, 80.0, PAUSED, True),
+         (8, 9.0, 300.0, PAUSED, True)],
+        slo=SLO,
+    )  # fmt: skip
+    capacity = (await team.http.get(f"/v1/jobs/{job_id}")).json()["capacity_at_slo"]
+    # The paused pass at 6.0 stands; the paused failure at 9.0 is left out, so nothing above
+    # 6.0 bounds it: at least 6.0 requests/s.
+    assert capacity["requests_per_s"] == pytest.approx(6.0)
+    assert capacity["lower_bound"] is True
+    assert [s["run_id"] for s in capacity["skipped"]] == [run_ids[2]]
+    assert [r["code"] for r in capacity["skipped"][0]["reasons"]] == [
+        "client_paused",
+        "client_bound",
+    ]
+    [c] = (await estimate(team, 4.0))["candidates"]
+    assert c["capacity_rps"] == pytest.approx(6.0)
+    assert {p["run_id"] for p in c["load_points"]} == {run_ids[0], run_ids[1]}
+    # 4 requests/s at 80% of 6.0 (4.8): one replica.
+    assert c["replicas"] == 1

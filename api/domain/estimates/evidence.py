@@ -137,8 +137,22 @@ class CapacityEvidence:
     falls: list[uuid.UUID] = field(default_factory=list)
 
 
-def _usable(runs: Sequence[Run]) -> tuple[list[Run], list[SkippedLevel]]:
-    """A job's finished levels that can stand as evidence, and the others with why not."""
+def paused_but_passed(run: Run, slo: Mapping[str, Mapping[str, float]]) -> bool:
+    """Whether the only thing wrong with a level is its load generator's pauses
+    (client_paused) and it met `slo` all the same. A pause only makes stamps late, so it
+    only raises latency figures (and lowers the requests/s a closed loop carried): a level
+    that meets an SLO despite its pauses met it, and stands as evidence that it did (its
+    load point client-bound, so a capacity resting on it may be understated). A paused
+    level that failed may have failed for the pauses, and stays out."""
+    codes = {r.get("code") for r in ((run.adequacy or {}).get("reasons") or ())}
+    return codes == {"client_paused"} and passes(run, slo)[0]
+
+
+def _usable(
+    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]]
+) -> tuple[list[Run], list[SkippedLevel]]:
+    """A job's finished levels that can stand as evidence at `slo`, and the others with why
+    not."""
     finished = [
         r
         for r in runs
@@ -148,6 +162,8 @@ def _usable(runs: Sequence[Run]) -> tuple[list[Run], list[SkippedLevel]]:
     skipped: list[SkippedLevel] = []
     for run in finished:
         reasons = inadequate_reasons(run)
+        if reasons and paused_but_passed(run, slo):
+            reasons = []
         if reasons:
             skipped.append(
                 SkippedLevel(
@@ -171,7 +187,7 @@ def capacity_of(
     A sweep's runs mix closed-loop and open-loop levels, so each is taken as a load point
     at the requests/s it carried (mode rate, level = measured requests/s) and they are
     ordered by that; other jobs' levels keep their own mode and level."""
-    usable, skipped = _usable(runs)
+    usable, skipped = _usable(runs, slo)
     if not usable or (not sweep and len({r.mode for r in usable}) > 1):
         return CapacityEvidence(None, skipped=skipped)
     levels = []
@@ -228,7 +244,7 @@ def pooled_evidence(
     jobs_of: dict[uuid.UUID, Job] = {}
     passed: dict[uuid.UUID, bool] = {}
     for rank, (job, job_runs) in enumerate(jobs):
-        usable, left_out = _usable(job_runs)
+        usable, left_out = _usable(job_runs, slo)
         skipped += left_out
         load = read_load(job.load)
         sweep = load is not None and load.mode == "sweep"
