@@ -608,8 +608,8 @@ def capacity_interval(c: dict[str, Any]) -> str | None:
     low, high = c["capacity_rps_low"], c.get("capacity_rps_high")
     if high is None:
         return (
-            f"{name}: capacity at least {num(low, 2)} req/s (every measured level met the "
-            f"SLO), so at most {c['replicas']} replicas"
+            f"{name}: capacity at least {num(low, 2)} req/s (every level that stands as "
+            f"evidence met the SLO), so at most {c['replicas']} replicas"
         )
     span = c.get("replicas_range") or [c["replicas"], c["replicas"]]
     allows = (

@@ -341,8 +341,8 @@ def _deployment_warnings(d: Deployment, utilization: float, headroom_rps: float)
         )
     if d.capacity_is_lower_bound:
         out.append(
-            "Every measured load level met the SLO, so the true capacity is at least "
-            f"{d.capacity_rps:.3g} requests/s per replica; fewer replicas may do. Measure "
+            "Every load level that stands as evidence met the SLO, so the true capacity is at "
+            f"least {d.capacity_rps:.3g} requests/s per replica; fewer replicas may do. Measure "
             "higher levels to find it."
         )
     over_range = d.measured_range_rps is not None and d.capacity_rps > d.measured_range_rps[1]
