@@ -56,6 +56,21 @@ class FieldError(msgspec.Struct):
             examples=["Expected `float` >= 0.001"],
         ),
     ]
+    line: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="For an uploaded file (a request log, a dataset): the line of the body "
+            "at fault, counting from 1",
+            examples=[60002],
+        ),
+    ] = None
+    column: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="For an uploaded file: the column (or JSON key) at fault, where one is",
+            examples=["GeneratedTokens"],
+        ),
+    ] = None
 
 
 class Problem(msgspec.Struct, kw_only=True):

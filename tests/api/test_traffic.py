@@ -255,7 +255,11 @@ async def test_bad_rows_are_named_and_nothing_is_kept(
         assert problem["detail"].startswith(f"{where}: ") and what in problem["detail"], problem
         assert "nothing was stored" in problem["detail"]
     [error] = (await post(team, cases[0][0].encode(), "azure")).json()["errors"]
-    assert error["line"] == 60_002 and error["column"] == "GeneratedTokens"
+    assert (
+        error["field"] == "body"
+        and error["line"] == 60_002
+        and error["column"] == "GeneratedTokens"
+    )
     team_id = uuid.UUID(team.team_id)
     assert await db.fetchval("SELECT count(*) FROM traffic WHERE team_id = $1", team_id) == 0
     orphans = await db.fetchval(

@@ -54,7 +54,14 @@ class BadRow(InfercostError):
         super().__init__(
             f"{error.where}: {error.problem}; fix it and import the file again "
             "(nothing was stored)",
-            errors=[{"line": error.line, "column": error.column, "message": error.problem}],
+            errors=[
+                {
+                    "field": "body",
+                    "line": error.line,
+                    "column": error.column,
+                    "message": error.problem,
+                }
+            ],
         )
 
 
