@@ -234,3 +234,35 @@ async def test_unknown_hardware_and_a_benchmarked_endpoints_name_are_refused(
     assert "pass another name=" in response.json()["detail"]
     response = await team.http.post("/v1/imports", content=b"{}", params={"format": "csv"})
     assert response.status_code == 422 and "guidellm" in response.text
+
+
+async def test_an_imported_job_reads_everywhere_a_job_is_read(team: TeamClient) -> None:
+    job = await imported(
+        team, "vllm_results.jsonl", "vllm", hardware="L40S", gpu_count=4, usd_per_hour=7.0
+    )
+    endpoint_id = job["endpoint_id"]
+    for path in (
+        "/v1/jobs",
+        f"/v1/jobs/{job['id']}/runs",
+        f"/v1/runs/{job['runs'][0]['id']}",
+        f"/v1/jobs/{job['id']}/report",
+        f"/v1/jobs/{job['id']}/export",
+        f"/v1/endpoints/{endpoint_id}/history",
+        "/v1/status",
+        "/v1/endpoints",
+    ):
+        response = await team.http.get(path)
+        assert response.status_code == 200, (path, response.text)
+    listed = (await team.http.get("/v1/endpoints")).json()["items"]
+    assert [e["external"] for e in listed] == [True]
+    response = await team.http.post(
+        "/v1/estimates",
+        json={
+            "model": "meta-llama/Llama-3.2-3B-Instruct",
+            "traffic": {"requests_per_s": 5, "input_tokens": 1000, "output_tokens": 270},
+            "slo": {"ttft_ms": {"p95": 500}},
+        },
+    )
+    assert response.status_code == 200, response.text
+    response = await team.http.post(f"/v1/endpoints/{endpoint_id}/check")
+    assert response.status_code == 422 and "no server to probe" in response.json()["detail"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from litestar import Controller, Request, Response, get
+from litestar import Controller, Request, get
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.params import QueryParameter
@@ -55,13 +55,15 @@ class ExportController(Controller):
                 "llm-d benchmark report v0.2 per level, one a line; summaries only)",
             ),
         ] = "jsonl",
-    ) -> ASGIResponse | Response[bytes]:
+    ) -> ASGIResponse:
         """One file to archive or load with pandas: the job, its runs' summaries and every
         raw sample, read page by page so a large job never sits in memory."""
         job = await jobs.read(await jobs.get(job_id))
         if fmt == "llmd":
-            return Response(
-                report_lines(job, await job_endpoint(endpoints, job.endpoint_id)),
+            # A finished response like the streamed one (the handler returns ASGI responses
+            # only: Litestar serialises nothing more).
+            return ASGIResponse(
+                body=report_lines(job, await job_endpoint(endpoints, job.endpoint_id)),
                 media_type=LLMD_MEDIA_TYPE,
                 headers={"Content-Disposition": f'attachment; filename="job-{job.id}.llmd.jsonl"'},
             )
