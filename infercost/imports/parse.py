@@ -195,8 +195,14 @@ def _need(fmt: str, where: str, data: Mapping[str, Any], key: str) -> float:
 
 
 def _epoch(value: Any) -> datetime | None:
+    """A Unix time in seconds as a UTC time; None where it is none (or out of range)."""
     number = _number(value)
-    return None if number is None else datetime.fromtimestamp(number, UTC)
+    if number is None:
+        return None
+    try:
+        return datetime.fromtimestamp(number, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _iso(value: Any) -> datetime | None:
@@ -210,6 +216,16 @@ def _iso(value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _before(end: datetime | None, seconds: float) -> datetime | None:
+    """`seconds` before `end`; None without an end, or out of the calendar's range."""
+    if end is None:
+        return None
+    try:
+        return end - timedelta(seconds=seconds)
+    except OverflowError:
+        return None
+
+
 def _json_documents(fmt: str, body: bytes) -> list[Any]:
     """The body as one JSON document, or as JSON lines (one document a line)."""
     try:
@@ -220,6 +236,8 @@ def _json_documents(fmt: str, body: bytes) -> list[Any]:
         raise UnreadableResult(fmt, "the body is empty")
     try:
         return [json.loads(text)]
+    except RecursionError:
+        raise UnreadableResult(fmt, "it nests deeper than a result file does") from None
     except json.JSONDecodeError as whole:
         documents = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -227,6 +245,8 @@ def _json_documents(fmt: str, body: bytes) -> list[Any]:
                 continue
             try:
                 documents.append(json.loads(line))
+            except RecursionError:
+                raise UnreadableResult(fmt, f"line {number} nests too deep") from None
             except json.JSONDecodeError as exc:
                 if number == 1:
                     raise UnreadableResult(
@@ -355,7 +375,7 @@ def _vllm_run(fmt: str, data: Any, where: str) -> tuple[ImportedRun, Mapping[str
         else None,
         total_tokens_per_s=_number(data.get("total_token_throughput")),
         requests_per_s=_number(data.get("request_throughput")),
-        started_at=finished - timedelta(seconds=duration) if finished else None,
+        started_at=_before(finished, duration),
         finished_at=finished,
         label=data.get("label") if isinstance(data.get("label"), str) else None,
         samples=_vllm_samples(fmt, data, where),
@@ -397,7 +417,7 @@ def _guidellm_stats(metrics: Mapping[str, Any], name: str, scale: float = 1.0) -
     summary = block.get("successful") if isinstance(block, dict) else None
     if not isinstance(summary, dict):
         return _stats(0)
-    percentiles = summary.get("percentiles") or {}
+    percentiles = _obj(summary, "percentiles")
 
     def scaled(value: Any) -> float | None:
         number = _number(value)
@@ -558,7 +578,8 @@ def _aiperf_summary(data: Mapping[str, Any]) -> ImportedFile:
     succeeded = int(succeeded_value)
     failed_value = _aiperf_value(records.get("error_request_count"))
     errors: dict[str, int] = {}
-    for entry in data.get("error_summary") or []:
+    summary_entries = data.get("error_summary")
+    for entry in summary_entries if isinstance(summary_entries, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("error_details"), dict):
             kind = str(entry["error_details"].get("type") or "error")
             errors[kind] = errors.get(kind, 0) + int(_number(entry.get("count")) or 0)
@@ -585,8 +606,8 @@ def _aiperf_summary(data: Mapping[str, Any]) -> ImportedFile:
     hint = None
     telemetry = data.get("telemetry_data")
     if isinstance(telemetry, dict):
-        for endpoint in (telemetry.get("endpoints") or {}).values():
-            for gpu in (endpoint.get("gpus") or {}).values() if isinstance(endpoint, dict) else []:
+        for endpoint in _obj(telemetry, "endpoints").values():
+            for gpu in _obj(endpoint, "gpus").values() if isinstance(endpoint, dict) else []:
                 if isinstance(gpu, dict) and isinstance(gpu.get("gpu_name"), str):
                     hint = hint or gpu["gpu_name"]
     run = ImportedRun(
@@ -643,7 +664,7 @@ def _aiperf_records(documents: Sequence[Any]) -> ImportedFile:
         end = _number(meta.get("request_end_ns"))
         if start is None:
             raise UnreadableResult(fmt, f"line {number} has no `metadata.request_start_ns`")
-        rows.append((start, end, meta, record.get("metrics") or {}, record.get("error")))
+        rows.append((start, end, meta, _obj(record, "metrics"), record.get("error")))
     origin = min(r[0] for r in rows)
     samples = []
     for start, end, meta, metrics, error in sorted(rows, key=lambda r: r[0]):
@@ -717,8 +738,8 @@ def _aiperf_records(documents: Sequence[Any]) -> ImportedFile:
         input_tokens_per_s=in_tokens / duration if duration else None,
         total_tokens_per_s=(out_tokens + in_tokens) / duration if duration else None,
         requests_per_s=len(ok) / duration if duration else None,
-        started_at=datetime.fromtimestamp(min(starts), UTC) if starts else None,
-        finished_at=datetime.fromtimestamp(max(ends), UTC) if ends else None,
+        started_at=_epoch(min(starts)) if starts else None,
+        finished_at=_epoch(max(ends)) if ends else None,
         label="profile_export.jsonl",
         samples=samples,
     )
@@ -756,9 +777,40 @@ def read_aiperf(body: bytes) -> ImportedFile:
 READERS = {"vllm": read_vllm, "guidellm": read_guidellm, "aiperf": read_aiperf}
 
 
+#: The largest count a run or a request stores (a 32-bit integer column).
+MAX_COUNT = 2**31 - 1
+#: Longest model name an endpoint keeps.
+MAX_MODEL = 256
+
+
+def _checked(fmt: ImportFormat, result: ImportedFile) -> ImportedFile:
+    """`result` when every count and name fits what a run stores, else UnreadableResult."""
+    if result.model is not None and len(result.model) > MAX_MODEL:
+        raise UnreadableResult(fmt, f"its model name is over {MAX_MODEL} characters")
+    for number, run in enumerate(result.runs, start=1):
+        counts = {
+            "requests": run.requests_total,
+            "successful requests": run.requests_succeeded,
+            "failed requests": run.requests_failed,
+            **{f"errors of {kind}": count for kind, count in run.errors.items()},
+        }
+        for what, count in counts.items():
+            if not 0 <= count <= MAX_COUNT:
+                raise UnreadableResult(fmt, f"benchmark {number}: {count} {what} is not a count")
+        if not math.isfinite(run.level) or run.level < 0:
+            raise UnreadableResult(fmt, f"benchmark {number}: its load level is not a number")
+        for seq, sample in enumerate(run.samples, start=1):
+            for what, value in (("input", sample.n_in), ("output", sample.n_out)):
+                if value is not None and not 0 <= value <= MAX_COUNT:
+                    raise UnreadableResult(
+                        fmt, f"request {seq}: {value} {what} tokens is not a count of tokens"
+                    )
+    return result
+
+
 def read_result(fmt: ImportFormat, body: bytes) -> ImportedFile:
     """The file `body` in format `fmt`, or UnreadableResult saying what is wrong."""
-    return READERS[fmt](body)
+    return _checked(fmt, READERS[fmt](body))
 
 
 def iter_runs(result: ImportedFile) -> Iterator[tuple[int, ImportedRun]]:

@@ -62,6 +62,15 @@ def test_vllm_arrays_of_different_lengths_are_refused() -> None:
         ("guidellm", b'{"benchmarks": [{"metrics": {}}]}', "request_totals.successful"),
         ("aiperf", b'{"metadata": {}, "metrics": {}}', "request_start_ns"),
         ("aiperf", b"[1]\n[2]", "neither one JSON object"),
+        ("vllm", b"[" * 100_000 + b"]" * 100_000, "nests deeper"),
+        ("vllm", b'{"completed": -3, "duration": 1}', "-3 requests is not a count"),
+        ("vllm", b'{"completed": 1e12, "duration": 1}', "is not a count"),
+        (
+            "vllm",
+            b'{"completed": 1, "duration": 1, "ttfts": [0.1], "output_lens": [4294967296]}',
+            "4294967296 output tokens is not a count of tokens",
+        ),
+        ("vllm", b'{"completed": 1, "duration": 1, "model_id": "' + b"m" * 300 + b'"}', "model"),
     ],
 )
 def test_files_that_are_not_their_format_say_why(fmt: str, body: bytes, says: str) -> None:
@@ -76,3 +85,30 @@ def test_only_imported_fingerprints_name_a_tool() -> None:
     assert definitions_of("aiperf-import") == "aiperf"
     assert definitions_of("3f0c2a9b1d7e4c55") == "infercost"
     assert definitions_of(None) == "infercost"
+
+
+def test_odd_but_harmless_shapes_are_read_not_failed_on() -> None:
+    """Fields of an unexpected type where the figures do not need them, and times out of
+    the calendar's range, are left out instead of failing the import."""
+    guidellm = {
+        "benchmarks": [
+            {
+                "start_time": 1e300,
+                "metrics": {
+                    "request_totals": {"successful": 3},
+                    "time_to_first_token_ms": {
+                        "successful": {"mean": 12.5, "count": 3, "percentiles": [1, 2]}
+                    },
+                },
+            }
+        ]
+    }
+    (run,) = read_result("guidellm", json.dumps(guidellm).encode()).runs
+    assert run.stats["ttft_ms"]["mean"] == 12.5 and run.stats["ttft_ms"]["p50"] is None
+    assert run.started_at is None and run.mode == "burst" and run.level == 3.0
+    aiperf = {"request_count": {"avg": 5}, "error_summary": 7, "telemetry_data": {"endpoints": []}}
+    (run,) = read_result("aiperf", json.dumps(aiperf).encode()).runs
+    assert (run.requests_total, run.errors) == (5, {})
+    vllm = {"completed": 2, "duration": 1e300, "date": "20250530-195922"}
+    (run,) = read_result("vllm", json.dumps(vllm).encode()).runs
+    assert run.started_at is None and run.finished_at is not None
