@@ -98,6 +98,12 @@ async def test_vllm_results_one_per_line_become_three_runs_with_the_files_figure
     # A second file under the same name lands under the same external endpoint.
     again = await imported(team, "vllm_results.jsonl", "vllm", name="llm-d base (vllm bench)")
     assert again["endpoint_id"] == job["endpoint_id"] and again["id"] != job["id"]
+    # Another model under that name would file its runs under the wrong deployment.
+    response = await post(
+        team, "aiperf_profile_export_aiperf.json", "aiperf", name="llm-d base (vllm bench)"
+    )
+    assert response.status_code == 409, response.text
+    assert "this file measured openai/gpt-oss-20b" in response.json()["detail"]
 
 
 async def test_guidellm_benchmarks_become_a_run_per_benchmark(team: TeamClient) -> None:

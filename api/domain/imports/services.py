@@ -116,6 +116,14 @@ class ImportService:
                     "imported results go under an external endpoint of their own: pass "
                     "another name="
                 )
+            other_hardware = hardware_id is not None and existing.hardware_id != hardware_id
+            if existing.model != model or other_hardware:
+                measured = model if existing.model != model else "other hardware"
+                raise Conflict(
+                    f"endpoint '{name}' holds imported results of {existing.model} on its own "
+                    f"hardware, and this file measured {measured}: pass another name= (one "
+                    "external endpoint per deployment)"
+                )
             return existing
         endpoint = Endpoint(
             team_id=self.team_id,
