@@ -23,6 +23,7 @@ from api.domain.estimates.controllers import EstimateController, PresetControlle
 from api.domain.exports.controllers import ExportController
 from api.domain.hardware.controllers import HardwareController
 from api.domain.history.controllers import HistoryController
+from api.domain.imports.controllers import ImportController
 from api.domain.jobs.controllers import JobController, RunController
 from api.domain.prices.controllers import PriceController
 from api.domain.reports.controllers import ReportController
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             PresetController,
             DatasetController,
             TrafficController,
+            ImportController,
             ComparisonController,
             ReportController,
             StatusController,

@@ -67,3 +67,6 @@ class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
     # one refuses jobs unless they say "force".
     check: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     checked_at: Mapped[datetime | None]
+    # An endpoint that holds results imported from another tool (POST /v1/imports): what
+    # it describes was measured elsewhere, so it is never benchmarked or probed.
+    external: Mapped[bool] = mapped_column(default=False, server_default=text("false"))

@@ -52,6 +52,12 @@ class EndpointRepository:
             query = query.where(Endpoint.id != except_id)
         return (await self.session.scalar(query)) is not None
 
+    async def by_name(self, team_id: uuid.UUID, name: str) -> Endpoint | None:
+        """The team's live endpoint of this name."""
+        return await self.session.scalar(
+            readable(Endpoint, team_id).where(Endpoint.name == name, Endpoint.deleted_at.is_(None))
+        )
+
     async def page(
         self, team_id: uuid.UUID, *, limit: int, offset: int
     ) -> tuple[list[Endpoint], int]:

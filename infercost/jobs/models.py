@@ -121,6 +121,9 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     schedule_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("schedules.id", ondelete="SET NULL"), index=True
     )
+    # A job whose runs were imported from another tool's result file (POST /v1/imports):
+    # it never ran here, and its runs say which tool measured them (runs.source).
+    imported: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
 
 
 class Run(UUIDPrimaryKey, CreatedAt, Base):
@@ -256,6 +259,12 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     )
     change_verdict: Mapped[str | None] = mapped_column(String(20))
     change: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Null for infercost's own runs; for a run imported from another tool's file
+    # (infercost.imports): the tool, its version, the file's format and whose definitions
+    # its figures follow (free-form detail, read whole). `source_tool` is that tool's name
+    # as a column, so comparisons label rows without reading JSONB.
+    source: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    source_tool: Mapped[str | None] = mapped_column(String(16))
 
 
 class RequestSample(Base):

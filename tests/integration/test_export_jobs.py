@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
@@ -124,3 +125,50 @@ async def test_export_of_another_teams_job_is_404(
     response = await other.http.get(f"/v1/jobs/{job['id']}/export")
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_a_measured_job_exports_as_valid_llmd_reports_with_its_own_figures(
+    api_server: Api, team: TeamClient, sim: SimProcess, tmp_path: Path
+) -> None:
+    schema_path = (
+        Path(__file__).parents[1] / "fixtures" / "imports" / "llmd_br_v0_2_json_schema.json"
+    )
+    validator = jsonschema.Draft202012Validator(json.loads(schema_path.read_text()))
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url, hardware="H200-SXM")
+    job = await team.run_job(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"input_tokens": {"mean": 32, "std": 4}, "output_tokens": {"mean": 6}},
+            "load": {"mode": "concurrency", "levels": [1, 2], "requests_per_level": 12},
+        }
+    )
+    response = await team.http.get(f"/v1/jobs/{job['id']}/export", params={"format": "llmd"})
+    assert response.status_code == 200, response.text
+    reports = [json.loads(line) for line in response.text.splitlines()]
+    assert len(reports) == 2
+    for report, run in zip(reports, job["runs"], strict=True):
+        assert not list(validator.iter_errors(report))
+        assert report["run"]["uid"] == run["id"]
+        load = report["scenario"]["load"]["standardized"]
+        assert load["tool"] == "infercost" and load["concurrency"] == run["level"]
+        assert load["input_seq_len"] == {"distribution": "gaussian", "value": 32, "std_dev": 4}
+        aggregate = report["results"]["request_performance"]["aggregate"]
+        assert aggregate["requests"]["total"] == run["requests"]["total"] == 12
+        # The worker's own summary, moved into the report's places.
+        ttft = aggregate["latency"]["time_to_first_token"]
+        assert ttft["mean"] == run["ttft_ms"]["mean"] and ttft["p99p9"] == run["ttft_ms"]["p999"]
+        assert aggregate["latency"]["request_latency"]["p50"] == run["e2e_ms"]["p50"]
+        assert aggregate["throughput"]["output_token_rate"]["mean"] == run["output_tokens_per_s"]
+    engine = reports[0]["scenario"]["stack"][0]["standardized"]
+    assert engine["accelerator"]["model"] == "H200-SXM"
+
+    saved = tmp_path / "job.llmd.jsonl"
+    env = {"INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": team.key}
+    result = await asyncio.to_thread(
+        CliRunner().invoke,
+        main,
+        ["export", job["id"], "--format", "llmd", "-o", str(saved)],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    assert saved.read_bytes() == response.content

@@ -47,6 +47,10 @@ class ComparisonRow(msgspec.Struct):
     figures: dict[str, float | None]
     adequate: bool | None = None
     inadequate: list[AdequacyReason] = []
+    # Whose definitions its figures follow: "infercost", or the tool whose result file its
+    # runs were imported from (vllm, guidellm, aiperf; POST /v1/imports). Rows of different
+    # definitions are never aggregated together.
+    definitions: str = "infercost"
 
 
 class ComparisonPage(msgspec.Struct):

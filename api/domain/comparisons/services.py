@@ -34,6 +34,7 @@ from infercost.comparisons.repository import (
     inadequate_left_out,
 )
 from infercost.errors import InvalidInput
+from infercost.imports.parse import definitions_of
 from infercost.planning.presets import PRESETS
 
 #: Figures shown when the query names none: all of them.
@@ -174,7 +175,22 @@ def _deployment(row: repository.ComparisonRow) -> Deployment:
 
 
 def _row(row: repository.ComparisonRow) -> ComparisonRow:
-    return msgspec.convert(row, ComparisonRow, from_attributes=True)
+    converted = msgspec.convert(row, ComparisonRow, from_attributes=True)
+    return msgspec.structs.replace(converted, definitions=definitions_of(row.workload_fingerprint))
+
+
+def _definitions_warning(fingerprints: Sequence[str | None]) -> str | None:
+    """A warning when the rows follow more than one tool's definitions (imported runs)."""
+    kinds = sorted({definitions_of(f) for f in fingerprints})
+    if len(kinds) < 2:
+        return None
+    tools = [k for k in kinds if k != "infercost"]
+    return (
+        f"these rows follow {len(kinds)} definitions ({', '.join(kinds)}): rows whose "
+        f"definitions are {' or '.join(tools)} were imported from that tool's results, and "
+        "its TTFT, TPOT, ITL and throughput are its own (each run's source.differences says "
+        "how they differ); they are never aggregated with infercost's runs"
+    )
 
 
 def _left_out_warning(count: int, what: str) -> str:
@@ -219,6 +235,9 @@ class ComparisonService:
         mixed = len(result.fingerprints) > 1
         if mixed:
             warnings.append(_workload_warning(result.fingerprints))
+        mixed_definitions = _definitions_warning(result.fingerprints)
+        if mixed_definitions:
+            warnings.append(mixed_definitions)
         bound = sum(r.client_bound for r in result.rows)
         if bound:
             warnings.append(

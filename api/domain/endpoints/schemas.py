@@ -417,3 +417,6 @@ class EndpointRead(msgspec.Struct):
     # The last preflight check; null until one ran.
     check: EndpointCheck | None = None
     checked_at: datetime | None = None
+    # An endpoint that holds results imported from another tool (POST /v1/imports): it was
+    # measured elsewhere, so it is never benchmarked or probed.
+    external: bool = False

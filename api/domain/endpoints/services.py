@@ -173,6 +173,12 @@ class EndpointService:
         first, so no row lock is held and no pooled connection is kept while remote servers
         take their time. The result is stored in a new transaction, and only if the endpoint
         still points where it was probed (a change made meanwhile keeps its own state)."""
+        if endpoint.external:
+            raise InvalidInput(
+                "endpoint_id",
+                f"endpoint '{endpoint.name}' holds results imported from another tool and has "
+                "no server to probe: check the deployment registered with POST /v1/endpoints",
+            )
         key = self.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
         target = preflight.Target(
             base_url=endpoint.base_url,
@@ -236,4 +242,5 @@ class EndpointService:
             updated_at=endpoint.updated_at,
             check=check_read(endpoint),
             checked_at=endpoint.checked_at,
+            external=endpoint.external,
         )

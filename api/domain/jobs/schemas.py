@@ -133,3 +133,6 @@ class JobRead(JobListItem):
     sweep: Sweep | None = None
     # Queued and running jobs only: place in the queue, expected start and end.
     queue: QueueEstimate | None = None
+    # Whether its runs were imported from another tool's result file (POST /v1/imports):
+    # they never ran here, and each run's `source` names the tool and its definitions.
+    imported: bool = False

@@ -224,6 +224,13 @@ class JobService:
                 f"{field_prefix}endpoint_id",
                 f"no endpoint {data.endpoint_id} in your team: GET /v1/endpoints",
             )
+        if endpoint.external:
+            raise InvalidInput(
+                f"{field_prefix}endpoint_id",
+                f"endpoint '{endpoint.name}' holds results imported from another tool "
+                "(POST /v1/imports) and has no server to send requests to: register the "
+                "deployment itself with POST /v1/endpoints and benchmark that",
+            )
         if preflight:
             refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
         if endpoint.api == "openai-embeddings":
@@ -310,6 +317,7 @@ class JobService:
             workload_fingerprint=job.workload_fingerprint,
             sweep=msgspec.convert(job.sweep, Sweep) if job.sweep else None,
             queue=await queue_estimate(self.jobs, job, datetime.now(UTC)),
+            imported=job.imported,
         )
 
     async def _physics(self, endpoint_id: uuid.UUID) -> tuple[ModelFacts, Hardware] | None:

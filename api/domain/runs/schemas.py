@@ -887,6 +887,51 @@ class Definitions(msgspec.Struct):
     sources: list[str]
 
 
+class RunSource(msgspec.Struct):
+    """Who measured an imported run (POST /v1/imports) and whose definitions its figures
+    follow; null on infercost's own runs. An imported TPOT is the tool's TPOT
+    (`metric_names` gives the tool's name of each figure, `differences` how it differs from
+    infercost's definition), so comparisons label such runs and never mix them silently."""
+
+    tool: Annotated[
+        str,
+        msgspec.Meta(description="The tool whose file it came from: vllm, guidellm or aiperf"),
+    ]
+    tool_version: Annotated[
+        str | None, msgspec.Meta(description="The tool's version, where the file says")
+    ]
+    file: Annotated[str, msgspec.Meta(description="The kind of file it was read from")]
+    label: Annotated[
+        str | None, msgspec.Meta(description="The benchmark's own label in the file, if any")
+    ]
+    definitions: Annotated[
+        str,
+        msgspec.Meta(
+            description="Whose definitions the figures follow (the tool's); infercost's own "
+            "runs follow infercost's (docs/figures.md)",
+            examples=["guidellm"],
+        ),
+    ]
+    metric_names: Annotated[
+        dict[str, str],
+        msgspec.Meta(description="infercost's name of each figure -> the tool's own name"),
+    ]
+    differences: Annotated[
+        list[str], msgspec.Meta(description="How the tool's definitions differ, a sentence each")
+    ]
+    sources: Annotated[list[str], msgspec.Meta(description="Where the definitions were read")]
+    hardware_in_file: Annotated[
+        str | None,
+        msgspec.Meta(description="The hardware the file names, as written there (not matched)"),
+    ] = None
+    per_request: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Whether the file had per-request records (stored as raw samples)"
+        ),
+    ] = False
+
+
 class RunSummary(msgspec.Struct):
     """One load level's figures over its measured window (METRICS.md)."""
 
@@ -1200,6 +1245,16 @@ class RunSummary(msgspec.Struct):
         str | None,
         msgspec.Meta(
             description="Why a failed level failed when its requests cannot say", examples=[None]
+        ),
+    ] = None
+    # Imported runs only (POST /v1/imports): the tool that measured it and whose definitions
+    # its figures follow; null for infercost's own runs.
+    source: Annotated[
+        RunSource | None,
+        msgspec.Meta(
+            description="Imported runs only: the tool that measured it and whose definitions "
+            "its figures follow; null for infercost's own",
+            examples=[None],
         ),
     ] = None
 

@@ -1,0 +1,1 @@
+"""Results of other tools taken in as labelled runs."""
