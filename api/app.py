@@ -104,7 +104,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             Redis.from_url(
                 settings.redis_client_url, socket_timeout=1.0, socket_connect_timeout=1.0
             )
-            if settings.redis_client_url and settings.rate_limit_per_minute > 0
+            if settings.redis_client_url
+            and (settings.rate_limit_per_minute > 0 or settings.auth_failures_per_minute > 0)
             else None
         )
         # Single sign-on: the issuer's keys are fetched on first use and kept (oidc.py).

@@ -113,6 +113,10 @@ class Settings:
     max_webhooks: int = 20
     # Requests per minute one API key may make, counted in Redis across replicas; 0: no limit.
     rate_limit_per_minute: int = 600
+    # Failed authentications (401, 403) one client address may have per minute, whatever
+    # tokens it presents; past it every request from the address is 429 until the minute
+    # ends. 0: no limit.
+    auth_failures_per_minute: int = 30
     # Whether registering an endpoint (or changing where it points) runs the preflight check
     # at once (a few seconds at most); POST /v1/endpoints/{id}/check runs it either way.
     preflight_on_register: bool = True
@@ -178,6 +182,7 @@ class Settings:
             max_metrics_urls=_int(env, "INFERCOST_MAX_METRICS_URLS", 8),
             max_webhooks=_int(env, "INFERCOST_MAX_WEBHOOKS", 20),
             rate_limit_per_minute=_int(env, "INFERCOST_RATE_LIMIT_PER_MINUTE", 600),
+            auth_failures_per_minute=_int(env, "INFERCOST_AUTH_FAILURES_PER_MINUTE", 30),
             preflight_on_register=env.get("INFERCOST_PREFLIGHT_ON_REGISTER", "1").strip().lower()
             not in ("0", "false", "no", "off"),
             public_url=(env.get("INFERCOST_PUBLIC_URL") or "").rstrip("/") or None,
