@@ -40,7 +40,7 @@ from api.domain.telemetry.controllers import TelemetryController
 from api.domain.traffic.controllers import TrafficController
 from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
-from api.guards import rate_limit, refuse_nul
+from api.guards import body_deadline, rate_limit, refuse_nul
 from api.openapi import docs_handlers, document, openapi_config, problem_responses
 from api.pages import SignInRequired, deny_framing, sign_in_redirect
 from api.queue import TaskQueue, make_celery
@@ -179,7 +179,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         },
         exception_handlers={**EXCEPTION_HANDLERS, SignInRequired: sign_in_redirect},
         request_class=StrictRequest,
-        middleware=[deny_framing, refuse_nul, rate_limit, strict_query],
+        middleware=[deny_framing, body_deadline, refuse_nul, rate_limit, strict_query],
         on_startup=[startup],
         on_shutdown=[shutdown],
         openapi_config=openapi_config(),

@@ -1,9 +1,10 @@
-"""Guards in front of every route: JSON nesting depth, NUL bytes in the URL, the per-key
-rate limit and the per-address limit on refused credentials, shared by every API replica
-through Redis."""
+"""Guards in front of every route: JSON nesting depth, NUL bytes in the URL, a deadline for
+the request's body, the per-key rate limit and the per-address limit on refused
+credentials, shared by every API replica through Redis."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
@@ -14,8 +15,8 @@ from urllib.parse import unquote_to_bytes
 from litestar import Request
 from litestar.datastructures import State
 from litestar.enums import ScopeType
-from litestar.exceptions import ClientException, TooManyRequestsException
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.exceptions import ClientException, HTTPException, TooManyRequestsException
+from litestar.types import ASGIApp, Message, Receive, ReceiveMessage, Scope, Send
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -57,6 +58,45 @@ def refuse_nul(app: ASGIApp) -> ASGIApp:
                     "remove it"
                 )
         await app(scope, receive, send)
+
+    return guard
+
+
+def body_deadline(app: ASGIApp) -> ASGIApp:
+    """Middleware: the request's body must have arrived `settings.body_timeout_s` after its
+    headers; a read of it past that answers 408 (problem+json) and closes the connection, so
+    a client trickling its body cannot hold a connection, and what it holds, open."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope["litestar_app"].state if scope["type"] == ScopeType.HTTP else None
+        settings = getattr(state, "settings", None)
+        limit: float = settings.body_timeout_s if settings is not None else 0.0
+        if limit <= 0:
+            await app(scope, receive, send)
+            return
+        deadline = asyncio.get_running_loop().time() + limit
+        whole = False
+
+        async def timed() -> ReceiveMessage:
+            nonlocal whole
+            if whole:
+                return await receive()  # after the body: waiting for a disconnect is no read
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise HTTPException(
+                    status_code=408,
+                    detail=f"the request's body did not arrive within {limit:g} s of its headers "
+                    "(INFERCOST_BODY_TIMEOUT_S): send it at once, or ask an admin to raise the "
+                    "limit for large uploads on slow links",
+                    headers={"Connection": "close"},
+                ) from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                whole = True
+            return message
+
+        await app(scope, timed, send)
 
     return guard
 

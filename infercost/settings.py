@@ -125,6 +125,9 @@ class Settings:
     # tokens it presents; past it every request from the address is 429 until the minute
     # ends. 0: no limit.
     auth_failures_per_minute: int = 30
+    # Seconds a request's body may take to arrive, from its headers; after it, 408 and the
+    # connection closed, so slow clients cannot hold connections open. 0: no limit.
+    body_timeout_s: float = 120.0
     # Whether registering an endpoint (or changing where it points) runs the preflight check
     # at once (a few seconds at most); POST /v1/endpoints/{id}/check runs it either way.
     preflight_on_register: bool = True
@@ -197,6 +200,7 @@ class Settings:
             max_tag_chars=_int(env, "INFERCOST_MAX_TAG_CHARS", 256),
             rate_limit_per_minute=_int(env, "INFERCOST_RATE_LIMIT_PER_MINUTE", 600),
             auth_failures_per_minute=_int(env, "INFERCOST_AUTH_FAILURES_PER_MINUTE", 30),
+            body_timeout_s=_float(env, "INFERCOST_BODY_TIMEOUT_S", 120.0),
             preflight_on_register=env.get("INFERCOST_PREFLIGHT_ON_REGISTER", "1").strip().lower()
             not in ("0", "false", "no", "off"),
             public_url=(env.get("INFERCOST_PUBLIC_URL") or "").rstrip("/") or None,
