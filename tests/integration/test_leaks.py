@@ -136,9 +136,9 @@ def leaks(where: str, data: bytes) -> list[str]:
     return [f"{where}: {name}" for name, form in planted_forms().items() if form in data]
 
 
-async def redis_contents() -> bytes:
+async def redis_contents(url: str = REDIS) -> bytes:
     """Every key and value in the Redis the services share, as one blob."""
-    redis = Redis.from_url(REDIS)
+    redis = Redis.from_url(url)
     parts: list[bytes] = []
     try:
         async for key in redis.scan_iter(count=1000):
