@@ -50,6 +50,7 @@ from infercost.access.oidc import OidcVerifier
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.db.scope import unscoped
 from infercost.net.outbound import Policy
+from infercost.net.redact import install_log_redaction
 from infercost.net.tls import tls_context
 from infercost.security import Vault
 from infercost.settings import Settings
@@ -144,6 +145,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 log.warning("rate limit's Redis connections not closed cleanly: %r", exc)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    install_log_redaction()
     app = Litestar(
         route_handlers=[
             health,

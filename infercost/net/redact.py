@@ -24,6 +24,7 @@ import base64
 import binascii
 import html
 import json
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any, Final
@@ -66,13 +67,15 @@ class Redactor:
     """Masks the given secrets (and any bearer or basic credential) in text; an empty one
     still masks credentials. Cheap to build, meant for error paths, not per event."""
 
-    __slots__ = ("_literal", "_partial", "_secrets")
+    __slots__ = ("_done", "_literal", "_partial", "_secrets")
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         found = sorted(
             {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True
         )
         self._secrets: tuple[str, ...] = tuple(found)
+        # Texts already masked: a level's failed requests mostly share a few errors.
+        self._done: dict[str, str] = {}
         forms: set[str] = set()
         for secret in found:
             forms.update(
@@ -112,6 +115,15 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """`value` with every form of every secret, and any credential, masked."""
+        done = self._done.get(value)
+        if done is not None:
+            return done
+        out = self._mask(value)
+        if len(self._done) < 256 and len(value) <= 1024:
+            self._done[value] = out
+        return out
+
+    def _mask(self, value: str) -> str:
         out = value
         if self._literal is not None:
             out = self._literal.sub(MASK, out)
@@ -150,3 +162,32 @@ class Redactor:
 
 #: Masks credentials only: for text whose endpoint is not known.
 CREDENTIALS: Final = Redactor()
+
+
+class LogRedaction(logging.Filter):
+    """Masks any `Bearer` or `Basic` credential in a log record's message and traceback: a
+    log line quoting a request's headers, or an exception that did, keeps no key. (An
+    endpoint's key in other forms never reaches a log: what is logged of an upstream's answer
+    passed its endpoint's redactor first.)"""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            return True
+        masked = CREDENTIALS.text(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = CREDENTIALS.text(record.exc_text)
+        return True
+
+
+def install_log_redaction(logger: logging.Logger | None = None) -> None:
+    """Put LogRedaction on every handler of `logger` (the root logger by default), where
+    every record of the process ends; once per handler."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, LogRedaction) for f in handler.filters):
+            handler.addFilter(LogRedaction())

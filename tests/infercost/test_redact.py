@@ -4,12 +4,13 @@ hand here, is masked; text without the key is left as it was."""
 from __future__ import annotations
 
 import base64
+import logging
 from urllib.parse import quote
 
 import pytest
 
 from infercost.engines.diagnosis import http_diagnosis, server_message
-from infercost.net.redact import MASK, Redactor
+from infercost.net.redact import MASK, LogRedaction, Redactor
 
 KEY = "sk-live-4f9Qz/7Tb+Kp2Vw8Xr1Ym3"
 
@@ -82,3 +83,17 @@ def test_a_refused_field_is_still_named_from_a_plain_text_refusal() -> None:
     reason = http_diagnosis(422, body, content_type="text/plain").reason
     assert "'ignore_eos'" in reason
     assert "Failed to deserialize" not in reason
+
+
+def test_log_records_lose_credentials(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("infercost.test.redact")
+    caplog.handler.addFilter(LogRedaction())
+    with caplog.at_level(logging.INFO, logger="infercost.test.redact"):
+        logger.info("upstream said %s", f"Authorization: Bearer {KEY}")
+        try:
+            raise RuntimeError(f"echoed Basic {base64.b64encode(KEY.encode()).decode()}")
+        except RuntimeError:
+            logger.exception("failed")
+    assert KEY not in caplog.text
+    assert base64.b64encode(KEY.encode()).decode()[:16] not in caplog.text
+    assert f"Bearer {MASK}" in caplog.text and f"Basic {MASK}" in caplog.text
