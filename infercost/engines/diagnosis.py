@@ -70,7 +70,7 @@ def describe_body(body: bytes, content_type: str | None = None) -> str:
     is an internal service's page, which a team must not read back through this one)."""
     if not body.strip():
         return "an empty body"
-    kind = (content_type or "").split(";")[0].strip().lower()
+    kind = _CONTROL.sub("", (content_type or "").split(";")[0].strip().lower())[:64]
     if not kind:
         head = body[:64].lstrip().lower()
         kind = "text/html" if head.startswith((b"<!doctype html", b"<html")) else "unknown"

@@ -554,7 +554,7 @@ class StreamReader:
             parse(body)
         except RequestFailure as failure:
             return failure
-        kind = self.content_type or "no content type"
+        kind = (self.content_type or "no content type")[:64]
         return RequestFailure(
             "protocol",
             f"asked to stream, the server answered {kind} with one whole answer: it does not "

@@ -281,7 +281,8 @@ def _refusal(
     """The failure for a non-2xx answer, explained as the endpoint check explains it."""
     if status < 400:
         # Redirects are not followed: a benchmark must time the server that answers.
-        where = location or "elsewhere"
+        # The new address, cut short: a header is the upstream's text too.
+        where = (location or "elsewhere")[:200]
         reason = f"HTTP {status}: redirected to {where}; register that URL"
         return RequestFailure("http_4xx", reason)
     # Masked before it is read and cut short: an upstream may echo the key it was sent.
