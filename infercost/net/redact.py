@@ -41,8 +41,11 @@ MIN_PARTIAL_CHARS: Final = 6
 #: Runs of characters an encoded secret is made of (base64, URL-safe base64, percent
 #: escapes, hex): each is decoded and masked whole when it hides a secret.
 _TOKEN: Final = re.compile(r"[A-Za-z0-9+/_.~%=-]{8,}")
-#: Any bearer or basic credential, whoever's it is.
-_CREDENTIAL: Final = re.compile(r"\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE)
+#: Any bearer or basic credential, whoever's it is: 12 or more token characters with a digit
+#: among them (so prose such as "bearer tokens" or "basic authentication" stays).
+_CREDENTIAL: Final = re.compile(
+    r"\b(Bearer|Basic)(\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE
+)
 #: Where a text was cut: its end, or an ellipsis (what excerpts end with).
 _CUT: Final = r"(?=\u2026|\.\.\.|\s*$)"
 

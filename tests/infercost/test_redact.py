@@ -55,6 +55,11 @@ def test_any_bearer_credential_is_masked_even_unknown() -> None:
     assert out == f"upstream saw Authorization: Bearer {MASK} and Basic {MASK}"
 
 
+def test_prose_about_credentials_is_left_alone() -> None:
+    text = "send bearer tokens from the issuer; basic authentication is refused"
+    assert Redactor().text(text) == text
+
+
 def test_short_keys_do_not_garble_text() -> None:
     assert Redactor(["ab"]).text("a cab abstains") == "a cab abstains"
 
