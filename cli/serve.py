@@ -103,7 +103,7 @@ def scrub() -> None:
     import asyncio
 
     from infercost.db.engine import engine_for, make_sessionmaker
-    from infercost.endpoints.scrub import scrub_stored_secrets
+    from infercost.scrub import scrub_stored_secrets
     from infercost.security import Vault
 
     settings = Settings.from_env()

@@ -1,4 +1,4 @@
-"""`infercost scrub` (infercost/endpoints/scrub.py): texts stored before the redactor, holding
+"""`infercost scrub` (infercost/scrub.py): texts stored before the redactor, holding
 an endpoint's key (planted here straight into the database, as an older version stored
 them), are masked; another endpoint's rows and clean texts are left as they were."""
 
