@@ -41,7 +41,7 @@ from api.domain.telemetry.controllers import TelemetryController
 from api.domain.traffic.controllers import TrafficController
 from api.domain.webhooks.controllers import WebhookController
 from api.errors import EXCEPTION_HANDLERS
-from api.guards import rate_limit, refuse_nul
+from api.guards import body_deadline, rate_limit, refuse_nul
 from api.openapi import docs_handlers, document, openapi_config, problem_responses
 from api.pages import SignInRequired, deny_framing, sign_in_redirect
 from api.queue import TaskQueue, make_celery
@@ -51,6 +51,7 @@ from infercost.access.oidc import OidcVerifier
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.db.scope import unscoped
 from infercost.net.outbound import Policy
+from infercost.net.redact import install_log_redaction
 from infercost.net.tls import tls_context
 from infercost.security import Vault
 from infercost.settings import Settings
@@ -105,7 +106,8 @@ def create_app(settings: Settings | None = None) -> Litestar:
             Redis.from_url(
                 settings.redis_client_url, socket_timeout=1.0, socket_connect_timeout=1.0
             )
-            if settings.redis_client_url and settings.rate_limit_per_minute > 0
+            if settings.redis_client_url
+            and (settings.rate_limit_per_minute > 0 or settings.auth_failures_per_minute > 0)
             else None
         )
         # Single sign-on: the issuer's keys are fetched on first use and kept (oidc.py).
@@ -144,6 +146,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
                 log.warning("rate limit's Redis connections not closed cleanly: %r", exc)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    install_log_redaction()
     app = Litestar(
         route_handlers=[
             health,
@@ -180,7 +183,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
         },
         exception_handlers={**EXCEPTION_HANDLERS, SignInRequired: sign_in_redirect},
         request_class=StrictRequest,
-        middleware=[deny_framing, refuse_nul, rate_limit, strict_query],
+        middleware=[deny_framing, body_deadline, refuse_nul, rate_limit, strict_query],
         on_startup=[startup],
         on_shutdown=[shutdown],
         openapi_config=openapi_config(),

@@ -34,6 +34,7 @@ _TITLES = {
     400: "Invalid request",
     404: "Not found",
     405: "Method not allowed",
+    408: "Request timeout",
     413: "Request too large",
     429: "Too many requests",
 }

@@ -280,7 +280,7 @@ async def make_run(conn: asyncpg.Connection) -> uuid.UUID:
     )
     endpoint = await conn.fetchval(
         "INSERT INTO endpoints (id, team_id, name, base_url, api, model, engine, gpu_count,"
-        " created_at) VALUES (gen_random_uuid(), $1, 'bench', 'http://10.0.0.1:8000/v1',"
+        " created_at) VALUES (gen_random_uuid(), $1, 'bench', 'http://192.0.2.1:8000/v1',"
         " 'openai-chat', 'llama-3.1-8b', 'vllm', 1, now()) RETURNING id",
         team,
     )

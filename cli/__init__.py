@@ -17,6 +17,7 @@ COMMANDS = {
     "worker": "cli.serve:worker",
     "maintenance": "cli.serve:maintenance",
     "migrate": "cli.serve:migrate",
+    "scrub": "cli.serve:scrub",
     "sim": "cli.sim:sim",
     "up": "cli.up:up",
     "submit": "cli.commands:submit",

@@ -24,8 +24,8 @@ _UNSAFE = re.compile(r"[^\w.\-]+")
 
 def bench_name(url: str, model: str) -> str:
     """bench-<host>-<model>, in the characters an endpoint name may hold
-    (`http://10.0.0.5:8000/v1`, `meta-llama/Llama-3.1-8B` ->
-    `bench-10.0.0.5-8000-meta-llama-Llama-3.1-8B`)."""
+    (`http://192.0.2.10:8000/v1`, `meta-llama/Llama-3.1-8B` ->
+    `bench-192.0.2.10-8000-meta-llama-Llama-3.1-8B`)."""
     parts = urlsplit(url)
     host = (parts.hostname or "endpoint") + (f"-{parts.port}" if parts.port else "")
     name = _UNSAFE.sub("-", f"bench-{host}-{model}").strip("-")

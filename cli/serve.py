@@ -94,3 +94,31 @@ def migrate() -> None:
     settings = Settings.from_env()
     upgrade_head(settings.require_database_url())
     click.echo("database is at the latest revision")
+
+
+@click.command()
+def scrub() -> None:
+    """Mask endpoints' keys in what was stored before this version masked them (checks, job
+    and run errors, webhook payloads); once after upgrading, harmless again."""
+    import asyncio
+
+    from infercost.db.engine import engine_for, make_sessionmaker
+    from infercost.scrub import scrub_stored_secrets
+    from infercost.security import Vault
+
+    settings = Settings.from_env()
+    settings.require_database_url()
+
+    async def run() -> dict[str, int]:
+        engine = engine_for(settings)
+        try:
+            async with make_sessionmaker(engine)() as session:
+                changed = await scrub_stored_secrets(session, Vault(settings.secret_keys))
+                await session.commit()
+        finally:
+            await engine.dispose()
+        return dict(changed)
+
+    changed = asyncio.run(run())
+    done = ", ".join(f"{n} {kind}" for kind, n in sorted(changed.items())) or "nothing"
+    click.echo(f"scrubbed: {done}")

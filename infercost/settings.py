@@ -111,6 +111,14 @@ class Settings:
     max_job_duration_s: float = 86_400.0
     max_metrics_urls: int = 8
     max_webhooks: int = 20
+    # What a team keeps (infercost/teams/caps.py): live endpoints, datasets, schedules and
+    # traffic logs, and each endpoint's tags (how many; the longest name or value).
+    max_endpoints: int = 200
+    max_datasets: int = 100
+    max_schedules: int = 50
+    max_traffic_logs: int = 50
+    max_tags: int = 32
+    max_tag_chars: int = 256
     # Requests per minute one API key may make, counted in Redis across replicas; 0: no limit.
     rate_limit_per_minute: int = 600
     # The share of a level's events that pauses of the load generator may have exposed to
@@ -118,6 +126,13 @@ class Settings:
     # A host that shares its CPU (a CI runner, a laptop) may raise it; each run records the
     # limit it was judged by (client.pause_exposure_limit).
     pause_exposure_limit: float = 0.01
+    # Failed authentications (401, 403) one client address may have per minute, whatever
+    # tokens it presents; past it every request from the address is 429 until the minute
+    # ends. 0: no limit.
+    auth_failures_per_minute: int = 30
+    # Seconds a request's body may take to arrive, from its headers; after it, 408 and the
+    # connection closed, so slow clients cannot hold connections open. 0: no limit.
+    body_timeout_s: float = 120.0
     # Whether registering an endpoint (or changing where it points) runs the preflight check
     # at once (a few seconds at most); POST /v1/endpoints/{id}/check runs it either way.
     preflight_on_register: bool = True
@@ -182,8 +197,16 @@ class Settings:
             max_job_duration_s=_float(env, "INFERCOST_MAX_JOB_DURATION_S", 86_400.0),
             max_metrics_urls=_int(env, "INFERCOST_MAX_METRICS_URLS", 8),
             max_webhooks=_int(env, "INFERCOST_MAX_WEBHOOKS", 20),
+            max_endpoints=_int(env, "INFERCOST_MAX_ENDPOINTS", 200),
+            max_datasets=_int(env, "INFERCOST_MAX_DATASETS", 100),
+            max_schedules=_int(env, "INFERCOST_MAX_SCHEDULES", 50),
+            max_traffic_logs=_int(env, "INFERCOST_MAX_TRAFFIC_LOGS", 50),
+            max_tags=_int(env, "INFERCOST_MAX_TAGS", 32),
+            max_tag_chars=_int(env, "INFERCOST_MAX_TAG_CHARS", 256),
             rate_limit_per_minute=_int(env, "INFERCOST_RATE_LIMIT_PER_MINUTE", 600),
             pause_exposure_limit=_float(env, "INFERCOST_PAUSE_EXPOSURE_LIMIT", 0.01),
+            auth_failures_per_minute=_int(env, "INFERCOST_AUTH_FAILURES_PER_MINUTE", 30),
+            body_timeout_s=_float(env, "INFERCOST_BODY_TIMEOUT_S", 120.0),
             preflight_on_register=env.get("INFERCOST_PREFLIGHT_ON_REGISTER", "1").strip().lower()
             not in ("0", "false", "no", "off"),
             public_url=(env.get("INFERCOST_PUBLIC_URL") or "").rstrip("/") or None,

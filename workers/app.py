@@ -14,6 +14,7 @@ from typing import Any
 from celery import signals
 
 from infercost.jobs.tasks import RUN_JOB_TASK, RUN_SHARD_TASK
+from infercost.net.redact import install_log_redaction
 from infercost.settings import Settings
 from workers.broker import make_celery
 from workers.runner import run_job, run_shard
@@ -36,6 +37,14 @@ def runtime() -> Runtime:
     if _runtime is None:
         _runtime = Runtime.start(settings)
     return _runtime
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _redact_logs(logger: logging.Logger, **_: Any) -> None:
+    # No credential in any log line of a worker (infercost/net/redact.py).
+    install_log_redaction(logger)
+    install_log_redaction()
 
 
 @signals.worker_process_init.connect

@@ -27,8 +27,9 @@ whether it passed, failed or deserves a warning:
 A failed reachable, openai_route, model or streaming probe fails the check (`ok` false),
 since a job would fail the same way; the others only warn. Every connection goes through
 the outbound policy (infercost/net/outbound.py): the name resolved, each address checked and
-the request pinned to it. Nothing an endpoint answers is echoed beyond a short, cleaned
-excerpt.
+the request pinned to it. Of what an endpoint answers only its status, content type, size
+and the message of a JSON error (cut short) are kept, never an HTML or other page, and the
+whole result passes the endpoint's redactor (infercost/net/redact.py) before it is stored.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import socket
 import time
 from collections.abc import Mapping
@@ -48,12 +48,13 @@ import httpx
 import msgspec
 
 from infercost.engines import catalog
-from infercost.engines.diagnosis import http_diagnosis, refused_fields, server_message
+from infercost.engines.diagnosis import body_text, http_diagnosis, refused_fields, server_message
 from infercost.engines.metrics import FAMILY_PREFIXES, lookup
 from infercost.engines.reader import RawRequest, RequestFailure, StreamReader
 from infercost.engines.requests import JOB_DEFAULTS, generation_body
 from infercost.errors import Conflict
 from infercost.net.outbound import OutboundRefused, Policy, pinned
+from infercost.net.redact import Redactor
 from infercost.net.tls import tls_context
 from infercost.telemetry.scrape import parse_text
 
@@ -75,19 +76,11 @@ BLOCKING: Final = ("reachable", "openai_route", "model", "streaming")
 ORDER: Final = (*BLOCKING, "stream_usage", "tokenizer", "engine", "metrics")
 PROBE_TEXT: Final = "Say hello in one word."
 
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]+")
-
 
 def engine_name(value: str | None) -> str | None:
     """The catalog name of an engine (vllm, sglang, llamacpp, tgi, transformers...) for a
     server's or user's name (infercost/engines/catalog.py)."""
     return catalog.engine_key(value)
-
-
-def _excerpt(text: str) -> str:
-    """An endpoint's words, cleaned and cut short, fit to show."""
-    text = _CONTROL.sub(" ", text).strip()
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "\u2026"
 
 
 def server_root(base_url: str) -> str:
@@ -140,17 +133,15 @@ class Answer:
         except ValueError:
             return None
 
+    @property
+    def content_type(self) -> str | None:
+        """The answer's media type, without parameters."""
+        return self.headers.get("content-type", "").split(";")[0].strip() or None
+
     def problem(self) -> str:
-        """The server's error message, from an OpenAI error body or the text."""
-        body = self.json()
-        if isinstance(body, dict):
-            error = body.get("error")
-            if isinstance(error, dict) and isinstance(error.get("message"), str):
-                return _excerpt(error["message"])
-            for key in ("detail", "message", "error"):
-                if isinstance(body.get(key), str):
-                    return _excerpt(body[key])
-        return _excerpt(self.body.decode("utf-8", "replace"))
+        """The server's error message where it sent a JSON error (cut short), else its body
+        described, never quoted (infercost/engines/diagnosis.py)."""
+        return server_message(self.body, EXCERPT_CHARS, self.content_type)
 
 
 def _connect_reason(exc: BaseException) -> str:
@@ -349,7 +340,7 @@ class Check:
         if name:
             self.found.engine_clues["Server header"] = name
         if 400 <= answer.status < 500:
-            refused, wording = refused_fields(server_message(answer.body))
+            refused, wording = refused_fields(body_text(answer.body))
             if wording:
                 self.found.engine_clues["refusal wording"] = wording
             if refused:
@@ -595,7 +586,13 @@ class Check:
         diagnosis = (
             None
             if answer is None
-            else http_diagnosis(answer.status, answer.body, engine=self.target.engine, model=model)
+            else http_diagnosis(
+                answer.status,
+                answer.body,
+                engine=self.target.engine,
+                model=model,
+                content_type=answer.content_type,
+            )
         )
         why = (
             f"no answer within {CHECK_DEADLINE_S:g} s"
@@ -765,7 +762,11 @@ async def run_check(
         check = Check(Prober(client, policy, target))
         cut = await check.gather(deadline_s)
     probes = check.judge(cut)
-    return _result(probes, check.found, time.monotonic() - started)
+    result = _result(probes, check.found, time.monotonic() - started)
+    # Every word of it passes the endpoint's redactor before it is stored or returned: an
+    # upstream may echo the key it was sent (infercost/net/redact.py).
+    redacted: dict[str, Any] = Redactor.for_endpoint(target.api_key).data(result)
+    return redacted
 
 
 def _result(probes: list[Probe], found: _Findings, elapsed_s: float) -> dict[str, Any]:

@@ -32,29 +32,75 @@ _REFUSALS: Final = (
     (re.compile(r"unknown field `(\w+)`"), None),
     (re.compile(r"(\w+)\s+Extra inputs are not permitted"), None),
 )
+_FIELD_NAME: Final = re.compile(r"[A-Za-z_][\w.-]{0,63}")
 _QUOTED: Final = re.compile(r"'([^']+)'|\"([^\"]+)\"|(\w+)")
 
 
-def server_message(body: bytes, limit: int = 300) -> str:
-    """The server's own message in an error body (OpenAI's error.message, FastAPI's detail,
-    TGI's error string, a bare message), else the body's text; cleaned, cut to `limit`."""
-    text = body[:4096].decode("utf-8", "replace")
+#: Characters of a server's own error message kept (what an OpenAI-style error object says).
+MESSAGE_CHARS: Final = 200
+
+
+def _json_message(body: bytes) -> str | None:  # noqa: PLR0911 - one per error shape
+    """The server's own message where the body is a JSON error object: OpenAI's
+    error.message, FastAPI's detail, TGI's error string, a bare message; else None."""
     try:
         parsed: Any = msgspec.json.decode(body)
     except msgspec.DecodeError:
-        parsed = None
-    if isinstance(parsed, dict):
-        error = parsed.get("error")
-        if isinstance(error, dict) and error.get("message"):
-            text = str(error["message"])
-        elif isinstance(error, str):
-            text = error
-        elif "detail" in parsed:
-            text = _detail_text(parsed["detail"])
-        elif isinstance(parsed.get("message"), str):
-            text = parsed["message"]
-    text = _CONTROL.sub(" ", text).strip()
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    error = parsed.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    if isinstance(error, str):
+        return error
+    if "detail" in parsed:
+        return _detail_text(parsed["detail"])
+    if isinstance(parsed.get("message"), str):
+        return str(parsed["message"])
+    return None
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n / 1024:.1f} kB"
+
+
+def describe_body(body: bytes, content_type: str | None = None) -> str:
+    """A body that is not quoted, described: its content type and size (an HTML page, say,
+    is an internal service's page, which a team must not read back through this one)."""
+    if not body.strip():
+        return "an empty body"
+    kind = _CONTROL.sub("", (content_type or "").split(";")[0].strip().lower())[:64]
+    if not kind:
+        head = body[:64].lstrip().lower()
+        kind = "text/html" if head.startswith((b"<!doctype html", b"<html")) else "unknown"
+    what = (
+        "an HTML page"
+        if "html" in kind
+        else "a body that is no JSON error"
+        if kind == "unknown"
+        else f"a {kind} body"
+    )
+    return f"{what} of {_size(len(body))}, not quoted"
+
+
+def server_message(body: bytes, limit: int = MESSAGE_CHARS, content_type: str | None = None) -> str:
+    """What may be shown of an error body: where it is a JSON error object, the server's own
+    message (cleaned, cut to `limit`); else the body described (`describe_body`), never
+    quoted."""
+    said = _json_message(body)
+    if said is None:
+        return describe_body(body, content_type)
+    text = _CONTROL.sub(" ", said).strip()
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def body_text(body: bytes) -> str:
+    """The words of an error body for recognising a refusal (a refused field's name, a TLS
+    port), never shown: the JSON error's message, else the start of the text."""
+    said = _json_message(body)
+    text = said if said is not None else body[:4096].decode("utf-8", "replace")
+    return _CONTROL.sub(" ", text).strip()
 
 
 def _detail_text(detail: Any) -> str:
@@ -87,7 +133,8 @@ def refused_fields(message: str) -> tuple[tuple[str, ...], str | None]:
         for group in found:
             for quoted in _QUOTED.findall(group):
                 name = next(part for part in quoted if part)
-                if name not in names:
+                # A field's name, never a run of the server's text.
+                if name not in names and _FIELD_NAME.fullmatch(name):
                     names.append(name)
         if names:
             return tuple(names), engine
@@ -106,11 +153,19 @@ class Diagnosis:
 
 
 def http_diagnosis(  # noqa: PLR0911 - one answer per kind of refusal
-    status: int, body: bytes, *, engine: str | None = None, model: str | None = None
+    status: int,
+    body: bytes,
+    *,
+    engine: str | None = None,
+    model: str | None = None,
+    content_type: str | None = None,
 ) -> Diagnosis:
-    """Why a request got HTTP `status` with `body`, and what to do about it."""
-    message = server_message(body)
-    said = f"HTTP {status}: {message}" if message else f"HTTP {status}"
+    """Why a request got HTTP `status` with `body`, and what to do about it: the server's
+    own message where it sent a JSON error, else its body described; refusals are
+    recognised from the body's words either way (they are not quoted)."""
+    message = body_text(body)
+    shown = server_message(body, content_type=content_type)
+    said = f"HTTP {status}: {shown}"
     refused, wording = refused_fields(message) if 400 <= status < 500 else ((), None)
     if refused:
         names = ", ".join(f"'{n}'" for n in refused)

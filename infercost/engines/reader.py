@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import msgspec
 
+from infercost.engines.diagnosis import MESSAGE_CHARS, server_message
 from infercost.engines.sse import MESSAGE, SSEParser
 from infercost.figures.metrics import RequestTiming, ServerTimings
 
@@ -278,9 +279,12 @@ def judge(event: Event | Brief, keep: list[str] | None) -> int:
 
 
 def excerpt(payload: bytes | str) -> str:
-    """A short, printable excerpt of what a server sent, for an error message."""
-    text = payload[:300].decode("utf-8", "replace") if isinstance(payload, bytes) else payload
-    return "".join(ch if ch.isprintable() else " " for ch in text[:300]).strip()
+    """A server's own error message, printable and cut short (ending in an ellipsis when cut),
+    for an error message: only words the server meant as its message are quoted
+    (infercost/engines/diagnosis.py keeps what an upstream's error may show)."""
+    text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
+    text = "".join(ch if ch.isprintable() else " " for ch in text[: MESSAGE_CHARS + 1]).strip()
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "\u2026"
 
 
 def parse(payload: bytes) -> Event:
@@ -302,10 +306,14 @@ def _raise_if_error(error: Any, message: Any, choices: tuple[_Choice, ...]) -> N
     is not null (an object or a string), or a top-level `message` without choices (older
     vLLM's `{"object": "error", "message"}`)."""
     if error is not None:
-        said = error.get("message") if isinstance(error, dict) else None
-        raise RequestFailure("protocol", f"the server sent an error: {excerpt(str(said or error))}")
+        said = error.get("message") if isinstance(error, dict) else error
+        if not isinstance(said, str) or not said:
+            # An error object without a message: described, not quoted.
+            raise RequestFailure("protocol", "the server sent an error without a message")
+        raise RequestFailure("protocol", f"the server sent an error: {excerpt(said)}")
     if message is not None and not choices:
-        raise RequestFailure("protocol", f"the server sent an error: {excerpt(str(message))}")
+        said = excerpt(message) if isinstance(message, str) else "no message text"
+        raise RequestFailure("protocol", f"the server sent an error: {said}")
 
 
 _decode_any: Final = msgspec.json.Decoder().decode
@@ -440,7 +448,8 @@ class StreamReader:
     def _one(self, kind: bytes, data: bytes, now: int) -> bool:
         """One event, read on its own; True when it ended the stream ([DONE])."""
         if kind is not MESSAGE and kind == _ERROR_TYPE:
-            raise RequestFailure("protocol", f"the server sent an error event: {excerpt(data)}")
+            said = server_message(data)
+            raise RequestFailure("protocol", f"the server sent an error event: {said}")
         if not data or data[0] != _BRACE:
             stripped = data.strip()
             if stripped == _DONE:
@@ -521,7 +530,7 @@ class StreamReader:
             return RequestFailure(
                 "protocol",
                 "the server wrote an error as an `error:` line, which server-sent events "
-                f"ignore (older llama.cpp builds do): {excerpt(ignored[b'error'])}",
+                f"ignore (older llama.cpp builds do): {server_message(ignored[b'error'])}",
             )
         if pending[:1] in (b"{", b"["):
             # No server-sent event starts so: the body is one JSON document.
@@ -545,7 +554,7 @@ class StreamReader:
             parse(body)
         except RequestFailure as failure:
             return failure
-        kind = self.content_type or "no content type"
+        kind = (self.content_type or "no content type")[:64]
         return RequestFailure(
             "protocol",
             f"asked to stream, the server answered {kind} with one whole answer: it does not "

@@ -234,9 +234,12 @@ class JobRepository:
                 status="failed",
                 finished_at=utcnow(),
                 live=None,
-                error=(
+                # The job's own reason where it has one (it failed for this level), so the
+                # run and the job never give two accounts of one failure.
+                error=func.coalesce(
+                    Job.error,
                     f"the worker measuring this level stopped (no heartbeat for over "
-                    f"{seconds:.0f} s) before its samples were stored"
+                    f"{seconds:.0f} s) before its samples were stored",
                 ),
             )
         )
@@ -260,14 +263,23 @@ class JobRepository:
         self, job_id: uuid.UUID, status: str, error: str | None = None, *, token: int | None = None
     ) -> bool:
         """running -> succeeded|failed; False if the job was cancelled meanwhile or, with
-        `token`, if that runner's lease was lost."""
+        `token`, if that runner's lease was lost. A failed job's runs still 'running' (their
+        level broke off where its own failure could not be written, say the database was
+        away) fail with the job's reason: one failure, one reason, on the job and its run."""
         where = [Job.id == job_id, Job.status == "running"]
         if token is not None:
             where.append(Job.lease_token == token)
         result = await self.session.execute(
             update(Job).where(*where).values(status=status, error=error, finished_at=utcnow())
         )
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        finished = bool(result.rowcount)  # type: ignore[attr-defined]
+        if finished and status == "failed":
+            await self.session.execute(
+                update(Run)
+                .where(Run.job_id == job_id, Run.status == "running")
+                .values(status="failed", finished_at=utcnow(), live=None, error=error)
+            )
+        return finished
 
     # --- runs -----------------------------------------------------------------------------
 

@@ -189,7 +189,9 @@ class Policy:
         `field` and what to do. Checks the form and any literal address; names are checked
         again, resolved, at connection time (check_connect)."""
         example = (
-            "https://portal.example.com/hooks" if field == "url" else "http://10.0.0.5:8000/v1"
+            "https://portal.example.com/hooks"
+            if field == "url"
+            else "http://gpu-node.example:8000/v1"
         )
         if _CONTROL.search(url):
             raise OutboundRefused(

@@ -12,13 +12,13 @@ pytestmark = pytest.mark.integration
 async def test_endpoint_lifecycle(team: TeamClient, db: object) -> None:
     created = await team.create_endpoint(
         name="vllm-llama8b-h200",
-        base_url="http://10.0.0.5:8000/v1/",
+        base_url="http://192.0.2.10:8000/v1/",
         api_key="sk-secret",
-        metrics_urls=["http://10.0.0.5:8000/metrics"],
+        metrics_urls=["http://192.0.2.10:8000/metrics"],
         tags={"env": "staging"},
         gpu_count=2,
     )
-    assert created["base_url"] == "http://10.0.0.5:8000/v1"
+    assert created["base_url"] == "http://192.0.2.10:8000/v1"
     assert created["hardware"] == "H200-SXM"
     assert created["has_api_key"] is True
     assert "api_key" not in created and "sk-secret" not in str(created)
@@ -92,7 +92,7 @@ async def test_hardware_catalog(team: TeamClient) -> None:
 async def test_hosted_api_is_priced_per_token_and_one_way_only(team: TeamClient) -> None:
     hosted = await team.create_endpoint(
         name="hosted-mini",
-        base_url="http://10.0.0.9/v1",
+        base_url="http://192.0.2.9/v1",
         hardware=None,
         usd_per_hour=None,
         usd_per_million_input_tokens=0.15,

@@ -9,6 +9,8 @@ import csv
 import dataclasses
 import io
 import json
+import random
+import secrets
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -341,6 +343,7 @@ async def test_hardware_names_match_exactly(team: TeamClient) -> None:
 # -- the rate limit and team caps, on an API with tiny limits
 
 RATE_LIMIT = 8
+AUTH_FAILURES = 5
 
 
 @pytest.fixture
@@ -350,6 +353,7 @@ async def tiny_api(service_env: dict[str, str]) -> AsyncIterator[str]:
     settings = dataclasses.replace(
         Settings.from_env(service_env),
         rate_limit_per_minute=RATE_LIMIT,
+        auth_failures_per_minute=AUTH_FAILURES,
         max_active_jobs=2,
         max_webhooks=2,
         queue=f"test-tiny-{uuid.uuid4().hex[:8]}",
@@ -391,6 +395,44 @@ async def test_rate_limit_per_key(tiny_api: str, new_team: Any) -> None:
         # Another key is counted on its own; health is never counted.
         assert (await b.get("/v1/endpoints")).status_code == 200
         assert (await a.get("/health")).status_code == 200
+
+
+def from_address(url: str, address: str, key: str) -> httpx.AsyncClient:
+    """A client of `url` whose connections come from `address` (any of 127.0.0.0/8 on
+    Linux), so its refused credentials are counted apart from every other test's."""
+    return httpx.AsyncClient(
+        base_url=url,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+        transport=httpx.AsyncHTTPTransport(local_address=address),
+    )
+
+
+async def test_made_up_tokens_from_one_address_are_limited(tiny_api: str, team: TeamClient) -> None:
+    address = (
+        f"127.{random.randrange(1, 250)}.{random.randrange(1, 250)}.{random.randrange(2, 250)}"
+    )
+    statuses = []
+    # The window is a fixed minute: should it turn during the loop, the count restarts.
+    for _ in range(2 * AUTH_FAILURES + 1):
+        # A new made-up token every time: each would have a rate bucket of its own.
+        token = f"ic_{secrets.token_hex(4)}_{secrets.token_urlsafe(24)}"
+        async with from_address(tiny_api, address, token) as guess:
+            response = await guess.get("/v1/endpoints")
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            break
+    assert statuses[-1] == 429, statuses
+    assert statuses.count(401) >= AUTH_FAILURES, statuses
+    assert set(statuses[:-1]) == {401}, statuses
+    assert_problem(response, 429, "were refused their credentials", "AUTH_FAILURES_PER_MINUTE")
+    assert 1 <= int(response.headers["retry-after"]) <= 60
+    # Until the minute ends the address is refused whatever it sends, a good key too...
+    async with from_address(tiny_api, address, team.key) as same:
+        assert (await same.get("/v1/endpoints")).status_code == 429
+    # ...while another address with a good key is served.
+    async with client_of(tiny_api, team.key) as other:
+        assert (await other.get("/v1/endpoints")).status_code == 200
 
 
 async def test_active_jobs_and_webhooks_are_capped_per_team(tiny_api: str, new_team: Any) -> None:

@@ -46,8 +46,8 @@ def test_a_malformed_run_id_is_refused_before_any_lookup() -> None:
 
 
 def test_bench_names_and_job_bodies() -> None:
-    assert bench_name("http://10.0.0.5:8000/v1", "meta-llama/Llama-3.1-8B-Instruct") == (
-        "bench-10.0.0.5-8000-meta-llama-Llama-3.1-8B-Instruct"
+    assert bench_name("http://192.0.2.10:8000/v1", "meta-llama/Llama-3.1-8B-Instruct") == (
+        "bench-192.0.2.10-8000-meta-llama-Llama-3.1-8B-Instruct"
     )
     assert bench_name("https://api.example.com/v1", "m") == "bench-api.example.com-m"
     assert parse_levels("1, 8,32") == [1, 8, 32]

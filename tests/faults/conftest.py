@@ -75,7 +75,8 @@ def fault_env(service_env: dict[str, str], fault_database_url: str) -> dict[str,
 @pytest.fixture(scope="module")
 def fault_api(fault_env: dict[str, str]) -> Iterator[str]:
     """`infercost api` sending to the fault queue; yields its base URL."""
-    with running_api(fault_env, "faults-api", timeout=30.0) as api:
+    # Starting the app takes over 30 s on a loaded 2-core machine (as the session API notes).
+    with running_api(fault_env, "faults-api", timeout=120.0) as api:
         yield api.url
 
 

@@ -44,6 +44,7 @@ from infercost.engines.reader import (
 )
 from infercost.engines.requests import generation_body
 from infercost.figures.metrics import ServerTimings
+from infercost.net.redact import CREDENTIALS, Redactor
 from workers.loadgen.embeddings import EMBEDDINGS_API, embeddings_body, read_embeddings
 from workers.loadgen.embeddings import ROUTE as EMBEDDINGS_ROUTE
 from workers.loadgen.transport import (
@@ -69,6 +70,9 @@ class Target:
     headers: dict[str, str]
     timeout_s: float
     engine: str | None = None
+    # Masks the endpoint's secrets in whatever the server sends back (infercost/net/redact.py):
+    # every request's error passes it before it is kept.
+    redact: Redactor = CREDENTIALS
 
     @classmethod
     def for_endpoint(
@@ -93,7 +97,16 @@ class Target:
             route, headers["Accept"] = EMBEDDINGS_ROUTE, "application/json"
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        return cls(base_url.rstrip("/") + route, base_url, api, model, headers, timeout_s, engine)
+        return cls(
+            base_url.rstrip("/") + route,
+            base_url,
+            api,
+            model,
+            headers,
+            timeout_s,
+            engine,
+            Redactor.for_endpoint(api_key),
+        )
 
     @property
     def continuous_usage(self) -> bool:
@@ -259,15 +272,27 @@ def _tgi_timings(value: Any) -> ServerTimings:
 
 
 def _refusal(
-    status: int, body: bytes, target: Target, location: str | None = None
+    status: int,
+    body: bytes,
+    target: Target,
+    location: str | None = None,
+    content_type: str | None = None,
 ) -> RequestFailure:
     """The failure for a non-2xx answer, explained as the endpoint check explains it."""
     if status < 400:
         # Redirects are not followed: a benchmark must time the server that answers.
-        where = location or "elsewhere"
+        # The new address, cut short: a header is the upstream's text too.
+        where = (location or "elsewhere")[:200]
         reason = f"HTTP {status}: redirected to {where}; register that URL"
         return RequestFailure("http_4xx", reason)
-    reason = http_diagnosis(status, body, engine=target.engine, model=target.model).reason
+    # Masked before it is read and cut short: an upstream may echo the key it was sent.
+    reason = http_diagnosis(
+        status,
+        target.redact.raw(body),
+        engine=target.engine,
+        model=target.model,
+        content_type=content_type,
+    ).reason
     return RequestFailure("http_4xx" if status < 500 else "http_5xx", reason)
 
 
@@ -311,7 +336,7 @@ async def _direct(
             location = next(
                 (v.decode("latin-1") for n, v in conn.headers if n.lower() == b"location"), None
             )
-            raise _refusal(status, bytes(detail), target, location)
+            raise _refusal(status, bytes(detail), target, location, content_type)
         source: _Reads = reads if encoding in (None, "identity") else _Inflated(reads, encoding)
         await _read_events(source, StreamReader(rec, content_type=content_type))
     finally:
@@ -360,7 +385,13 @@ async def _exchange(
         if response.status_code >= 300:
             detail = await response.aread()
             rec.t_end = perf_counter_ns()
-            raise _refusal(response.status_code, detail, target, response.headers.get("location"))
+            raise _refusal(
+                response.status_code,
+                detail,
+                target,
+                response.headers.get("location"),
+                response.headers.get("content-type"),
+            )
         if target.api == EMBEDDINGS_API:
             # One JSON body and no tokens out: no event to wait for (embeddings.py).
             failed = await read_embeddings(response, rec)
@@ -431,6 +462,10 @@ async def send(
     except httpx.HTTPError as exc:
         rec.error_class = "stream_broken"
         rec.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    if rec.error is not None:
+        # Whatever the failure quotes (the server's words, a URL, an exception's text), no
+        # secret of the endpoint's leaves here.
+        rec.error = target.redact.text(rec.error)
     if rec.t_end is None and rec.error_class is not None:
         rec.t_end = perf_counter_ns()
     if rec.count_source != "usage":

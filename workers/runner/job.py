@@ -32,6 +32,7 @@ from infercost.jobs.plan import LoadPlan, Mode, Plan, decode_plan
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.samples import sample_rows
 from infercost.net.outbound import OutboundRefused, Policy, pinned
+from infercost.net.redact import CREDENTIALS, Redactor
 from infercost.security import CredentialError
 from infercost.shards.auto import (
     DEFAULT_CPU_US_PER_EVENT,
@@ -577,13 +578,18 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
     status: str
     error: str | None
     lease = Lease(job.id, job.lease_token)
+    # The endpoint's redactor once its key is read: the job's error passes it too.
+    redact: Redactor = CREDENTIALS
     if endpoint is None:
         status, error = "failed", "the job's endpoint no longer exists"
     else:
         found = endpoint
 
         async def run() -> tuple[str, str | None]:
-            return await JobRunner(rt, job, found, lease).run()
+            nonlocal redact
+            runner = JobRunner(rt, job, found, lease)
+            redact = runner.registered.redact
+            return await runner.run()
 
         runner = asyncio.ensure_future(run())
         lost = False
@@ -617,7 +623,7 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
         # get their verdicts against their baselines.
         await record_run_changes(rt, job_id)
         return
-    await finish_job(rt, job_id, status, error, token=lease.token)
+    await finish_job(rt, job_id, status, redact(error), token=lease.token)
 
 
 async def run_shard(

@@ -130,7 +130,9 @@ class DatasetController(Controller):
                 "or add ?format=jsonl or ?format=sharegpt"
             )
         data, sha256 = await read_capped(request, settings.max_dataset_bytes)
-        dataset, created = await datasets.upload(data, sha256, name=name, fmt=resolved)
+        dataset, created = await datasets.upload(
+            data, sha256, name=name, fmt=resolved, max_datasets=settings.max_datasets
+        )
         return Response(dataset, status_code=201 if created else 200)
 
     @get("/", summary="List datasets")

@@ -15,6 +15,7 @@ from infercost.datasets.parse import DatasetError, parse_dataset
 from infercost.datasets.repository import DatasetRepository
 from infercost.errors import InfercostError, InvalidInput, NotFound
 from infercost.jobs.plan import WorkloadPlan
+from infercost.teams.caps import check_room
 
 
 class TooLarge(InfercostError):
@@ -39,13 +40,22 @@ class DatasetService:
         self.team_id = team_id
 
     async def upload(
-        self, data: bytes, sha256: str, *, name: str | None, fmt: str
+        self, data: bytes, sha256: str, *, name: str | None, fmt: str, max_datasets: int
     ) -> tuple[DatasetRead, bool]:
         """Store an upload; the same bytes uploaded again return the existing dataset
-        (the bool says whether it is new)."""
+        (the bool says whether it is new). A new one past the team's cap is a 422."""
         existing = await self.repo.by_content(self.team_id, sha256)
         if existing is not None:
             return to_read(existing), False
+        await check_room(
+            self.session,
+            Dataset,
+            self.team_id,
+            cap=max_datasets,
+            variable="INFERCOST_MAX_DATASETS",
+            noun="datasets",
+            delete="DELETE /v1/datasets/{id}",
+        )
         try:
             # Tens of MiB of JSON: parsed off the event loop so other requests go on.
             parsed = await asyncio.to_thread(parse_dataset, data, fmt)

@@ -30,6 +30,9 @@ def provide_endpoint_service(
         outbound=state.outbound,
         max_metrics_urls=settings.max_metrics_urls,
         preflight_on_register=settings.preflight_on_register,
+        max_endpoints=settings.max_endpoints,
+        max_tags=settings.max_tags,
+        max_tag_chars=settings.max_tag_chars,
     )
 
 

@@ -48,7 +48,7 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             description="The OpenAI-compatible base URL, ending before /chat/completions (usually "
             "with /v1)",
-            examples=["http://10.0.0.5:8000/v1"],
+            examples=["http://192.0.2.10:8000/v1"],
         ),
     ]
     model: Annotated[
@@ -167,7 +167,7 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
         list[Url],
         msgspec.Meta(
             description="Prometheus URLs scraped during each run (engine and GPU exporters)",
-            examples=[["http://10.0.0.5:8000/metrics"]],
+            examples=[["http://192.0.2.10:8000/metrics"]],
         ),
     ] = []
     tags: Annotated[
@@ -195,7 +195,7 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
         msgspec.Meta(
             description="The OpenAI-compatible base URL, ending before /chat/completions (usually "
             "with /v1); left out: unchanged",
-            examples=["http://10.0.0.5:8000/v1"],
+            examples=["http://192.0.2.10:8000/v1"],
         ),
     ] = msgspec.UNSET
     model: Annotated[
@@ -325,7 +325,7 @@ class EndpointUpdate(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=T
         msgspec.Meta(
             description="Prometheus URLs scraped during each run (engine and GPU exporters); left "
             "out: unchanged",
-            examples=[["http://10.0.0.5:8000/metrics"]],
+            examples=[["http://192.0.2.10:8000/metrics"]],
         ),
     ] = msgspec.UNSET
     tags: Annotated[

@@ -24,6 +24,7 @@ from infercost.net.outbound import Policy, redact
 from infercost.prices.models import DEFAULT_PRICING_MODEL
 from infercost.schedules.repository import ScheduleRepository
 from infercost.security import Vault
+from infercost.teams.caps import check_room, check_tags
 
 
 def _check_pricing(endpoint: Endpoint) -> None:
@@ -84,6 +85,9 @@ class EndpointService:
         outbound: Policy,
         max_metrics_urls: int,
         preflight_on_register: bool = False,
+        max_endpoints: int = 200,
+        max_tags: int = 32,
+        max_tag_chars: int = 256,
     ) -> None:
         self.repo = EndpointRepository(session)
         self.hardware = HardwareRepository(session)
@@ -93,6 +97,9 @@ class EndpointService:
         self.outbound = outbound
         self.max_metrics_urls = max_metrics_urls
         self.preflight_on_register = preflight_on_register
+        self.max_endpoints = max_endpoints
+        self.max_tags = max_tags
+        self.max_tag_chars = max_tag_chars
 
     def _url(self, field: str, url: str) -> str:
         """A URL the outbound policy accepts, without a trailing slash (422 naming `field`)."""
@@ -116,6 +123,8 @@ class EndpointService:
             raise Conflict(f"an endpoint named '{changes['name']}' already exists in your team")
         if "base_url" in changes:
             changes["base_url"] = self._url("base_url", changes["base_url"])
+        if changes.get("tags"):
+            check_tags(changes["tags"], max_tags=self.max_tags, max_chars=self.max_tag_chars)
         if "metrics_urls" in changes:
             urls = changes["metrics_urls"]
             if len(urls) > self.max_metrics_urls:
@@ -148,6 +157,15 @@ class EndpointService:
         """Register an endpoint."""
         endpoint = Endpoint(team_id=self.team_id)
         await self._apply(endpoint, msgspec.structs.asdict(data))
+        await check_room(
+            self.repo.session,
+            Endpoint,
+            self.team_id,
+            cap=self.max_endpoints,
+            variable="INFERCOST_MAX_ENDPOINTS",
+            noun="endpoints",
+            delete="DELETE /v1/endpoints/{id}",
+        )
         endpoint = await self.repo.add(endpoint)
         if self.preflight_on_register:
             endpoint = await self.check(endpoint)

@@ -21,7 +21,10 @@ def provide_schedule_service(
 ) -> ScheduleService:
     """The service for the caller's team, with the job rules a template is checked by."""
     return ScheduleService(
-        db_session, caller.team_id, provide_job_service(db_session, caller, state, settings)
+        db_session,
+        caller.team_id,
+        provide_job_service(db_session, caller, state, settings),
+        max_schedules=settings.max_schedules,
     )
 
 

@@ -27,6 +27,7 @@ from infercost.schedules.models import Schedule
 from infercost.schedules.repository import ScheduleRepository, SlotRow
 from infercost.schedules.scheduler import first_due
 from infercost.schedules.slots import check_cron, check_timezone
+from infercost.teams.caps import check_room
 
 
 def _clock(value: str) -> time:
@@ -64,7 +65,10 @@ def _check_thresholds(thresholds: Thresholds | None) -> dict[str, Any] | None:
 class ScheduleService:
     """The caller's team's schedules."""
 
-    def __init__(self, session: AsyncSession, team_id: uuid.UUID, jobs: JobService) -> None:
+    def __init__(
+        self, session: AsyncSession, team_id: uuid.UUID, jobs: JobService, *, max_schedules: int
+    ) -> None:
+        self.max_schedules = max_schedules
         self.session = session
         self.team_id = team_id
         self.repo = ScheduleRepository(session)
@@ -106,6 +110,15 @@ class ScheduleService:
 
     async def create(self, data: ScheduleCreate) -> ScheduleRead:
         """Store a schedule; its first slot is the first one after now."""
+        await check_room(
+            self.session,
+            Schedule,
+            self.team_id,
+            cap=self.max_schedules,
+            variable="INFERCOST_MAX_SCHEDULES",
+            noun="schedules",
+            delete="DELETE /v1/schedules/{id}",
+        )
         template = await self._template(data.job)
         now = utcnow()
         schedule = Schedule(

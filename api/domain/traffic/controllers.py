@@ -107,6 +107,7 @@ class TrafficController(Controller):
             fmt=fmt,
             gzip=True if encoding in ("gzip", "x-gzip") else None,
             max_bytes=cap,
+            max_logs=settings.max_traffic_logs,
         )
         return Response(read, status_code=201 if created else 200)
 

@@ -21,6 +21,7 @@ from api.domain.traffic.schemas import (
     TrafficSeries,
 )
 from infercost.errors import Conflict, InfercostError, InvalidInput, NotFound
+from infercost.teams.caps import check_room
 from infercost.traffic.models import Traffic
 from infercost.traffic.parse import Decoder, Row, TooLarge, TrafficError, TrafficReader
 from infercost.traffic.repository import TrafficRepository
@@ -164,6 +165,7 @@ class TrafficService:
         fmt: str,
         gzip: bool | None,
         max_bytes: int,
+        max_logs: int,
     ) -> tuple[TrafficLog, bool]:
         """Read a log as it streams in and store it with its read; the bool says whether it
         is new. The same bytes under the same name give back the stored log (200); other
@@ -179,6 +181,15 @@ class TrafficService:
                     f"import this file under another name, or delete that one first "
                     f"(DELETE /v1/traffic/{existing.id})"
                 )
+        await check_room(
+            self.session,
+            Traffic,
+            self.team_id,
+            cap=max_logs,
+            variable="INFERCOST_MAX_TRAFFIC_LOGS",
+            noun="traffic logs",
+            delete="DELETE /v1/traffic/{id}",
+        )
         try:
             async with self.session.begin_nested():
                 traffic = await self._store(body, name=name, fmt=fmt, gzip=gzip, cap=max_bytes)
