@@ -129,6 +129,21 @@ class JobRepository:
         )
         return job
 
+    async def delete_finished(self, team_id: uuid.UUID, job_id: uuid.UUID) -> bool:
+        """Delete a job that has ended, with its runs, samples, telemetry and shards (the
+        foreign keys cascade; the status board's triggers rebuild its rows). False when the
+        job is queued or running: a worker may be writing to it."""
+        deleted = await self.session.scalar(
+            delete(Job)
+            .where(
+                Job.id == job_id,
+                owned_by(Job, team_id),
+                Job.status.not_in(("queued", "running")),
+            )
+            .returning(Job.id)
+        )
+        return deleted is not None
+
     # --- worker side ----------------------------------------------------------------------
 
     async def claim(self, job_id: uuid.UUID) -> Job | None:

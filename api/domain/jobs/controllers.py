@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
-from litestar import Controller, MediaType, Request, Response, get, post
+from litestar import Controller, MediaType, Request, Response, delete, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
@@ -66,7 +66,8 @@ def provide_job_limits(
 
 
 class JobController(Controller):
-    """POST /v1/jobs (202); GET /v1/jobs; GET /v1/jobs/{id}; POST /v1/jobs/{id}/cancel; runs."""
+    """POST /v1/jobs (202); GET /v1/jobs; GET, DELETE /v1/jobs/{id}; POST /v1/jobs/{id}/cancel;
+    runs."""
 
     path = "/v1/jobs"
     tags = ["jobs"]
@@ -121,6 +122,13 @@ class JobController(Controller):
     async def cancel_job(self, jobs: NamedDependency[JobService], job_id: PathId) -> JobRead:
         """Stop a queued or running job; levels already measured are kept."""
         return await jobs.read(await jobs.cancel(job_id))
+
+    @delete("/{job_id:uuid}", summary="Delete a job")
+    async def delete_job(self, jobs: NamedDependency[JobService], job_id: PathId) -> None:
+        """Remove an ended job with its runs, raw samples and telemetry (204): comparisons,
+        history, the status board and exports stop showing it. A queued or running job
+        answers 409: cancel it first."""
+        await jobs.delete(job_id)
 
     @get("/{job_id:uuid}/runs", summary="List a job's runs")
     async def list_runs(

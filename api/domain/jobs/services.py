@@ -368,6 +368,17 @@ class JobService:
         await record_job_finished(self.session, cancelled.id)
         return cancelled
 
+    async def delete(self, job_id: uuid.UUID) -> Job:
+        """Remove an ended job with its runs and raw samples; a queued or running one is
+        refused (409), since a worker may still be writing to it. Returns the job as it was."""
+        job = await self.get(job_id)
+        if not await self.jobs.delete_finished(self.team_id, job_id):
+            raise Conflict(
+                f"job {job_id} is {job.status}: cancel it first (POST /v1/jobs/{job_id}/cancel, "
+                f"or `infercost jobs cancel {job_id}`), then delete it"
+            )
+        return job
+
     async def runs(self, job_id: uuid.UUID, pricing: Repricing | None = None) -> list[RunSummary]:
         """Summaries of the job's runs, in level order, priced as `pricing` asks."""
         await self.get(job_id)
