@@ -5,19 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from litestar import Controller, get, post
+from litestar import Controller, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromQuery, JSONBody, QueryParameter
 
 from api.auth import team_service
 from api.domain.prices.schemas import PriceCreate, PriceRead
 from api.domain.prices.services import PriceService
-from api.schemas import Limit, Offset, Page
+from api.schemas import Limit, Offset, Page, PathId
 from infercost.prices.models import PricingModel
 
 
 class PriceController(Controller):
-    """GET, POST /v1/prices."""
+    """GET, POST /v1/prices; GET, DELETE /v1/prices/{id}."""
 
     path = "/v1/prices"
     tags = ["prices"]
@@ -28,7 +28,9 @@ class PriceController(Controller):
         self, prices: NamedDependency[PriceService], data: JSONBody[PriceCreate]
     ) -> PriceRead:
         """USD per GPU-hour of some hardware at a provider from `effective_from` (default now).
-        Endpoints with that provider and hardware and no usd_per_hour are priced from it."""
+        Endpoints with that provider and hardware and no usd_per_hour are priced from it. A
+        figure more than 5x, or less than a fifth of, what the book holds for the hardware
+        (the median of its entries) is accepted with a `warnings` entry."""
         return await prices.create(data)
 
     @get("/", summary="List prices")
@@ -47,6 +49,10 @@ class PriceController(Controller):
             datetime | None,
             QueryParameter(description="RFC 3339; only the entries in effect at that time"),
         ] = None,
+        withdrawn: Annotated[
+            bool,
+            QueryParameter(description="include withdrawn entries (never in effect)"),
+        ] = False,
     ) -> Page[PriceRead]:
         """Your team's price book by provider, hardware and pricing model, newest first."""
         items, total = await prices.page(
@@ -56,5 +62,21 @@ class PriceController(Controller):
             hardware=hardware,
             pricing_model=pricing_model,
             at=at,
+            withdrawn=withdrawn,
         )
         return Page(items=items, total=total, limit=limit, offset=offset)
+
+    @get("/{price_id:uuid}", summary="Read a price")
+    async def get_price(self, prices: NamedDependency[PriceService], price_id: PathId) -> PriceRead:
+        """One entry of your team's book, withdrawn or not."""
+        return await prices.get(price_id)
+
+    @delete("/{price_id:uuid}", status_code=200, summary="Withdraw a price")
+    async def withdraw_price(
+        self, prices: NamedDependency[PriceService], price_id: PathId
+    ) -> PriceRead:
+        """Withdraw an entry (a typo, a price that never applied): it is kept for the record
+        (GET /v1/prices?withdrawn=true, the audit log) but prices nothing again. Runs priced
+        from it keep the price they stored; re-pricing (`price_at`) and estimates use the
+        entry before it, if any. Answers the entry with `withdrawn_at` set."""
+        return await prices.withdraw(price_id)

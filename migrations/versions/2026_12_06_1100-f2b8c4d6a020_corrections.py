@@ -1,0 +1,42 @@
+"""Data that can be corrected: price entries withdrawn (kept for the record) and the warning a
+price far from the book's was entered with.
+
+Revision ID: f2b8c4d6a020
+Revises: e9a3b6c1f018
+Create Date: 2026-12-06 11:00:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "f2b8c4d6a020"
+down_revision: str | None = "e9a3b6c1f018"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+_IN_EFFECT = ["team_id", "provider", "hardware_id", "pricing_model", "effective_from"]
+
+
+def upgrade() -> None:
+    op.add_column("prices", sa.Column("withdrawn_at", sa.DateTime(timezone=True), nullable=True))
+    op.add_column("prices", sa.Column("warning", sa.Text(), nullable=True))
+    op.drop_index("uq_prices_in_effect", table_name="prices")
+    op.create_index(
+        "uq_prices_in_effect",
+        "prices",
+        _IN_EFFECT,
+        unique=True,
+        postgresql_where=sa.text("withdrawn_at IS NULL"),
+    )
+
+
+def downgrade() -> None:
+    # Withdrawn entries go: they may share a moment with the entry that replaced them, which
+    # the older, whole unique index does not allow.
+    op.execute("DELETE FROM prices WHERE withdrawn_at IS NOT NULL")
+    op.drop_index("uq_prices_in_effect", table_name="prices")
+    op.create_index("uq_prices_in_effect", "prices", _IN_EFFECT, unique=True)
+    op.drop_column("prices", "warning")
+    op.drop_column("prices", "withdrawn_at")
