@@ -256,6 +256,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     )
     change_verdict: Mapped[str | None] = mapped_column(String(20))
     change: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Retention (INFERCOST_SAMPLE_RETENTION_DAYS): when the maintenance process deleted the
+    # run's raw request and telemetry samples; its summary (every column above) stays.
+    samples_pruned_at: Mapped[datetime | None]
 
 
 class RequestSample(Base):

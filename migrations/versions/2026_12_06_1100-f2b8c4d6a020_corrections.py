@@ -1,5 +1,6 @@
 """Data that can be corrected: price entries withdrawn (kept for the record) and the warning a
-price far from the book's was entered with.
+price far from the book's was entered with; retention: when a run's raw samples were pruned
+(the status board's trigger ignores that change, which touches no figure).
 
 Revision ID: f2b8c4d6a020
 Revises: e9a3b6c1f018
@@ -17,6 +18,12 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _IN_EFFECT = ["team_id", "provider", "hardware_id", "pricing_model", "effective_from"]
+_STATUS_TRIGGER = """
+CREATE TRIGGER status_runs_update AFTER UPDATE ON runs FOR EACH ROW
+  WHEN ((OLD.status = 'succeeded' OR NEW.status = 'succeeded'){extra})
+  EXECUTE FUNCTION status_runs_row()
+"""
+_ONLY_FIGURES = " AND OLD.samples_pruned_at IS NOT DISTINCT FROM NEW.samples_pruned_at"
 
 
 def upgrade() -> None:
@@ -30,9 +37,15 @@ def upgrade() -> None:
         unique=True,
         postgresql_where=sa.text("withdrawn_at IS NULL"),
     )
+    op.add_column("runs", sa.Column("samples_pruned_at", sa.DateTime(timezone=True), nullable=True))
+    op.execute("DROP TRIGGER status_runs_update ON runs")
+    op.execute(_STATUS_TRIGGER.format(extra=_ONLY_FIGURES))
 
 
 def downgrade() -> None:
+    op.execute("DROP TRIGGER status_runs_update ON runs")
+    op.execute(_STATUS_TRIGGER.format(extra=""))
+    op.drop_column("runs", "samples_pruned_at")
     # Withdrawn entries go: they may share a moment with the entry that replaced them, which
     # the older, whole unique index does not allow.
     op.execute("DELETE FROM prices WHERE withdrawn_at IS NOT NULL")

@@ -165,12 +165,15 @@ class RunController(Controller):
     ) -> RunSummary:
         """Every figure of one load level; `price_at` or `usd_per_hour` re-price its cost
         block (the stored run does not change); `definitions` adds the run's TPOT, ITL and
-        throughput as vllm, guidellm or aiperf define them, from its raw samples."""
+        throughput as vllm, guidellm or aiperf define them, from its raw samples (none once
+        retention deleted them: `samples_pruned_at` says when)."""
         tool = None if definitions is None else parse_tool(definitions)
         summary = await jobs.summary(
             run_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour)
         )
-        if tool is None:
+        if tool is None or summary.samples_pruned_at is not None:
+            # Definitions are recomputed from raw samples: a pruned run has none, and says
+            # so in samples_pruned_at.
             return summary
         # jobs.summary answered 404 unless the run is the caller's team's; recompute reads
         # the samples scoped to the team as well.
@@ -206,10 +209,12 @@ class RunController(Controller):
             bool | None, QueryParameter(description="only warm-up (true) or measured (false)")
         ] = None,
     ) -> ASGIResponse:
-        """One row a request, in send order; warm-up requests are marked."""
+        """One row a request, in send order; warm-up requests are marked. Once retention
+        deleted the run's samples, JSON answers no items with `samples_pruned_at` and a
+        `note`, CSV a 410 saying so."""
         # Two media types from one route: Litestar sends a returned ASGI response as built.
         if wants_csv(request):
-            await jobs.run(run_id)
+            await jobs.run_with_samples(run_id)
             return csv_attachment(
                 samples_csv(request.app.state.sessionmaker, run_id, warmup), f"run-{run_id}.csv"
             )

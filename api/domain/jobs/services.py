@@ -37,9 +37,9 @@ from api.queue import TaskQueue
 from api.rows import from_row
 from api.schemas import aware
 from infercost.endpoints.preflight import refuse_if_failed
-from infercost.endpoints.pricing import HourlyPrice, hourly_price
+from infercost.endpoints.pricing import HourlyPrice, hourly_price, rfc3339
 from infercost.endpoints.repository import EndpointRepository
-from infercost.errors import Conflict, InvalidInput, NotFound
+from infercost.errors import Conflict, Gone, InvalidInput, NotFound
 from infercost.figures.cost import hosted_run_cost, run_cost
 from infercost.figures.metrics import distribution
 from infercost.hardware.repository import HardwareRepository
@@ -147,6 +147,16 @@ def run_summary(
         concurrency_cap=run.concurrency_cap or None,
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
+    )
+
+
+def pruned_note(run: Run) -> str:
+    """What a read of a pruned run's samples says instead of them."""
+    assert run.samples_pruned_at is not None
+    return (
+        f"the raw samples of run {run.id} were deleted at {rfc3339(run.samples_pruned_at)} by "
+        "the server's retention (INFERCOST_SAMPLE_RETENTION_DAYS); its figures stay at "
+        f"GET /v1/runs/{run.id}"
     )
 
 
@@ -395,11 +405,26 @@ class JobService:
             raise NotFound(f"no run {run_id}")
         return run
 
+    async def run_with_samples(self, run_id: uuid.UUID) -> Run:
+        """The team's run, or 404; 410 when retention deleted its raw samples."""
+        run = await self.run(run_id)
+        if run.samples_pruned_at is not None:
+            raise Gone(pruned_note(run))
+        return run
+
     async def samples(
         self, run_id: uuid.UUID, *, after: int, limit: int, warmup: bool | None
     ) -> SamplePage:
-        """One page of a run's raw samples."""
-        await self.run(run_id)
+        """One page of a run's raw samples; none, and a note saying why, once retention
+        deleted them."""
+        run = await self.run(run_id)
+        if run.samples_pruned_at is not None:
+            return SamplePage(
+                items=[],
+                next_after=None,
+                samples_pruned_at=run.samples_pruned_at,
+                note=pruned_note(run),
+            )
         rows = await self.jobs.samples_page(run_id, after_seq=after, limit=limit, warmup=warmup)
         return SamplePage(
             items=[sample_read(s) for s in rows],
