@@ -1,6 +1,7 @@
 """Data that can be corrected: price entries withdrawn (kept for the record) and the warning a
 price far from the book's was entered with; retention: when a run's raw samples were pruned
-(the status board's trigger ignores that change, which touches no figure).
+(the status board's trigger ignores that change, which touches no figure); the audit log
+(`audit_events`): who changed what in each team, and when.
 
 Revision ID: f2b8c4d6a020
 Revises: e9a3b6c1f018
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "f2b8c4d6a020"
 down_revision: str | None = "e9a3b6c1f018"
@@ -40,9 +42,34 @@ def upgrade() -> None:
     op.add_column("runs", sa.Column("samples_pruned_at", sa.DateTime(timezone=True), nullable=True))
     op.execute("DROP TRIGGER status_runs_update ON runs")
     op.execute(_STATUS_TRIGGER.format(extra=_ONLY_FIGURES))
+    op.create_table(
+        "audit_events",
+        sa.Column("team_id", sa.Uuid(), nullable=False),
+        sa.Column(
+            "at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False
+        ),
+        sa.Column("actor", sa.String(length=200), nullable=False),
+        sa.Column("key_id", sa.Uuid(), nullable=True),
+        sa.Column("action", sa.String(length=64), nullable=False),
+        sa.Column("target_type", sa.String(length=32), nullable=False),
+        sa.Column("target_id", sa.Uuid(), nullable=True),
+        sa.Column("summary", sa.Text(), nullable=False),
+        sa.Column("detail", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["team_id"],
+            ["teams.id"],
+            name=op.f("fk_audit_events_team_id_teams"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_audit_events")),
+    )
+    op.create_index("ix_audit_events_team_at", "audit_events", ["team_id", "at", "id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_audit_events_team_at", table_name="audit_events")
+    op.drop_table("audit_events")
     op.execute("DROP TRIGGER status_runs_update ON runs")
     op.execute(_STATUS_TRIGGER.format(extra=""))
     op.drop_column("runs", "samples_pruned_at")

@@ -16,6 +16,7 @@ from litestar.response.base import ASGIResponse
 from api.auth import AppSettings, CurrentCaller
 from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
+from api.domain.audit.services import AuditTrail
 from api.domain.jobs.limits import JobLimits
 from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead
 from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
@@ -81,6 +82,7 @@ class JobController(Controller):
         self,
         jobs: NamedDependency[JobService],
         job_limits: NamedDependency[JobLimits],
+        audit: NamedDependency[AuditTrail],
         data: JSONBody[JobCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[JobRead]:
@@ -91,6 +93,13 @@ class JobController(Controller):
         if created:
             # After the insert, under a per-team lock: the count includes this job.
             await job_limits.check_active()
+            await audit.record(
+                "job.create",
+                "job",
+                job.id,
+                f"submitted job {job.id} against endpoint {job.endpoint_id}",
+                {"endpoint_id": job.endpoint_id, "load": job.load},
+            )
         return Response(await jobs.read(job), status_code=202 if created else 200)
 
     @get("/", summary="List jobs")
@@ -119,16 +128,29 @@ class JobController(Controller):
         return await jobs.read(await jobs.get(job_id), pricing)
 
     @post("/{job_id:uuid}/cancel", status_code=200, summary="Cancel a job")
-    async def cancel_job(self, jobs: NamedDependency[JobService], job_id: PathId) -> JobRead:
+    async def cancel_job(
+        self, jobs: NamedDependency[JobService], audit: NamedDependency[AuditTrail], job_id: PathId
+    ) -> JobRead:
         """Stop a queued or running job; levels already measured are kept."""
-        return await jobs.read(await jobs.cancel(job_id))
+        job = await jobs.cancel(job_id)
+        await audit.record("job.cancel", "job", job_id, f"cancelled job {job_id}")
+        return await jobs.read(job)
 
     @delete("/{job_id:uuid}", summary="Delete a job")
-    async def delete_job(self, jobs: NamedDependency[JobService], job_id: PathId) -> None:
+    async def delete_job(
+        self, jobs: NamedDependency[JobService], audit: NamedDependency[AuditTrail], job_id: PathId
+    ) -> None:
         """Remove an ended job with its runs, raw samples and telemetry (204): comparisons,
         history, the status board and exports stop showing it. A queued or running job
         answers 409: cancel it first."""
-        await jobs.delete(job_id)
+        job = await jobs.delete(job_id)
+        await audit.record(
+            "job.delete",
+            "job",
+            job_id,
+            f"deleted {job.status} job {job_id} with its runs and samples",
+            {"endpoint_id": job.endpoint_id, "status": job.status, "created_at": job.created_at},
+        )
 
     @get("/{job_id:uuid}/runs", summary="List a job's runs")
     async def list_runs(
