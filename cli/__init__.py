@@ -33,6 +33,8 @@ COMMANDS = {
     "bench": "cli.bench:bench",
     "export": "cli.export:export",
     "schedules": "cli.schedules:schedules",
+    "teams": "cli.admin:teams",
+    "keys": "cli.admin:keys",
 }
 
 

@@ -54,6 +54,15 @@ class TeamController(Controller):
         )
         return TeamRead(id=team.id, name=team.name, created_at=team.created_at)
 
+    @get("/", summary="List teams")
+    async def list_teams(
+        self, admin: AdminOnly, teams: NamedDependency[TeamService]
+    ) -> list[TeamRead]:
+        """Every team, by name (for `infercost teams list` and the key commands)."""
+        return [
+            TeamRead(id=t.id, name=t.name, created_at=t.created_at) for t in await teams.teams()
+        ]
+
     @post("/{team_id:uuid}/keys", status_code=201, summary="Create an API key (shown once)")
     async def create_key(
         self,
