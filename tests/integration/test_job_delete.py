@@ -9,8 +9,10 @@ import uuid
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 
+from infercost.net.tls import tls_context
 from sim.process import SimProcess
 from tests.conftest import Api, TeamClient
 from tests.integration.test_cli import in_thread
@@ -71,8 +73,17 @@ async def test_a_deleted_job_leaves_every_read(
     assert set(gone_runs) <= await history_runs()
     assert await board_jobs() == {gone["id"]}
 
+    share = await team.http.post("/v1/shares", json={"page": "report", "job_ids": [gone["id"]]})
+    assert share.status_code == 201, share.text
+    async with httpx.AsyncClient(verify=tls_context(), timeout=60) as browser:
+        assert (await browser.get(share.json()["url"])).status_code == 200
+
     response = await team.http.delete(f"/v1/jobs/{gone['id']}")
     assert response.status_code == 204, response.text
+    # A share link to its report finds nothing now, and says so (no error page of the server).
+    async with httpx.AsyncClient(verify=tls_context(), timeout=60) as browser:
+        shared = await browser.get(share.json()["url"])
+    assert shared.status_code == 404
 
     for path in (
         f"/v1/jobs/{gone['id']}",

@@ -100,6 +100,11 @@ async def test_old_samples_are_pruned_and_reads_say_so(
     lines = [json.loads(line) for line in export.text.splitlines()]
     assert [line["kind"] for line in lines] == ["job", "run", "run"]
     assert all(line["samples_pruned_at"] for line in lines[1:])
+    # The report still draws its tables and charts; the latency histogram says it has no data.
+    report = await team.http.get(f"/v1/jobs/{old['id']}/report")
+    assert report.status_code == 200 and "<table" in report.text
+    chart = await team.http.get(f"/v1/jobs/{old['id']}/charts/ttft-distribution.svg")
+    assert chart.status_code == 200 and "<svg" in chart.text
     # The job and its figures stay in every read.
     job = (await team.http.get(f"/v1/jobs/{old['id']}")).json()
     assert [r["output_tokens_per_s"] for r in job["runs"]] == [
