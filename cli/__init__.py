@@ -35,6 +35,7 @@ COMMANDS = {
     "schedules": "cli.schedules:schedules",
     "teams": "cli.admin:teams",
     "keys": "cli.admin:keys",
+    "audit": "cli.admin:audit",
 }
 
 

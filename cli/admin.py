@@ -1,4 +1,5 @@
-"""The admin commands: `infercost teams create|list` and `infercost keys list|create|revoke`.
+"""The admin commands: `infercost teams create|list` and `infercost keys list|create|revoke`
+(and `infercost audit`, a team's own log of changes, with its team key).
 
 They use the admin routes of the HTTP API (POST /v1/teams, /v1/teams/{id}/keys) with the admin
 token: `--admin-token`, else INFERCOST_ADMIN_TOKEN (what `docker compose` gives every container
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cli.client import ApiClient, ApiError, Connection, resolve_connection
+from cli.client import ApiClient, ApiError, Connection, api_options, resolve_connection
 from cli.datadir import ADMIN_TOKEN_FILE
 from cli.output import console, emit_json, is_uuid, json_option, table, when
 from cli.watch import cells
@@ -223,3 +224,41 @@ def keys_revoke(team: str, key: str, as_json: bool, client: ApiClient) -> None:
             f"revoked key '{chosen['name']}' ({KEY_SCHEME}_{chosen['prefix']}) of team "
             f"{found['name']}"
         )
+
+
+# -- audit -------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--action", help="An action (price.withdraw) or a kind of target (price).")
+@click.option("--target", "target_id", type=click.UUID, help="Only changes to this id.")
+@click.option("--since", help="RFC 3339: changes at or after this time.")
+@click.option("--limit", type=click.IntRange(1, 500), default=20, show_default=True)
+@json_option
+@api_options
+def audit(  # click passes every option by name
+    *,
+    action: str | None,
+    target_id: Any,
+    since: str | None,
+    limit: int,
+    as_json: bool,
+    client: ApiClient,
+) -> None:
+    """Your team's audit log, newest first: who changed what, and when."""
+    page = client.get(
+        "/v1/audit",
+        action=action,
+        target_id=str(target_id) if target_id else None,
+        since=since,
+        limit=limit,
+    )
+    if as_json:
+        emit_json(page)
+        return
+    click.echo(f"{page['total']} changes" + (f", newest {limit}" if page["total"] > limit else ""))
+    rows = table("when", "who", "action", "what", ids=())
+    for event in page["items"]:
+        rows.add_row(*cells(when(event["at"]), event["actor"], event["action"], event["summary"]))
+    if page["items"]:
+        console().print(rows)

@@ -75,6 +75,18 @@ def test_teams_and_keys_from_the_command_line(api_server: Api) -> None:
     again = admin_cli(api_server, "keys", "revoke", name, "ci", token=api_server.admin_token)
     assert again.exit_code == 1 and "has no live key 'ci'" in again.output
 
+    # The team reads what the admin did to it, with its own key.
+    log = CliRunner().invoke(
+        main,
+        ["audit", "--action", "key"],
+        env={"INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": first_key},
+    )
+    assert log.exit_code == 0, log.output
+    assert log.stdout.splitlines()[0] == "3 changes"
+    for action in ("key.revoke", "key.create"):
+        assert action in log.stdout
+    assert "admin token" in log.stdout
+
     taken = admin_cli(api_server, "teams", "create", name, token=api_server.admin_token)
     assert taken.exit_code == 1 and f"a team named '{name}' already exists" in taken.output
 
