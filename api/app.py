@@ -16,6 +16,8 @@ from sqlalchemy import text
 import infercost.db.models  # noqa: F401 - every mapper registered before the first query
 from api.auth import provide_caller, provide_settings
 from api.db import provide_db_session
+from api.domain.audit.controllers import AuditController
+from api.domain.audit.services import provide_audit
 from api.domain.comparisons.controllers import ComparisonController
 from api.domain.datasets.controllers import DatasetController
 from api.domain.endpoints.controllers import EndpointController
@@ -170,6 +172,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             StatusController,
             WebhookController,
             ScheduleController,
+            AuditController,
             ShareController,
             SharedPageController,
             ShareFormController,
@@ -180,6 +183,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             "settings": Provide(provide_settings, sync_to_thread=False),
             "db_session": Provide(provide_db_session),
             "caller": Provide(provide_caller),
+            "audit": Provide(provide_audit, sync_to_thread=False),
         },
         exception_handlers={**EXCEPTION_HANDLERS, SignInRequired: sign_in_redirect},
         request_class=StrictRequest,

@@ -40,6 +40,8 @@ class Caller:
     who: str = ""
     session_id: uuid.UUID | None = None
     team_name: str | None = None
+    # The API key behind the request (a signed-in browser's too), for the audit log.
+    key_id: uuid.UUID | None = None
 
 
 class IssuerDown(InfercostError):
@@ -125,6 +127,7 @@ def session_caller(found: LiveSession) -> Caller:
         who=f"browser, key {KEY_SCHEME}_{found.key_prefix}",
         session_id=found.session.id,
         team_name=found.team_name,
+        key_id=found.session.key_id,
     )
 
 
@@ -167,7 +170,7 @@ async def provide_caller(
         if same_token(token, settings.admin_token):
             raise Forbidden("the admin token manages teams and keys; use a team's API key here")
         raise Unauthorized("this API key is unknown or revoked: ask an admin for a new key")
-    return Caller(team_id=key.team_id, who=f"key {KEY_SCHEME}_{key.prefix}")
+    return Caller(team_id=key.team_id, who=f"key {KEY_SCHEME}_{key.prefix}", key_id=key.id)
 
 
 async def provide_admin(request: Request[object, object, State], settings: AppSettings) -> None:

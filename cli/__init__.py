@@ -35,6 +35,9 @@ COMMANDS = {
     "bench": "cli.bench:bench",
     "export": "cli.export:export",
     "schedules": "cli.schedules:schedules",
+    "teams": "cli.admin:teams",
+    "keys": "cli.admin:keys",
+    "audit": "cli.admin:audit",
 }
 
 

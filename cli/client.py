@@ -199,6 +199,10 @@ class ApiClient:
         """DELETE a resource."""
         self.request("DELETE", path)
 
+    def delete_json(self, path: str) -> Any:
+        """DELETE a resource that answers with a JSON body."""
+        return self.request("DELETE", path).json()
+
     def download(
         self,
         path: str,

@@ -651,3 +651,26 @@ def cancel(job: str, as_json: bool, client: ApiClient) -> None:
 def jobs_cancel(job: str, as_json: bool, client: ApiClient) -> None:
     """Cancel a queued or running JOB; levels already measured are kept."""
     _cancel(client, job, as_json)
+
+
+@jobs.command("delete")
+@click.argument("job", type=resolve.JOB)
+@json_option
+@api_options
+def jobs_delete(job: str, as_json: bool, client: ApiClient) -> None:
+    """Delete an ended JOB with its runs and raw samples (it leaves every read: comparisons,
+    history, the status board, exports). A queued or running job is refused: cancel it first."""
+    job = resolve.job_id(client, job)
+    try:
+        client.delete(f"/v1/jobs/{job}")
+    except ApiError as exc:
+        if exc.status == 409:
+            raise click.ClickException(
+                f"job {job} is still queued or running: cancel it first with "
+                f"`infercost jobs cancel {job}`, then delete it"
+            ) from None
+        raise
+    if as_json:
+        emit_json({"id": job, "deleted": True})
+    else:
+        click.echo(f"deleted job {job} with its runs and samples")

@@ -112,6 +112,15 @@ def run_id(client: ApiClient, text: str) -> str:
     )
 
 
+def price_id(client: ApiClient, text: str) -> str:
+    """The whole id of the price book entry a user means (whole id or unique prefix among
+    the entries not withdrawn)."""
+    if is_uuid(text):
+        return text.lower()
+    ids = [p["id"] for p in client.pages("/v1/prices")]
+    return _by_prefix("price", text, ids, "`infercost prices list` shows them")
+
+
 def traffic(client: ApiClient, text: str) -> dict[str, Any]:
     """The request log a user means: by whole id, by name, or by a unique id prefix."""
     if is_uuid(text):

@@ -266,42 +266,72 @@ def prices_add(  # click passes every option by name
         emit_json(created)
     else:
         _price_table([created])
+    for warning in created.get("warnings") or []:
+        click.echo(
+            f"warning: {warning}".replace(
+                f"(DELETE /v1/prices/{created['id']})",
+                f"(`infercost prices withdraw {created['id']}`)",
+            ),
+            err=True,
+        )
 
 
 def _price_table(items: list[dict[str, Any]]) -> None:
-    rows = table(
-        "id", "provider", "hardware", "pricing model", "USD/GPU-h", "from", right=("USD/GPU-h",)
-    )
+    withdrawn = any(p.get("withdrawn_at") for p in items)
+    columns = ["id", "provider", "hardware", "pricing model", "USD/GPU-h", "from"]
+    rows = table(*columns, *(["withdrawn"] if withdrawn else []), right=("USD/GPU-h",))
     for p in items:
-        rows.add_row(
-            *cells(
-                p["id"],
-                p["provider"],
-                p["hardware"],
-                p["pricing_model"],
-                num(p["usd_per_gpu_hour"], 2),
-                when(p["effective_from"]),
-            )
-        )
+        values = [
+            p["id"],
+            p["provider"],
+            p["hardware"],
+            p["pricing_model"],
+            num(p["usd_per_gpu_hour"], 2),
+            when(p["effective_from"]),
+        ]
+        if withdrawn:
+            values.append(when(p["withdrawn_at"]) if p.get("withdrawn_at") else "-")
+        rows.add_row(*cells(*values))
     console().print(rows)
 
 
 @prices.command("list")
 @click.option("--provider")
 @click.option("--hardware")
+@click.option("--withdrawn", is_flag=True, help="Include withdrawn entries.")
 @json_option
 @api_options
 def prices_list(
-    provider: str | None, hardware: str | None, as_json: bool, client: ApiClient
+    provider: str | None, hardware: str | None, withdrawn: bool, as_json: bool, client: ApiClient
 ) -> None:
     """Price book entries."""
-    items = client.pages("/v1/prices", provider=provider, hardware=hardware)
+    items = client.pages(
+        "/v1/prices", provider=provider, hardware=hardware, withdrawn=withdrawn or None
+    )
     if as_json:
         emit_json(items)
         return
     console().print(f"{len(items)} prices", markup=False)
     if items:
         _price_table(items)
+
+
+@prices.command("withdraw")
+@click.argument("price")
+@json_option
+@api_options
+def prices_withdraw(price: str, as_json: bool, client: ApiClient) -> None:
+    """Withdraw PRICE (its id or a unique prefix): kept for the record, it prices nothing
+    again; runs priced from it keep the price they stored."""
+    price_id = resolve.price_id(client, price)
+    withdrawn = client.delete_json(f"/v1/prices/{price_id}")
+    if as_json:
+        emit_json(withdrawn)
+        return
+    click.echo(
+        f"withdrew price {price_id} ({withdrawn['provider']}, {withdrawn['hardware']}, "
+        f"{withdrawn['pricing_model']}, USD {num(withdrawn['usd_per_gpu_hour'], 2)}/GPU-h)"
+    )
 
 
 # -- datasets ----------------------------------------------------------------------------

@@ -31,6 +31,13 @@ class Conflict(InfercostError):
     title = "Conflict"
 
 
+class Gone(InfercostError):
+    """The thing existed but is no longer kept (raw samples deleted by retention)."""
+
+    status_code = 410
+    title = "Gone"
+
+
 class InvalidInput(InfercostError):
     """The body is well-formed but its values do not make sense together."""
 

@@ -95,6 +95,11 @@ class Settings:
     requeue_after_s: float = 60.0
     store_retry_s: float = 60.0
     maintenance_every_s: float = 5.0
+    # Retention: the maintenance process deletes the raw request and telemetry samples of runs
+    # that finished more than sample_retention_days ago (summaries stay; the run says
+    # samples_pruned_at), looking every retention_every_s. 0: keep samples forever.
+    sample_retention_days: float = 0.0
+    retention_every_s: float = 3600.0
     # Every database connection: a statement running longer, or a transaction left idle
     # longer, is ended by the server, so nothing holds locks forever; 0 turns one off.
     db_statement_timeout_s: float = 120.0
@@ -184,6 +189,8 @@ class Settings:
             requeue_after_s=_float(env, "INFERCOST_REQUEUE_AFTER_S", 60.0),
             store_retry_s=_float(env, "INFERCOST_STORE_RETRY_S", 60.0),
             maintenance_every_s=_float(env, "INFERCOST_MAINTENANCE_EVERY_S", 5.0),
+            sample_retention_days=max(0.0, _float(env, "INFERCOST_SAMPLE_RETENTION_DAYS", 0.0)),
+            retention_every_s=_float(env, "INFERCOST_RETENTION_EVERY_S", 3600.0),
             db_statement_timeout_s=_float(env, "INFERCOST_DB_STATEMENT_TIMEOUT_S", 120.0),
             db_idle_in_transaction_timeout_s=_float(
                 env, "INFERCOST_DB_IDLE_IN_TRANSACTION_TIMEOUT_S", 120.0

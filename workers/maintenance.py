@@ -1,6 +1,6 @@
 """The maintenance process (`infercost maintenance`): every periodic duty, off the job queue.
 
-Four loops on one event loop, each on Postgres, the source of truth:
+Five loops on one event loop, each on Postgres, the source of truth:
 - the outbox relay: hands tasks written beside their jobs (task_outbox) to the broker, about
   once a second, and writes a new one for any queued job no worker claimed within
   requeue_after_s (backing off), so a flushed or restarted broker delays jobs, never loses
@@ -11,7 +11,10 @@ Four loops on one event loop, each on Postgres, the source of truth:
 - the webhook courier (workers/webhooks.py);
 - the scheduler (infercost.schedules.scheduler): every maintenance_every_s submits the due
   slot of each schedule once (a row lock per schedule and a unique key per slot make
-  replicas safe) and judges the scheduled jobs that ended (alerts, failure streaks).
+  replicas safe) and judges the scheduled jobs that ended (alerts, failure streaks);
+- retention: with sample_retention_days set, every retention_every_s deletes the raw samples
+  of runs finished longer ago than that, PRUNE_BATCH runs a transaction (summaries stay, each
+  run marked samples_pruned_at; SKIP LOCKED keeps replicas apart).
 
 Why a process of its own and not Celery beat: beat only sends messages, so its sweep would
 wait in a queue behind benchmarks (a job of hours delays it by hours) unless every deployment
@@ -37,6 +40,7 @@ from celery import Celery
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 import infercost.db.models  # noqa: F401 - every mapper registered before the first query
+from infercost.db.base import utcnow
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.jobs import outbox
 from infercost.jobs.repository import JobRepository
@@ -58,6 +62,8 @@ RELAY_EVERY_S = 1.0
 RELAY_GRACE_S = 2.0
 #: Rows one relay round takes at most.
 RELAY_BATCH = 100
+#: Runs whose samples one retention transaction deletes (a run holds up to a million rows).
+PRUNE_BATCH = 20
 
 
 async def relay_once(sessionmaker: async_sessionmaker[AsyncSession], celery: Celery) -> int:
@@ -102,6 +108,20 @@ async def sweep_once(
     return [str(i) for i in failed]
 
 
+async def prune_once(
+    sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+) -> list[str]:
+    """Delete the raw samples of up to PRUNE_BATCH runs older than the retention; returns
+    the runs pruned (none when retention is off)."""
+    if settings.sample_retention_days <= 0:
+        return []
+    cutoff = utcnow() - timedelta(days=settings.sample_retention_days)
+    async with sessionmaker() as session:
+        pruned = await JobRepository(session).prune_samples(cutoff, limit=PRUNE_BATCH)
+        await session.commit()
+    return [str(i) for i in pruned]
+
+
 async def _every(
     seconds: float, stopping: asyncio.Event, what: str, work: Callable[[], Awaitable[None]]
 ) -> None:
@@ -122,8 +142,8 @@ async def _every(
 
 async def run(settings: Settings, stopping: asyncio.Event) -> None:
     """The loops until `stopping` is set."""
-    # A connection per sender, the relay, the sweep and the scheduler.
-    engine = engine_for(settings, pool_size=SENDERS + 3)
+    # A connection per sender, the relay, the sweep, the scheduler and retention.
+    engine = engine_for(settings, pool_size=SENDERS + 4)
     sessionmaker = make_sessionmaker(engine)
     celery = make_celery(settings)
 
@@ -147,14 +167,30 @@ async def run(settings: Settings, stopping: asyncio.Event) -> None:
         for job_id in await requeue_once(sessionmaker, settings):
             log.info("job %s still queued: its task is sent again", job_id)
 
+    async def retention() -> None:
+        pruned = 0
+        while batch := await prune_once(sessionmaker, settings):
+            pruned += len(batch)
+            if len(batch) < PRUNE_BATCH or stopping.is_set():
+                break
+        if pruned:
+            log.info(
+                "retention: raw samples of %d runs older than %g days deleted",
+                pruned,
+                settings.sample_retention_days,
+            )
+
     log.info(
         "maintenance: relay every %g s, sweep every %g s (abandoned after %g s, re-sent after "
-        "%g s), %d webhook senders",
+        "%g s), %d webhook senders, %s",
         RELAY_EVERY_S,
         settings.maintenance_every_s,
         settings.abandoned_after_s,
         settings.requeue_after_s,
         SENDERS,
+        f"raw samples kept {settings.sample_retention_days:g} days"
+        if settings.sample_retention_days > 0
+        else "raw samples kept forever",
     )
     try:
         async with httpx.AsyncClient(follow_redirects=False, verify=tls_context()) as client:
@@ -162,6 +198,7 @@ async def run(settings: Settings, stopping: asyncio.Event) -> None:
                 _every(RELAY_EVERY_S, stopping, "outbox relay", relay),
                 _every(settings.maintenance_every_s, stopping, "sweep", sweep),
                 _every(settings.maintenance_every_s, stopping, "scheduler", schedule),
+                _every(settings.retention_every_s, stopping, "retention", retention),
                 run_courier(settings, sessionmaker, client, stopping),
             )
     finally:

@@ -1,6 +1,7 @@
 """Every table, imported in one place so Alembic and the tests see the whole metadata."""
 
 from infercost.access.models import BrowserSession, Share
+from infercost.audit.models import AuditEvent
 from infercost.datasets.models import Dataset, DatasetItem
 from infercost.db.base import Base
 from infercost.endpoints.models import Endpoint
@@ -18,6 +19,7 @@ from infercost.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 
 __all__ = [
     "ApiKey",
+    "AuditEvent",
     "Base",
     "BrowserSession",
     "Dataset",

@@ -38,6 +38,8 @@ class HourlyPrice:
     note: str | None = None
     # A hosted API's USD per million input and output tokens (then usd_per_hour is None).
     per_token: tuple[float, float] | None = None
+    # The price book entry's warning (a figure far from the book's when it was entered).
+    warning: str | None = None
 
 
 @overload
@@ -81,7 +83,9 @@ async def hourly_price(session: AsyncSession, endpoint: Endpoint, at: datetime) 
         at=at,
     )
     if entry is not None:
-        return HourlyPrice(entry.usd_per_gpu_hour * endpoint.gpu_count, "price_book", at)
+        return HourlyPrice(
+            entry.usd_per_gpu_hour * endpoint.gpu_count, "price_book", at, warning=entry.warning
+        )
     hardware = await HardwareRepository(session).get(endpoint.team_id, endpoint.hardware_id)
     hardware_name = hardware.name if hardware is not None else str(endpoint.hardware_id)
     return HourlyPrice(

@@ -265,6 +265,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     # as a column, so comparisons label rows without reading JSONB.
     source: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     source_tool: Mapped[str | None] = mapped_column(String(16))
+    # Retention (INFERCOST_SAMPLE_RETENTION_DAYS): when the maintenance process deleted the
+    # run's raw request and telemetry samples; its summary (every column above) stays.
+    samples_pruned_at: Mapped[datetime | None]
 
 
 class RequestSample(Base):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, delete, func, select, update
@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from infercost.db.base import utcnow
 from infercost.db.scope import owned_by, readable, unscoped
 from infercost.figures.metrics import percentile_columns
-from infercost.jobs.models import Job, RequestSample, Run
+from infercost.jobs.models import Job, RequestSample, Run, TelemetrySample
 
 #: Column order of the COPY into request_samples: the table's own (infercost/jobs/models.py);
 #: rows from infercost.jobs.samples.sample_rows follow it.
@@ -128,6 +128,51 @@ class JobRepository:
             .returning(Job)
         )
         return job
+
+    async def delete_finished(self, team_id: uuid.UUID, job_id: uuid.UUID) -> bool:
+        """Delete a job that has ended, with its runs, samples, telemetry and shards (the
+        foreign keys cascade; the status board's triggers rebuild its rows). False when the
+        job is queued or running: a worker may be writing to it."""
+        deleted = await self.session.scalar(
+            delete(Job)
+            .where(
+                Job.id == job_id,
+                owned_by(Job, team_id),
+                Job.status.not_in(("queued", "running")),
+            )
+            .returning(Job.id)
+        )
+        return deleted is not None
+
+    async def prune_samples(self, finished_before: datetime, *, limit: int) -> list[uuid.UUID]:
+        """Delete the raw request and telemetry samples of up to `limit` runs that finished
+        before `finished_before` under a job that has ended, and mark each run pruned; the
+        run's summary stays. Runs another pruner holds are skipped (SKIP LOCKED)."""
+        ids = list(
+            await self.session.scalars(
+                unscoped(
+                    select(Run.id)
+                    .join(Job, Job.id == Run.job_id)
+                    .where(
+                        Run.samples_pruned_at.is_(None),
+                        Run.finished_at < finished_before,
+                        Job.status.not_in(("queued", "running")),
+                    )
+                    .order_by(Run.finished_at)
+                    .limit(limit)
+                    .with_for_update(of=Run, skip_locked=True),
+                    "retention prunes every team's old samples",
+                )
+            )
+        )
+        if not ids:
+            return []
+        await self.session.execute(delete(RequestSample).where(RequestSample.run_id.in_(ids)))
+        await self.session.execute(delete(TelemetrySample).where(TelemetrySample.run_id.in_(ids)))
+        await self.session.execute(
+            update(Run).where(Run.id.in_(ids)).values(samples_pruned_at=utcnow())
+        )
+        return ids
 
     # --- worker side ----------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Literal, get_args
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, String
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from infercost.db.base import Base, CreatedAt, UUIDPrimaryKey
@@ -26,8 +26,9 @@ class Price(UUIDPrimaryKey, CreatedAt, Base):
         CheckConstraint(f"pricing_model IN {PRICING_MODELS}", name="pricing_model"),
         CheckConstraint("usd_per_gpu_hour > 0", name="usd_per_gpu_hour_positive"),
         # Serves "the price in effect at T": equality on the first four columns, then the
-        # latest effective_from <= T by a backward scan. Unique, since two entries starting
-        # at the same moment would make that price ambiguous.
+        # latest effective_from <= T by a backward scan. Unique among the entries not
+        # withdrawn, since two starting at the same moment would make that price ambiguous
+        # (a withdrawn entry leaves its moment free for the corrected one).
         Index(
             "uq_prices_in_effect",
             "team_id",
@@ -36,6 +37,7 @@ class Price(UUIDPrimaryKey, CreatedAt, Base):
             "pricing_model",
             "effective_from",
             unique=True,
+            postgresql_where=text("withdrawn_at IS NULL"),
         ),
     )
 
@@ -45,3 +47,8 @@ class Price(UUIDPrimaryKey, CreatedAt, Base):
     pricing_model: Mapped[str] = mapped_column(String(16))
     usd_per_gpu_hour: Mapped[float]
     effective_from: Mapped[datetime]
+    # Withdrawn (DELETE /v1/prices/{id}): kept for the record, never used to price again.
+    withdrawn_at: Mapped[datetime | None]
+    # Why the figure looked wrong when it was entered (far from what the book held for the
+    # hardware), said again by every estimate priced from it.
+    warning: Mapped[str | None] = mapped_column(Text)

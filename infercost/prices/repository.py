@@ -6,20 +6,22 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from infercost.db.scope import readable
+from infercost.db.base import utcnow
+from infercost.db.scope import owned_by, readable
 from infercost.hardware.models import Hardware
 from infercost.prices.models import Price
 
 
 def in_effect_at(query: Select[Any], at: datetime) -> Select[Any]:
     """`query` over prices narrowed to the entry in effect at `at` (the latest
-    effective_from <= at) for each provider, hardware and pricing model."""
+    effective_from <= at, withdrawn entries left out) for each provider, hardware and
+    pricing model."""
     return (
-        query.where(Price.effective_from <= at)
+        query.where(Price.effective_from <= at, Price.withdrawn_at.is_(None))
         .ext(distinct_on(Price.provider, Price.hardware_id, Price.pricing_model))
         .order_by(
             Price.provider,
@@ -41,7 +43,7 @@ class PriceRepository:
         hardware and pricing model starting at the same moment."""
         created = await self.session.scalar(
             insert(Price)
-            .values(id=uuid.uuid4(), **values)
+            .values(**{"id": uuid.uuid4(), **values})
             .on_conflict_do_nothing(
                 index_elements=[
                     Price.team_id,
@@ -49,7 +51,8 @@ class PriceRepository:
                     Price.hardware_id,
                     Price.pricing_model,
                     Price.effective_from,
-                ]
+                ],
+                index_where=Price.withdrawn_at.is_(None),
             )
             .returning(Price.id)
         )
@@ -69,7 +72,8 @@ class PriceRepository:
         pricing_model: str,
         at: datetime,
     ) -> Price | None:
-        """The entry in effect at `at`: the latest effective_from <= at (uq_prices_in_effect)."""
+        """The entry in effect at `at`: the latest effective_from <= at not withdrawn
+        (uq_prices_in_effect)."""
         return await self.session.scalar(
             readable(Price, team_id)
             .where(
@@ -77,6 +81,7 @@ class PriceRepository:
                 Price.hardware_id == hardware_id,
                 Price.pricing_model == pricing_model,
                 Price.effective_from <= at,
+                Price.withdrawn_at.is_(None),
             )
             .order_by(Price.effective_from.desc())
             .limit(1)
@@ -92,13 +97,17 @@ class PriceRepository:
         hardware_id: uuid.UUID | None = None,
         pricing_model: str | None = None,
         at: datetime | None = None,
+        withdrawn: bool = False,
     ) -> tuple[list[tuple[Price, str]], int]:
         """One page of the team's entries with their hardware's name, and how many match.
 
         With `at`, only the entry in effect at that time for each provider, hardware and
-        pricing model; without it, the whole history, newest first within each.
+        pricing model; without it, the whole history, newest first within each. Withdrawn
+        entries only with `withdrawn` (and never as the entry in effect).
         """
         ids: Select[Any] = readable(Price, team_id, Price.id)
+        if not withdrawn:
+            ids = ids.where(Price.withdrawn_at.is_(None))
         if provider is not None:
             ids = ids.where(Price.provider == provider)
         if hardware_id is not None:
@@ -124,3 +133,42 @@ class PriceRepository:
             .offset(offset)
         )
         return [(price, name) for price, name in rows], int(total or 0)
+
+    async def get(self, team_id: uuid.UUID, price_id: uuid.UUID) -> tuple[Price, str] | None:
+        """One of the team's entries (withdrawn or not) with its hardware's name."""
+        row = (
+            await self.session.execute(
+                readable(Price, team_id, Price, Hardware.name)
+                .join(Hardware, Hardware.id == Price.hardware_id)
+                .where(Price.id == price_id)
+            )
+        ).first()
+        return None if row is None else (row[0], row[1])
+
+    async def withdraw(self, team_id: uuid.UUID, price_id: uuid.UUID) -> bool:
+        """Mark an entry withdrawn; False when it already was (or is not the team's)."""
+        withdrawn = await self.session.scalar(
+            update(Price)
+            .where(Price.id == price_id, owned_by(Price, team_id), Price.withdrawn_at.is_(None))
+            .values(withdrawn_at=utcnow())
+            .returning(Price.id)
+        )
+        return withdrawn is not None
+
+    async def reference(
+        self, team_id: uuid.UUID, hardware_id: uuid.UUID
+    ) -> tuple[float, int] | None:
+        """The median USD per GPU-hour of the team's entries for a hardware (withdrawn ones
+        left out) and how many there are; None when the book holds none."""
+        row = (
+            await self.session.execute(
+                readable(
+                    Price,
+                    team_id,
+                    func.percentile_cont(0.5).within_group(Price.usd_per_gpu_hour),
+                    func.count(),
+                ).where(Price.hardware_id == hardware_id, Price.withdrawn_at.is_(None))
+            )
+        ).one()
+        median, count = row
+        return None if not count else (float(median), int(count))

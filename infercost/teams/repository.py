@@ -26,6 +26,10 @@ class TeamRepository:
         """The team called `name`, if any."""
         return await self.session.scalar(select(Team).where(Team.name == name))
 
+    async def all(self) -> list[Team]:
+        """Every team, by name (for the admin)."""
+        return list(await self.session.scalars(select(Team).order_by(Team.name)))
+
     async def add(self, team: Team) -> Team:
         """Insert a team."""
         self.session.add(team)

@@ -100,6 +100,7 @@ async def make_resources(a: TeamClient, db: asyncpg.Connection) -> dict[str, str
     assert traffic.status_code == 201, traffic.text
     share = await a.http.post("/v1/shares", json={"page": "report", "job_ids": [job_id]})
     assert share.status_code == 201, share.text
+    price = await a.add_price()
     return {
         "endpoint_id": endpoint["id"],
         "job_id": job_id,
@@ -110,6 +111,7 @@ async def make_resources(a: TeamClient, db: asyncpg.Connection) -> dict[str, str
         "hardware_id": hardware.json()["id"],
         "traffic_id": traffic.json()["id"],
         "share_id": share.json()["id"],
+        "price_id": price["id"],
         # A chart every finished job has (it says why when there is no data).
         "file_name": "throughput.svg",
     }
@@ -157,6 +159,8 @@ async def test_every_id_route_hides_other_teams_rows(
     assert len(tried) == sum(len(m) for m in scoped.values())
     # B's DELETEs and PATCHes changed nothing of A's.
     assert (await a.http.get(f"/v1/endpoints/{ids['endpoint_id']}")).json()["gpu_count"] == 1
+    price = (await a.http.get(f"/v1/prices/{ids['price_id']}")).json()
+    assert price["withdrawn_at"] is None
     for name in ("dataset_id", "webhook_id", "schedule_id"):
         kind = name.removesuffix("_id") + "s"
         assert (await a.http.get(f"/v1/{kind}/{ids[name]}")).status_code == 200, name

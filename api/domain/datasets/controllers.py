@@ -19,6 +19,7 @@ from litestar.openapi.spec import (
 from litestar.params import QueryParameter
 
 from api.auth import AppSettings, team_service
+from api.domain.audit.services import AuditTrail
 from api.domain.datasets.schemas import DatasetRead
 from api.domain.datasets.services import DatasetService, TooLarge
 from api.openapi import problem_responses
@@ -99,9 +100,11 @@ class DatasetController(Controller):
     )
     async def upload_dataset(
         self,
+        *,
         request: Request[Any, Any, Any],
         datasets: NamedDependency[DatasetService],
         settings: AppSettings,
+        audit: NamedDependency[AuditTrail],
         name: Annotated[
             str | None,
             QueryParameter(description="a name to show (default: from the hash)", max_length=200),
@@ -133,6 +136,14 @@ class DatasetController(Controller):
         dataset, created = await datasets.upload(
             data, sha256, name=name, fmt=resolved, max_datasets=settings.max_datasets
         )
+        if created:
+            await audit.record(
+                "dataset.create",
+                "dataset",
+                dataset.id,
+                f"uploaded dataset '{dataset.name}'",
+                {"name": dataset.name, "sha256": sha256},
+            )
         return Response(dataset, status_code=201 if created else 200)
 
     @get("/", summary="List datasets")
@@ -152,8 +163,15 @@ class DatasetController(Controller):
 
     @delete("/{dataset_id:uuid}", summary="Delete a dataset")
     async def delete_dataset(
-        self, datasets: NamedDependency[DatasetService], dataset_id: PathId
+        self,
+        datasets: NamedDependency[DatasetService],
+        audit: NamedDependency[AuditTrail],
+        dataset_id: PathId,
     ) -> None:
         """Remove a dataset (204). One that jobs used is kept for them but hidden: it is no
         longer listed and new jobs cannot name it."""
+        dataset = await datasets.get(dataset_id)
         await datasets.delete(dataset_id)
+        await audit.record(
+            "dataset.delete", "dataset", dataset_id, f"deleted dataset '{dataset.name}'"
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from litestar import Controller, delete, get, patch, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -9,6 +10,7 @@ from litestar.params import JSONBody
 
 from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
+from api.domain.audit.services import AuditTrail
 from api.domain.endpoints.schemas import (
     EndpointCheck,
     EndpointCreate,
@@ -45,12 +47,23 @@ class EndpointController(Controller):
 
     @post("/", status_code=201, summary="Register an endpoint")
     async def create_endpoint(
-        self, endpoints: NamedDependency[EndpointService], data: JSONBody[EndpointCreate]
+        self,
+        endpoints: NamedDependency[EndpointService],
+        audit: NamedDependency[AuditTrail],
+        data: JSONBody[EndpointCreate],
     ) -> EndpointRead:
         """Register a deployment to benchmark; `api_key` is stored encrypted and never returned.
         The preflight check runs at once (a few seconds at most) and comes back in `check`;
         a failed check does not refuse the registration, only jobs (without "force")."""
-        return await endpoints.to_read(await endpoints.create(data))
+        read = await endpoints.to_read(await endpoints.create(data))
+        await audit.record(
+            "endpoint.create",
+            "endpoint",
+            read.id,
+            f"registered endpoint '{read.name}' ({read.base_url})",
+            {"name": read.name, "base_url": read.base_url, "model": read.model},
+        )
+        return read
 
     @get("/", summary="List endpoints")
     async def list_endpoints(
@@ -84,16 +97,38 @@ class EndpointController(Controller):
     async def update_endpoint(
         self,
         endpoints: NamedDependency[EndpointService],
+        audit: NamedDependency[AuditTrail],
         endpoint_id: PathId,
         data: JSONBody[EndpointUpdate],
     ) -> EndpointRead:
         """Change the fields you send; null clears an optional field. Changing where it
         points (base_url, model, api, engine, api_key, metrics_urls) checks it again."""
-        return await endpoints.to_read(await endpoints.update(endpoint_id, data))
+        read = await endpoints.to_read(await endpoints.update(endpoint_id, data))
+        # The names of the fields changed, never their values (api_key is one).
+        changed = sorted(msgspec.to_builtins(data))
+        await audit.record(
+            "endpoint.update",
+            "endpoint",
+            read.id,
+            f"changed endpoint '{read.name}': {', '.join(changed) or 'nothing'}",
+            {"fields": changed},
+        )
+        return read
 
     @delete("/{endpoint_id:uuid}", summary="Remove an endpoint")
     async def delete_endpoint(
-        self, endpoints: NamedDependency[EndpointService], endpoint_id: PathId
+        self,
+        endpoints: NamedDependency[EndpointService],
+        audit: NamedDependency[AuditTrail],
+        endpoint_id: PathId,
     ) -> None:
         """Remove it from listings; its jobs and runs stay readable."""
+        endpoint = await endpoints.get(endpoint_id)
         await endpoints.delete(endpoint_id)
+        await audit.record(
+            "endpoint.delete",
+            "endpoint",
+            endpoint_id,
+            f"removed endpoint '{endpoint.name}'",
+            {"name": endpoint.name},
+        )

@@ -391,7 +391,7 @@ class EstimateService:
         measured_hardware: set[uuid.UUID],
         allowed: set[str] | None,
         now: datetime,
-    ) -> list[tuple[Deployment, str, Measured]]:
+    ) -> list[tuple[Deployment, str, Measured, str | None]]:
         """Hardware with a price in the book but no measurement of this model, projected
         from the best-measured source by the ratio of roofline bounds (the smaller of the
         decode and the peak-throughput ratios, so the projection errs low)."""
@@ -404,7 +404,7 @@ class EstimateService:
         source_bounds = roofline_bounds(
             facts, replica_hardware(source_hw, endpoint.precision, endpoint.gpu_count), context
         )
-        out: list[tuple[Deployment, str, Measured]] = []
+        out: list[tuple[Deployment, str, Measured, str | None]] = []
         visible = {h.id: h for h in await self.hardware.list(self.team_id)}
         for price in await self.evidence.prices_in_effect(self.team_id, now):
             if price.hardware_id in measured_hardware or price.pricing_model != "on-demand":
@@ -444,6 +444,7 @@ class EstimateService:
                     ),
                     price.provider,
                     measured,
+                    price.warning,
                 )
             )
         return out
@@ -530,7 +531,9 @@ class EstimateService:
         found.skipped[endpoint.name] = best.skipped
         found.points[endpoint.name] = best.points(stale_before)
         found.monotone[endpoint.name] = best.capacity.monotone
-        found.notes[endpoint.name] = _evidence_notes(best)
+        found.notes[endpoint.name] = _evidence_notes(best) + (
+            [price.warning] if price.warning else []
+        )
         facts = model_facts(endpoint)
         if facts is not None and hardware is not None:
             found.sources.append((endpoint, hardware, best, facts))
@@ -593,10 +596,12 @@ class EstimateService:
                 allow_mismatched=data.allow_mismatched_workload,
             )
         if data.include_projections:
-            for deployment, provider, source in await self._projections(
+            for deployment, provider, source, warning in await self._projections(
                 found.sources, found.measured_hardware, allowed, now
             ):
                 found.deployments.append(deployment)
+                if warning:
+                    found.notes[deployment.name] = [warning]
                 found.providers[deployment.name] = provider
                 found.similarities[deployment.name] = source.similarity
                 found.skipped[deployment.name] = source.skipped

@@ -7,6 +7,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from api.auth import team_service
+from api.domain.audit.services import AuditTrail
 from api.domain.hardware.schemas import HardwareCreate, HardwareRead
 from api.domain.hardware.services import HardwareService, to_read
 from api.schemas import PathId
@@ -33,7 +34,14 @@ class HardwareController(Controller):
 
     @post("/", status_code=201, summary="Add a GPU SKU")
     async def create_hardware(
-        self, hardware: NamedDependency[HardwareService], data: JSONBody[HardwareCreate]
+        self,
+        hardware: NamedDependency[HardwareService],
+        audit: NamedDependency[AuditTrail],
+        data: JSONBody[HardwareCreate],
     ) -> HardwareRead:
         """Add hardware the public catalog lacks; only your team sees it."""
-        return to_read(await hardware.create(data))
+        read = to_read(await hardware.create(data))
+        await audit.record(
+            "hardware.create", "hardware", read.id, f"added hardware '{read.name}'", data
+        )
+        return read

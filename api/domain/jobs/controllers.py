@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
-from litestar import Controller, MediaType, Request, Response, get, post
+from litestar import Controller, MediaType, Request, Response, delete, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 from litestar.openapi.datastructures import ResponseSpec
@@ -16,6 +16,7 @@ from litestar.response.base import ASGIResponse
 from api.auth import AppSettings, CurrentCaller
 from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
+from api.domain.audit.services import AuditTrail
 from api.domain.jobs.limits import JobLimits
 from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead
 from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
@@ -66,7 +67,8 @@ def provide_job_limits(
 
 
 class JobController(Controller):
-    """POST /v1/jobs (202); GET /v1/jobs; GET /v1/jobs/{id}; POST /v1/jobs/{id}/cancel; runs."""
+    """POST /v1/jobs (202); GET /v1/jobs; GET, DELETE /v1/jobs/{id}; POST /v1/jobs/{id}/cancel;
+    runs."""
 
     path = "/v1/jobs"
     tags = ["jobs"]
@@ -80,6 +82,7 @@ class JobController(Controller):
         self,
         jobs: NamedDependency[JobService],
         job_limits: NamedDependency[JobLimits],
+        audit: NamedDependency[AuditTrail],
         data: JSONBody[JobCreate],
         idempotency_key: IdempotencyKey = None,
     ) -> Response[JobRead]:
@@ -90,6 +93,13 @@ class JobController(Controller):
         if created:
             # After the insert, under a per-team lock: the count includes this job.
             await job_limits.check_active()
+            await audit.record(
+                "job.create",
+                "job",
+                job.id,
+                f"submitted job {job.id} against endpoint {job.endpoint_id}",
+                {"endpoint_id": job.endpoint_id, "load": job.load},
+            )
         return Response(await jobs.read(job), status_code=202 if created else 200)
 
     @get("/", summary="List jobs")
@@ -118,9 +128,29 @@ class JobController(Controller):
         return await jobs.read(await jobs.get(job_id), pricing)
 
     @post("/{job_id:uuid}/cancel", status_code=200, summary="Cancel a job")
-    async def cancel_job(self, jobs: NamedDependency[JobService], job_id: PathId) -> JobRead:
+    async def cancel_job(
+        self, jobs: NamedDependency[JobService], audit: NamedDependency[AuditTrail], job_id: PathId
+    ) -> JobRead:
         """Stop a queued or running job; levels already measured are kept."""
-        return await jobs.read(await jobs.cancel(job_id))
+        job = await jobs.cancel(job_id)
+        await audit.record("job.cancel", "job", job_id, f"cancelled job {job_id}")
+        return await jobs.read(job)
+
+    @delete("/{job_id:uuid}", summary="Delete a job")
+    async def delete_job(
+        self, jobs: NamedDependency[JobService], audit: NamedDependency[AuditTrail], job_id: PathId
+    ) -> None:
+        """Remove an ended job with its runs, raw samples and telemetry (204): comparisons,
+        history, the status board and exports stop showing it. A queued or running job
+        answers 409: cancel it first."""
+        job = await jobs.delete(job_id)
+        await audit.record(
+            "job.delete",
+            "job",
+            job_id,
+            f"deleted {job.status} job {job_id} with its runs and samples",
+            {"endpoint_id": job.endpoint_id, "status": job.status, "created_at": job.created_at},
+        )
 
     @get("/{job_id:uuid}/runs", summary="List a job's runs")
     async def list_runs(
@@ -157,12 +187,15 @@ class RunController(Controller):
     ) -> RunSummary:
         """Every figure of one load level; `price_at` or `usd_per_hour` re-price its cost
         block (the stored run does not change); `definitions` adds the run's TPOT, ITL and
-        throughput as vllm, guidellm or aiperf define them, from its raw samples."""
+        throughput as vllm, guidellm or aiperf define them, from its raw samples (none once
+        retention deleted them: `samples_pruned_at` says when)."""
         tool = None if definitions is None else parse_tool(definitions)
         summary = await jobs.summary(
             run_id, Repricing(price_at=price_at, usd_per_hour=usd_per_hour)
         )
-        if tool is None:
+        if tool is None or summary.samples_pruned_at is not None:
+            # Definitions are recomputed from raw samples: a pruned run has none, and says
+            # so in samples_pruned_at.
             return summary
         # jobs.summary answered 404 unless the run is the caller's team's; recompute reads
         # the samples scoped to the team as well.
@@ -198,10 +231,12 @@ class RunController(Controller):
             bool | None, QueryParameter(description="only warm-up (true) or measured (false)")
         ] = None,
     ) -> ASGIResponse:
-        """One row a request, in send order; warm-up requests are marked."""
+        """One row a request, in send order; warm-up requests are marked. Once retention
+        deleted the run's samples, JSON answers no items with `samples_pruned_at` and a
+        `note`, CSV a 410 saying so."""
         # Two media types from one route: Litestar sends a returned ASGI response as built.
         if wants_csv(request):
-            await jobs.run(run_id)
+            await jobs.run_with_samples(run_id)
             return csv_attachment(
                 samples_csv(request.app.state.sessionmaker, run_id, warmup), f"run-{run_id}.csv"
             )

@@ -37,9 +37,9 @@ from api.queue import TaskQueue
 from api.rows import from_row
 from api.schemas import aware
 from infercost.endpoints.preflight import refuse_if_failed
-from infercost.endpoints.pricing import HourlyPrice, hourly_price
+from infercost.endpoints.pricing import HourlyPrice, hourly_price, rfc3339
 from infercost.endpoints.repository import EndpointRepository
-from infercost.errors import Conflict, InvalidInput, NotFound
+from infercost.errors import Conflict, Gone, InvalidInput, NotFound
 from infercost.figures.cost import hosted_run_cost, run_cost
 from infercost.figures.metrics import distribution
 from infercost.hardware.repository import HardwareRepository
@@ -147,6 +147,16 @@ def run_summary(
         concurrency_cap=run.concurrency_cap or None,
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
+    )
+
+
+def pruned_note(run: Run) -> str:
+    """What a read of a pruned run's samples says instead of them."""
+    assert run.samples_pruned_at is not None
+    return (
+        f"the raw samples of run {run.id} were deleted at {rfc3339(run.samples_pruned_at)} by "
+        "the server's retention (INFERCOST_SAMPLE_RETENTION_DAYS); its figures stay at "
+        f"GET /v1/runs/{run.id}"
     )
 
 
@@ -376,6 +386,17 @@ class JobService:
         await record_job_finished(self.session, cancelled.id)
         return cancelled
 
+    async def delete(self, job_id: uuid.UUID) -> Job:
+        """Remove an ended job with its runs and raw samples; a queued or running one is
+        refused (409), since a worker may still be writing to it. Returns the job as it was."""
+        job = await self.get(job_id)
+        if not await self.jobs.delete_finished(self.team_id, job_id):
+            raise Conflict(
+                f"job {job_id} is {job.status}: cancel it first (POST /v1/jobs/{job_id}/cancel, "
+                f"or `infercost jobs cancel {job_id}`), then delete it"
+            )
+        return job
+
     async def runs(self, job_id: uuid.UUID, pricing: Repricing | None = None) -> list[RunSummary]:
         """Summaries of the job's runs, in level order, priced as `pricing` asks."""
         await self.get(job_id)
@@ -392,11 +413,26 @@ class JobService:
             raise NotFound(f"no run {run_id}")
         return run
 
+    async def run_with_samples(self, run_id: uuid.UUID) -> Run:
+        """The team's run, or 404; 410 when retention deleted its raw samples."""
+        run = await self.run(run_id)
+        if run.samples_pruned_at is not None:
+            raise Gone(pruned_note(run))
+        return run
+
     async def samples(
         self, run_id: uuid.UUID, *, after: int, limit: int, warmup: bool | None
     ) -> SamplePage:
-        """One page of a run's raw samples."""
-        await self.run(run_id)
+        """One page of a run's raw samples; none, and a note saying why, once retention
+        deleted them."""
+        run = await self.run(run_id)
+        if run.samples_pruned_at is not None:
+            return SamplePage(
+                items=[],
+                next_after=None,
+                samples_pruned_at=run.samples_pruned_at,
+                note=pruned_note(run),
+            )
         rows = await self.jobs.samples_page(run_id, after_seq=after, limit=limit, warmup=warmup)
         return SamplePage(
             items=[sample_read(s) for s in rows],

@@ -48,7 +48,10 @@ class PriceCreate(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PriceRead(msgspec.Struct):
-    """A price book entry."""
+    """A price book entry. `warnings` says when its figure was far (more than 5x, or less
+    than a fifth) from what the book held for the hardware when it was added; estimates
+    priced from it repeat it. `withdrawn_at`: when DELETE /v1/prices/{id} withdrew it (it
+    prices nothing since; runs priced from it keep the price they stored)."""
 
     id: uuid.UUID
     provider: str
@@ -58,3 +61,5 @@ class PriceRead(msgspec.Struct):
     usd_per_gpu_hour: float
     effective_from: datetime
     created_at: datetime
+    withdrawn_at: datetime | None = None
+    warnings: list[str] = []

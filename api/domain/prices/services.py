@@ -12,16 +12,19 @@ from api.rows import from_row
 from api.schemas import aware
 from infercost.db.base import utcnow
 from infercost.endpoints.pricing import rfc3339
-from infercost.errors import Conflict, InvalidInput
+from infercost.errors import Conflict, InvalidInput, NotFound
 from infercost.hardware.models import Hardware
 from infercost.hardware.repository import HardwareRepository
 from infercost.prices.models import Price
 from infercost.prices.repository import PriceRepository
+from infercost.prices.sanity import price_warning
 
 
 def to_read(price: Price, hardware_name: str) -> PriceRead:
-    """The response shape of an entry, with its hardware's name."""
-    return from_row(price, PriceRead, hardware=hardware_name)
+    """The response shape of an entry, with its hardware's name and its warning, if any."""
+    return from_row(
+        price, PriceRead, hardware=hardware_name, warnings=[price.warning] if price.warning else []
+    )
 
 
 class PriceService:
@@ -45,8 +48,13 @@ class PriceService:
         moment is a conflict (which of the two would be in effect?)."""
         hw = await self._hardware(data.hardware)
         effective_from = data.effective_from or utcnow()
+        price_id = uuid.uuid4()
+        # Judged against the book before this entry joins it.
+        reference = await self.repo.reference(self.team_id, hw.id)
         price = await self.repo.add(
             {
+                "id": price_id,
+                "warning": price_warning(data.usd_per_gpu_hour, hw.name, reference, price_id),
                 "team_id": self.team_id,
                 "provider": data.provider,
                 "hardware_id": hw.id,
@@ -71,8 +79,10 @@ class PriceService:
         hardware: str | None,
         pricing_model: str | None,
         at: datetime | None,
+        withdrawn: bool = False,
     ) -> tuple[list[PriceRead], int]:
-        """A page of entries matching the filters; with `at`, only those in effect then."""
+        """A page of entries matching the filters; with `at`, only those in effect then;
+        withdrawn ones only when asked for."""
         hardware_id = (await self._hardware(hardware)).id if hardware is not None else None
         rows, total = await self.repo.page(
             self.team_id,
@@ -82,5 +92,23 @@ class PriceService:
             hardware_id=hardware_id,
             pricing_model=pricing_model,
             at=aware("at", at),
+            withdrawn=withdrawn,
         )
         return [to_read(price, name) for price, name in rows], total
+
+    async def get(self, price_id: uuid.UUID) -> PriceRead:
+        """One entry of the team's book (withdrawn or not), or 404."""
+        found = await self.repo.get(self.team_id, price_id)
+        if found is None:
+            raise NotFound(f"no price {price_id}: GET /v1/prices lists yours")
+        return to_read(*found)
+
+    async def withdraw(self, price_id: uuid.UUID) -> PriceRead:
+        """Withdraw an entry: it stays in the book for the record (GET with
+        withdrawn=true) but prices nothing again; the entry before it for the same provider,
+        hardware and pricing model is in effect again. Runs priced from it keep the price
+        they stored. Withdrawing twice is a 409."""
+        await self.get(price_id)
+        if not await self.repo.withdraw(self.team_id, price_id):
+            raise Conflict(f"price {price_id} is already withdrawn")
+        return await self.get(price_id)

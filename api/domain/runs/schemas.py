@@ -1257,6 +1257,16 @@ class RunSummary(msgspec.Struct):
             examples=[None],
         ),
     ] = None
+    # Retention (INFERCOST_SAMPLE_RETENTION_DAYS): when the raw samples were deleted; the
+    # figures above stay, reads of the samples say so.
+    samples_pruned_at: Annotated[
+        datetime | None,
+        msgspec.Meta(
+            description="When retention deleted this run's raw request and telemetry samples "
+            "(its figures stay); null while they are kept",
+            examples=[None],
+        ),
+    ] = None
 
 
 class SkippedLevel(msgspec.Struct):
@@ -1395,10 +1405,13 @@ class Sample(msgspec.Struct):
 
 
 class SamplePage(msgspec.Struct):
-    """A page of samples; pass `next_after` as `after` for the next page (null at the end)."""
+    """A page of samples; pass `next_after` as `after` for the next page (null at the end).
+    A run whose samples retention deleted has none: `samples_pruned_at` and `note` say so."""
 
     items: list[Sample]
     next_after: int | None
+    samples_pruned_at: datetime | None = None
+    note: str | None = None
 
 
 #: Sample fields the CSV export leaves out: the error's own text, and the per-event lists

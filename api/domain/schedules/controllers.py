@@ -3,6 +3,7 @@ resume and the slot ledger."""
 
 from __future__ import annotations
 
+import msgspec
 from litestar import Controller, delete, get, patch, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -10,6 +11,7 @@ from litestar.params import JSONBody
 
 from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
+from api.domain.audit.services import AuditTrail
 from api.domain.jobs.controllers import provide_job_service
 from api.domain.schedules.schemas import ScheduleCreate, ScheduleRead, ScheduleUpdate, SlotRead
 from api.domain.schedules.services import ScheduleService
@@ -37,12 +39,19 @@ class ScheduleController(Controller):
 
     @post("/", status_code=201, summary="Create a schedule")
     async def create_schedule(
-        self, schedules: NamedDependency[ScheduleService], data: JSONBody[ScheduleCreate]
+        self,
+        schedules: NamedDependency[ScheduleService],
+        audit: NamedDependency[AuditTrail],
+        data: JSONBody[ScheduleCreate],
     ) -> ScheduleRead:
         """`job` is a POST /v1/jobs body, checked the same way (422 as it would be); `when`
         is {"cron", "timezone"} or {"interval_s"}. Each slot submits one job, skipped while
         the previous one is still queued or running, or in the quiet hours."""
-        return await schedules.create(data)
+        read = await schedules.create(data)
+        await audit.record(
+            "schedule.create", "schedule", read.id, f"created schedule '{read.name or read.id}'"
+        )
+        return read
 
     @get("/", summary="List schedules")
     async def list_schedules(
@@ -64,33 +73,67 @@ class ScheduleController(Controller):
     async def update_schedule(
         self,
         schedules: NamedDependency[ScheduleService],
+        audit: NamedDependency[AuditTrail],
         schedule_id: PathId,
         data: JSONBody[ScheduleUpdate],
     ) -> ScheduleRead:
         """Change the fields given; the next run is recomputed."""
-        return await schedules.update(schedule_id, data)
+        read = await schedules.update(schedule_id, data)
+        changed = sorted(msgspec.to_builtins(data))
+        await audit.record(
+            "schedule.update",
+            "schedule",
+            schedule_id,
+            f"changed schedule '{read.name or read.id}': {', '.join(changed) or 'nothing'}",
+            {"fields": changed},
+        )
+        return read
 
     @delete("/{schedule_id:uuid}", summary="Delete a schedule")
     async def delete_schedule(
-        self, schedules: NamedDependency[ScheduleService], schedule_id: PathId
+        self,
+        schedules: NamedDependency[ScheduleService],
+        audit: NamedDependency[AuditTrail],
+        schedule_id: PathId,
     ) -> None:
         """Remove the schedule and its slot ledger (204); its jobs stay."""
+        schedule = await schedules.get(schedule_id)
         await schedules.delete(schedule_id)
+        await audit.record(
+            "schedule.delete",
+            "schedule",
+            schedule_id,
+            f"deleted schedule '{schedule.name or schedule_id}'",
+        )
 
     @post("/{schedule_id:uuid}/pause", status_code=200, summary="Pause a schedule")
     async def pause_schedule(
-        self, schedules: NamedDependency[ScheduleService], schedule_id: PathId
+        self,
+        schedules: NamedDependency[ScheduleService],
+        audit: NamedDependency[AuditTrail],
+        schedule_id: PathId,
     ) -> ScheduleRead:
         """No slot runs until it is resumed (a job already submitted goes on)."""
-        return await schedules.set_enabled(schedule_id, False)
+        read = await schedules.set_enabled(schedule_id, False)
+        await audit.record(
+            "schedule.pause", "schedule", schedule_id, f"paused schedule '{read.name or read.id}'"
+        )
+        return read
 
     @post("/{schedule_id:uuid}/resume", status_code=200, summary="Resume a schedule")
     async def resume_schedule(
-        self, schedules: NamedDependency[ScheduleService], schedule_id: PathId
+        self,
+        schedules: NamedDependency[ScheduleService],
+        audit: NamedDependency[AuditTrail],
+        schedule_id: PathId,
     ) -> ScheduleRead:
         """Run again from the next slot; a schedule stopped after failures starts a fresh
         streak and its disabled_reason is cleared."""
-        return await schedules.set_enabled(schedule_id, True)
+        read = await schedules.set_enabled(schedule_id, True)
+        await audit.record(
+            "schedule.resume", "schedule", schedule_id, f"resumed schedule '{read.name or read.id}'"
+        )
+        return read
 
     @get("/{schedule_id:uuid}/runs", summary="A schedule's slots")
     async def list_slots(

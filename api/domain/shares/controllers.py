@@ -13,6 +13,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 
 from api.auth import AppSettings, Caller, CurrentCaller, session_caller
 from api.db import DbSession
+from api.domain.audit.services import AuditTrail
 from api.domain.reports.controllers import draw, page, provide_report_service
 from api.domain.reports.services import ReportService
 from api.domain.shares.schemas import ShareCreate, ShareCreated, ShareRead
@@ -51,6 +52,17 @@ def provide_share_service(
     return ShareService(db_session, caller.team_id, settings, reports)
 
 
+async def _record_share(audit: AuditTrail, made: ShareCreated) -> None:
+    """A share link made, in the audit log (never its token)."""
+    await audit.record(
+        "share.create",
+        "share",
+        made.id,
+        f"made a share link to the {made.page} page, until {made.expires_at.isoformat()}",
+        {"page": made.page, "job_ids": made.job_ids, "expires_at": made.expires_at},
+    )
+
+
 class ShareController(Controller):
     """Share links: made, listed and revoked by the team (with its key, SSO token or a
     signed-in browser's reads)."""
@@ -65,17 +77,21 @@ class ShareController(Controller):
     @post("/", status_code=201, summary="Make a share link", responses=problem_responses(404))
     async def create_share(
         self,
+        *,
         request: Request[object, object, State],
         shares: NamedDependency[ShareService],
         caller: CurrentCaller,
         settings: AppSettings,
+        audit: NamedDependency[AuditTrail],
         data: JSONBody[ShareCreate],
     ) -> ShareCreated:
         """A signed, read-only link to one page: a job's report, the comparison of 2 to 8
         jobs, or the status board. Anyone with the link opens that page, and nothing else,
         until it expires or is revoked; `url` and `token` are shown this once (the server
         keeps no copy). A job that is not your team's is a 404."""
-        return await shares.create(data, caller.who, base_url(request, settings))
+        made = await shares.create(data, caller.who, base_url(request, settings))
+        await _record_share(audit, made)
+        return made
 
     @get("/", summary="List share links")
     async def list_shares(
@@ -92,9 +108,22 @@ class ShareController(Controller):
         return await shares.read(share_id)
 
     @delete("/{share_id:uuid}", summary="Revoke a share link")
-    async def revoke_share(self, shares: NamedDependency[ShareService], share_id: PathId) -> None:
+    async def revoke_share(
+        self,
+        shares: NamedDependency[ShareService],
+        audit: NamedDependency[AuditTrail],
+        share_id: PathId,
+    ) -> None:
         """The link stops working at once (204); the share stays listed as revoked."""
         await shares.revoke(share_id)
+        share = await shares.read(share_id)
+        await audit.record(
+            "share.revoke",
+            "share",
+            share_id,
+            f"revoked a share link to the {share.page} page",
+            {"page": share.page, "job_ids": share.job_ids},
+        )
 
 
 Token = FromPath[str]
@@ -249,6 +278,7 @@ class ShareFormController(Controller):
         reports = provide_report_service(db_session, caller, state, settings)
         shares = ShareService(db_session, caller.team_id, settings, reports)
         made = await shares.create(data, caller.who, base)
+        await _record_share(AuditTrail.of(db_session, caller), made)
         links = links_for(request, settings, team=caller.team_name, session_id=caller.session_id)
         what = {"report": "this report", "comparison": "this comparison"}.get(
             made.page, "the status board"

@@ -26,6 +26,10 @@ class TeamService:
             raise Conflict(f"a team named '{name}' already exists")
         return await self.repo.add(Team(name=name))
 
+    async def teams(self) -> list[Team]:
+        """Every team, by name."""
+        return await self.repo.all()
+
     async def _team(self, team_id: uuid.UUID) -> Team:
         team = await self.repo.get(team_id)
         if team is None:

@@ -18,6 +18,7 @@ from litestar.openapi.spec import (
 from litestar.params import QueryParameter
 
 from api.auth import AppSettings, team_service
+from api.domain.audit.services import AuditTrail
 from api.domain.traffic.schemas import TrafficLog
 from api.domain.traffic.services import TrafficService, too_large
 from api.openapi import problem_responses
@@ -66,9 +67,11 @@ class TrafficController(Controller):
     )
     async def import_traffic(
         self,
+        *,
         request: Request[Any, Any, Any],
         traffic: NamedDependency[TrafficService],
         settings: AppSettings,
+        audit: NamedDependency[AuditTrail],
         fmt: Annotated[
             TrafficFormat,
             QueryParameter(
@@ -109,6 +112,14 @@ class TrafficController(Controller):
             max_bytes=cap,
             max_logs=settings.max_traffic_logs,
         )
+        if created:
+            await audit.record(
+                "traffic.create",
+                "traffic",
+                read.id,
+                f"imported request log '{read.name}' ({fmt})",
+                {"name": read.name, "format": fmt},
+            )
         return Response(read, status_code=201 if created else 200)
 
     @get("/", summary="List request logs")
@@ -139,7 +150,14 @@ class TrafficController(Controller):
 
     @delete("/{traffic_id:uuid}", summary="Delete a request log")
     async def delete_traffic(
-        self, traffic: NamedDependency[TrafficService], traffic_id: PathId
+        self,
+        traffic: NamedDependency[TrafficService],
+        audit: NamedDependency[AuditTrail],
+        traffic_id: PathId,
     ) -> None:
         """Remove a log and its requests (204)."""
+        log = await traffic.get(traffic_id)
         await traffic.delete(traffic_id)
+        await audit.record(
+            "traffic.delete", "traffic", traffic_id, f"deleted request log '{log.name}'"
+        )

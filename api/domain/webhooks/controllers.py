@@ -3,6 +3,8 @@ and ping."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from litestar import Controller, delete, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
@@ -10,6 +12,7 @@ from litestar.params import JSONBody
 
 from api.auth import AppSettings, CurrentCaller
 from api.db import DbSession
+from api.domain.audit.services import AuditTrail
 from api.domain.webhooks.schemas import DeliveryRead, WebhookCreate, WebhookCreated, WebhookRead
 from api.domain.webhooks.services import WebhookService
 from api.schemas import Limit, Offset, Page, PathId
@@ -28,6 +31,12 @@ def provide_webhook_service(
     )
 
 
+def _origin(url: str) -> str:
+    """Where a webhook posts, without its path or query (which may carry a token)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
 class WebhookController(Controller):
     """Signed event notifications for portals: job.finished, regression.detected."""
 
@@ -37,13 +46,21 @@ class WebhookController(Controller):
 
     @post("/", status_code=201, summary="Create a webhook")
     async def create_webhook(
-        self, webhooks: NamedDependency[WebhookService], data: JSONBody[WebhookCreate]
+        self,
+        webhooks: NamedDependency[WebhookService],
+        audit: NamedDependency[AuditTrail],
+        data: JSONBody[WebhookCreate],
     ) -> WebhookCreated:
         """Subscribe an http(s) URL to events (default: all: job.finished, regression.detected,
         deployment.degraded, deployment.recovered).
         The answer holds `secret`, shown this once: each payload is signed with it in the
         Infercost-Signature header (`t=<unix s>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>`)."""
-        return await webhooks.create(data)
+        created = await webhooks.create(data)
+        where = _origin(created.url)
+        await audit.record(
+            "webhook.create", "webhook", created.id, f"added a webhook to {where}", {"to": where}
+        )
+        return created
 
     @get("/", summary="List webhooks")
     async def list_webhooks(
@@ -62,10 +79,21 @@ class WebhookController(Controller):
 
     @delete("/{webhook_id:uuid}", summary="Delete a webhook")
     async def delete_webhook(
-        self, webhooks: NamedDependency[WebhookService], webhook_id: PathId
+        self,
+        webhooks: NamedDependency[WebhookService],
+        audit: NamedDependency[AuditTrail],
+        webhook_id: PathId,
     ) -> None:
         """Stop sending to this webhook and remove its delivery log (204)."""
+        where = _origin((await webhooks.get(webhook_id)).url)
         await webhooks.delete(webhook_id)
+        await audit.record(
+            "webhook.delete",
+            "webhook",
+            webhook_id,
+            f"removed the webhook to {where}",
+            {"to": where},
+        )
 
     @get("/{webhook_id:uuid}/deliveries", summary="A webhook's delivery log")
     async def list_deliveries(

@@ -1,0 +1,1 @@
+"""GET /v1/audit, and the trail every change writes to."""

@@ -1,0 +1,1 @@
+"""The audit log: who changed what in a team, and when."""
