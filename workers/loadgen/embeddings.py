@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from infercost.engines.reader import excerpt
 from workers.loadgen.transport import read_whole
 
 if TYPE_CHECKING:
@@ -56,7 +57,12 @@ async def read_embeddings(response: httpx.Response, rec: RawRequest) -> tuple[st
     except msgspec.DecodeError as exc:
         return "protocol", f"malformed response body: {str(exc)[:200]}"
     if answer.error is not None:
-        return "protocol", f"the server sent an error: {str(answer.error)[:300]}"
+        # The server's own message only (capped), never the rest of what it sent.
+        error = answer.error
+        said = error.get("message") if isinstance(error, dict) else error
+        if not isinstance(said, str) or not said:
+            return "protocol", "the server sent an error without a message"
+        return "protocol", f"the server sent an error: {excerpt(said)}"
     if answer.usage is not None and answer.usage.prompt_tokens is not None:
         rec.n_in = answer.usage.prompt_tokens
         rec.count_source = "usage"
