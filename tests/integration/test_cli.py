@@ -178,8 +178,24 @@ async def test_api_errors_are_one_clear_line(
     bad_token = await in_thread(api_server, "ic_not-a-key", "jobs")
     assert bad_token.exit_code == 1
     assert bad_token.output.startswith("Error: GET /v1/jobs: ")
-    assert "(HTTP 401); check --token / INFERCOST_TOKEN" in bad_token.output
+    assert "(HTTP 401); the key came from INFERCOST_TOKEN: check it" in bad_token.output
     assert len(bad_token.output.splitlines()) == 1
+    flagged = await in_thread(api_server, "ic_x", "jobs", "--token", "ic_not-a-key")
+    assert "(HTTP 401); the key came from --token: check it" in flagged.output
+
+    # Run elsewhere: the 401 says which key file it read, or where it looked for one.
+    data_dir = tmp_path / "elsewhere"
+    data_dir.mkdir()
+    env = {"INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": None}
+    env["INFERCOST_DATA_DIR"] = str(data_dir)
+    keyless = await asyncio.to_thread(CliRunner().invoke, main, ["jobs"], env=env)
+    assert keyless.exit_code == 1
+    assert "(HTTP 401); no key: --token and INFERCOST_TOKEN were not given and " in (keyless.output)
+    assert f"{data_dir / 'default-team.key'} does not exist" in keyless.output
+    (data_dir / "default-team.key").write_text("ic_stale-key\n")
+    stale = await asyncio.to_thread(CliRunner().invoke, main, ["jobs"], env=env)
+    assert stale.exit_code == 1
+    assert f"the key came from the key file {data_dir / 'default-team.key'}" in stale.output
 
     invalid = tmp_path / "invalid.yaml"
     invalid.write_text(
@@ -410,6 +426,9 @@ async def test_a_failed_check_refuses_jobs_until_forced(
         f"Error: POST /v1/jobs: endpoint '{endpoint['name']}' failed its last check at "
     )
     assert "set base_url to" in refused.output and "(HTTP 409)" in refused.output
+    # The API's hint in the command's own words: its flag, not the body field.
+    assert "or pass --force to submit it anyway" in refused.output
+    assert '"force"' not in refused.output
     forced = await in_thread(api_server, team.key, *args, "--force")
     assert forced.exit_code == 0, forced.output
     job_id = forced.output.strip()
