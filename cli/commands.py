@@ -21,6 +21,7 @@ from rich.text import Text
 
 from cli import resolve
 from cli.client import ApiClient, ApiError, api_options
+from cli.exits import EXIT_CANCELLED, EXIT_INTERRUPTED
 from cli.output import console as _console
 from cli.output import emit_json, json_option, num, table, when
 from cli.watch import (
@@ -37,9 +38,6 @@ from cli.watch import (
 from infercost.jobs.plan import read_load
 from infercost.reports.data import level_label
 
-#: Exit codes of `submit --watch` beyond 0 (succeeded) and 1 (failed, or any error).
-EXIT_CANCELLED = 3
-EXIT_INTERRUPTED = 130
 #: Figures `compare` shows when --figures is not given (the CSV has them all).
 TABLE_FIGURES = (
     "ttft_p50_ms",
