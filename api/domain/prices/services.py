@@ -12,7 +12,7 @@ from api.rows import from_row
 from api.schemas import aware
 from infercost.db.base import utcnow
 from infercost.endpoints.pricing import rfc3339
-from infercost.errors import Conflict, InvalidInput
+from infercost.errors import Conflict
 from infercost.hardware.models import Hardware
 from infercost.hardware.repository import HardwareRepository
 from infercost.prices.models import Price
@@ -33,12 +33,7 @@ class PriceService:
         self.team_id = team_id
 
     async def _hardware(self, name: str) -> Hardware:
-        hw = await self.hardware.by_name(self.team_id, name)
-        if hw is None:
-            raise InvalidInput(
-                "hardware", f"unknown hardware '{name}': GET /v1/hardware lists the catalog"
-            )
-        return hw
+        return await self.hardware.named(self.team_id, name)
 
     async def create(self, data: PriceCreate) -> PriceRead:
         """Add an entry; a second entry for the same provider, hardware, pricing model and
