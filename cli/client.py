@@ -141,6 +141,8 @@ _SEND_TRUE = re.compile(
 )
 #: A field named at the head of a problem's clause: `load.levels: 1.5 is not ...`.
 _FIELD_HEAD = re.compile(r"(?:^|(?<=; ))(?P<field>[a-z_][\w.]*): ")
+#: A field named by its path inside the text: `raise load.requests_per_level`.
+_FIELD_PATH = re.compile(r"\b(?:load|workload|slo|traffic)\.(?P<field>[a-z_]\w*)\b")
 #: Body fields a command's option names otherwise than its parameter (field -> parameter).
 _PARAMETER_OF = {"warmup_requests": "warmup"}
 
@@ -165,7 +167,8 @@ def command_flags(command: click.Command | None) -> dict[str, str]:
 def in_cli_words(detail: str, flags: Mapping[str, str]) -> str:
     """The API's hint in the command's own words: a body field the command has an option
     for becomes that option (`send "force": true` -> `pass --force`; `load.levels: ...` ->
-    `--levels: ...`); fields it has no option for stay as the API named them."""
+    `--levels: ...`; `raise load.duration_s` -> `raise --duration-s`); fields it has no
+    option for stay as the API named them."""
 
     def option(field: str) -> str | None:
         return flags.get(field.rsplit(".", 1)[-1])
@@ -178,7 +181,10 @@ def in_cli_words(detail: str, flags: Mapping[str, str]) -> str:
         flag = option(match["field"])
         return match[0] if flag is None else f"{flag}: "
 
-    return _FIELD_HEAD.sub(head, _SEND_TRUE.sub(send, detail))
+    def path(match: re.Match[str]) -> str:
+        return flags.get(match["field"]) or match[0]
+
+    return _FIELD_PATH.sub(path, _FIELD_HEAD.sub(head, _SEND_TRUE.sub(send, detail)))
 
 
 class ApiClient:

@@ -497,6 +497,29 @@ async def test_hardware_add_registers_a_cpu_machine(api_server: Api, team: TeamC
     assert _json(registered)["hardware"] == name
 
 
+async def test_a_plan_that_cannot_be_adequate_warns_or_is_refused(
+    api_server: Api, team: TeamClient
+) -> None:
+    endpoint = await team.create_endpoint()  # nothing listens: the job fails fast
+    flags = ("--levels", "64", "--input-tokens", "8", "--output-tokens", "2", "--requests", "10")
+    args = ("jobs", "submit", "--endpoint", endpoint["name"], *flags)
+    refused = await in_thread(api_server, team.key, *args, "--strict")
+    assert refused.exit_code == 1
+    assert "this plan cannot give adequate evidence (strict: true refuses it)" in refused.output
+    assert (await team.http.get("/v1/jobs")).json()["total"] == 0
+    accepted = await in_thread(api_server, team.key, *args)
+    assert accepted.exit_code == 0, accepted.output
+    job_id = (await team.http.get("/v1/jobs")).json()["items"][0]["id"]
+    # The id on stdout; each warning on stderr, in the command's own flags.
+    assert accepted.stdout == f"{job_id}\n"
+    lines = accepted.stderr.splitlines()
+    assert lines[0].startswith("warning: measured requests per level (64 users: 10) are under")
+    assert "raise --requests (or --duration-s; a burst: its level)" in lines[0]
+    assert lines[1].startswith("warning: 64 users with 10 measured requests each")
+    assert "raise --requests above the level" in lines[1]
+    await team.http.post(f"/v1/jobs/{job_id}/cancel")
+
+
 async def test_prefix_ids_work_in_every_job_and_run_command(
     api_server: Api, team: TeamClient, sim: SimProcess, tmp_path: Path
 ) -> None:
