@@ -431,7 +431,8 @@ async def test_a_failed_check_refuses_jobs_until_forced(
     assert '"force"' not in refused.output
     forced = await in_thread(api_server, team.key, *args, "--force")
     assert forced.exit_code == 0, forced.output
-    job_id = forced.output.strip()
+    job_id = forced.stdout.strip()  # the id alone on stdout; the plan's warnings on stderr
+    assert forced.stderr.startswith("warning: measured requests per level (1 user: 1)")
     job = (await team.http.get(f"/v1/jobs/{job_id}")).json()
     assert job["load"]["levels"] == [1] and job["load"]["requests_per_level"] == 1
     assert job["workload"]["input_tokens"]["mean"] == 8
