@@ -143,6 +143,25 @@ _SEND_TRUE = re.compile(
 _FIELD_HEAD = re.compile(r"(?:^|(?<=; ))(?P<field>[a-z_][\w.]*): ")
 #: A field named by its path inside the text: `raise load.requests_per_level`.
 _FIELD_PATH = re.compile(r"\b(?:load|workload|slo|traffic)\.(?P<field>[a-z_]\w*)\b")
+#: API routes a hint names, and the command that does the same (`GET /v1/hardware lists the
+#: catalog` -> `infercost hardware list` lists the catalog).
+_COMMAND_FOR = {
+    "GET /v1/hardware": "infercost hardware list",
+    "POST /v1/hardware": "infercost hardware add",
+    "GET /v1/endpoints": "infercost endpoints list",
+    "POST /v1/endpoints": "infercost endpoints add",
+    "GET /v1/jobs": "infercost jobs list",
+    "POST /v1/jobs": "infercost jobs submit",
+    "GET /v1/prices": "infercost prices list",
+    "POST /v1/prices": "infercost prices add",
+    "GET /v1/datasets": "infercost datasets list",
+    "POST /v1/datasets": "infercost datasets upload",
+    "GET /v1/traffic": "infercost traffic list",
+    "GET /v1/schedules": "infercost schedules list",
+    "POST /v1/estimates": "infercost estimate",
+    "GET /v1/comparisons": "infercost compare",
+}
+_ROUTE = re.compile(r"\b(?:GET|POST) /v1/[a-z]+\b(?![/{])")
 #: Body fields a command's option names otherwise than its parameter (field -> parameter).
 _PARAMETER_OF = {"warmup_requests": "warmup"}
 
@@ -167,8 +186,9 @@ def command_flags(command: click.Command | None) -> dict[str, str]:
 def in_cli_words(detail: str, flags: Mapping[str, str]) -> str:
     """The API's hint in the command's own words: a body field the command has an option
     for becomes that option (`send "force": true` -> `pass --force`; `load.levels: ...` ->
-    `--levels: ...`; `raise load.duration_s` -> `raise --duration-s`); fields it has no
-    option for stay as the API named them."""
+    `--levels: ...`; `raise load.duration_s` -> `raise --duration-s`), and a route that a
+    command does becomes that command (`GET /v1/hardware` -> `infercost hardware list`);
+    fields it has no option for stay as the API named them."""
 
     def option(field: str) -> str | None:
         return flags.get(field.rsplit(".", 1)[-1])
@@ -184,7 +204,12 @@ def in_cli_words(detail: str, flags: Mapping[str, str]) -> str:
     def path(match: re.Match[str]) -> str:
         return flags.get(match["field"]) or match[0]
 
-    return _FIELD_PATH.sub(path, _FIELD_HEAD.sub(head, _SEND_TRUE.sub(send, detail)))
+    def route(match: re.Match[str]) -> str:
+        command = _COMMAND_FOR.get(match[0])
+        return match[0] if command is None else f"`{command}`"
+
+    detail = _FIELD_PATH.sub(path, _FIELD_HEAD.sub(head, _SEND_TRUE.sub(send, detail)))
+    return _ROUTE.sub(route, detail)
 
 
 class ApiClient:

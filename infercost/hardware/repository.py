@@ -65,5 +65,5 @@ def unknown_hardware(name: str, known: list[str]) -> str:
     nearest = f"did you mean {' or '.join(repr(by_lower[c]) for c in close)}? " if close else ""
     return (
         f"unknown hardware '{name}': {nearest}GET /v1/hardware lists the catalog; add your own "
-        "(a GPU or a CPU machine) with POST /v1/hardware or `infercost hardware add`"
+        "(a GPU or a CPU machine) with POST /v1/hardware"
     )

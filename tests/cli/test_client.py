@@ -98,3 +98,11 @@ def test_api_hints_name_the_commands_own_flags() -> None:
     # A command without such options keeps the API's words (the file holds the fields).
     assert in_cli_words(invalid, command_flags(submit)) == invalid
     assert in_cli_words(mismatched, {}) == mismatched
+    # Routes a command does are named by the command; others stay routes.
+    unknown = "unknown hardware 'x': GET /v1/hardware lists the catalog; add with POST /v1/hardware"
+    assert in_cli_words(unknown, {}) == (
+        "unknown hardware 'x': `infercost hardware list` lists the catalog; add with "
+        "`infercost hardware add`"
+    )
+    check = "check again (POST /v1/endpoints/8b58/check, or GET /v1/endpoints/8b58)"
+    assert in_cli_words(check, {}) == check

@@ -494,6 +494,8 @@ async def test_hardware_add_registers_a_cpu_machine(api_server: Api, team: TeamC
     typo = await in_thread(api_server, team.key, *endpoint, "--hardware", name[:-1] + "x")
     assert typo.exit_code == 1
     assert f"--hardware: unknown hardware '{name[:-1]}x': did you mean '{name}'?" in typo.output
+    assert "`infercost hardware list` lists the catalog" in typo.output
+    assert "with `infercost hardware add`" in typo.output
     registered = await in_thread(api_server, team.key, *endpoint, "--hardware", name, "--json")
     assert _json(registered)["hardware"] == name
 
