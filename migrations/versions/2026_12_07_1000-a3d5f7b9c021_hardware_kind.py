@@ -1,9 +1,9 @@
 """Hardware entries say whether they are a GPU or a CPU machine, so a llama.cpp or
 transformers server on CPUs can be registered with hardware of its own (`kind`).
 
-Revision ID: f2b8c4d6e020
+Revision ID: a3d5f7b9c021
 Revises: e9a3b6c1f018
-Create Date: 2026-12-07 09:00:00
+Create Date: 2026-12-07 10:00:00
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "f2b8c4d6e020"
+revision: str = "a3d5f7b9c021"
 down_revision: str | None = "e9a3b6c1f018"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
