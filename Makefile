@@ -30,11 +30,12 @@ typecheck: $(STAMP)
 # simulator; tests/conftest.py); a test file runs on one worker (its module fixtures built
 # once) unless tests/conftest.py spreads it, longest first by the durations the last run kept
 # in .pytest_cache. PYTEST_DIST picks xdist's scheduler (worksteal was slower here:
-# docs/benchmarks.md, "The suite itself"). The long suites, schemathesis and the fault
-# drills, run as `pytest-long`.
+# docs/benchmarks.md, "The suite itself"). The long suites, schemathesis, the fault
+# drills and the hosts in network namespaces (about 2 minutes; skipped without root), run as
+# `pytest-long`.
 PYTEST_WORKERS ?= 5
 PYTEST_DIST ?= loadfile
-LONG_SUITES := tests/schemathesis tests/faults
+LONG_SUITES := tests/schemathesis tests/faults tests/multihost
 
 # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): each
 # worker would otherwise parse and rewrite every test module's assertions again, some 5 s of

@@ -30,6 +30,7 @@ _MSGSPEC_PATH = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 _ENUM = re.compile(r"^Invalid enum value '(?P<value>[^']*)'")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]*)`")
 _PATH_PART = re.compile(r"[^.\[\]]+|\[[^\]]*\]")
+_PATH_PARAM = re.compile(r"\{(?P<name>\w+):(?P<type>\w+)\}")
 _TITLES = {
     400: "Invalid request",
     404: "Not found",
@@ -238,6 +239,49 @@ def _database_problem(
     )
 
 
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _not_an_id(request: Request[Any, Any, Any]) -> str | None:
+    """Why a path that fits a route but for its id (`/v1/jobs/8b58da70`) found nothing: the
+    API takes whole ids only (the CLI resolves prefixes before it asks); None for a path no
+    route fits."""
+    path = request.url.path.rstrip("/")
+    for route in request.app.routes:
+        params = list(_PATH_PARAM.finditer(route.path))
+        if not any(p["type"] == "uuid" for p in params):
+            continue
+        pattern, at = "", 0
+        for param in params:
+            pattern += re.escape(route.path[at : param.start()]) + f"(?P<{param['name']}>[^/]+)"
+            at = param.end()
+        pattern += re.escape(route.path[at:])
+        match = re.fullmatch(pattern, path)
+        if match is None:
+            continue
+        for param in params:
+            value = match[param["name"]]
+            if param["type"] == "uuid" and not _is_uuid(value):
+                kind = param["name"].removesuffix("_id")
+                listing = route.path[: param.start()].rstrip("/")
+                listed = any(
+                    r.path.rstrip("/") == listing and "GET" in getattr(r, "methods", ())
+                    for r in request.app.routes
+                )
+                shown = _PATH_PARAM.sub(r"{\g<name>}", listing)
+                where = f", as GET {shown} lists them" if listed else ""
+                return (
+                    f"'{value}' is not a {kind} id: ids in the API are whole UUIDs (36 "
+                    f"characters{where}); a prefix is resolved by the CLI, not here"
+                )
+    return None
+
+
 def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     if isinstance(exc, InfercostError):
         return problem(request, exc.status_code, exc.title, exc.detail, **exc.extra)
@@ -253,7 +297,9 @@ def _handle(request: Request[Any, Any, Any], exc: Exception) -> Response[dict[st
                 reason = "it ends before the JSON does (input data was truncated)"
             detail = f"the body is not valid JSON: {reason}"
         if exc.status_code == 404 and detail in ("Not Found", ""):
-            detail = f"no route {request.method} {request.url.path}: see /schema for the API"
+            detail = _not_an_id(request) or (
+                f"no route {request.method} {request.url.path}: see /schema for the API"
+            )
         return problem(request, exc.status_code, title, detail, headers=exc.headers)
     if isinstance(exc, RecursionError):
         # Any decoder that still meets nesting deeper than the request guard checks.

@@ -1,6 +1,6 @@
 """The `infercost` command: server parts, the all-in-one launcher, the simulator, and the
-client commands that use the HTTP API (endpoints, prices, datasets, traffic, imports, jobs, runs,
-compare, estimate, report, bench, schedules; submit and cancel as shortcuts).
+client commands that use the HTTP API (endpoints, hardware, prices, datasets, traffic, imports,
+jobs, runs, compare, estimate, report, bench, schedules; submit and cancel as shortcuts).
 
 Each command's module is imported when the command runs (or lists its help), so a client
 command never pays for the launcher's database layer or the simulator."""
@@ -27,6 +27,7 @@ COMMANDS = {
     "cancel": "cli.commands:cancel",
     "endpoints": "cli.resources:endpoints",
     "prices": "cli.resources:prices",
+    "hardware": "cli.hardware:hardware",
     "datasets": "cli.resources:datasets",
     "traffic": "cli.traffic:traffic",
     "imports": "cli.imports:imports",

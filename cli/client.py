@@ -10,6 +10,7 @@ person can act on (click prints it after "Error:") and a non-zero exit, never a 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,24 +39,38 @@ class ApiError(click.ClickException):
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """Where the API is and the key to send."""
+    """Where the API is, the key to send, and where that key came from (said on a 401)."""
 
     url: str
     token: str | None
+    key_source: str = "--token"
 
 
 def resolve_connection(
-    url: str | None, token: str | None, settings: Settings | None = None
+    url: str | None,
+    token: str | None,
+    settings: Settings | None = None,
+    *,
+    token_from: str = "--token",  # noqa: S107 (an option name, not a secret)
 ) -> Connection:
     """The API address and key from the options (click already folded in INFERCOST_URL and
-    INFERCOST_TOKEN), else `infercost up`'s defaults: its bind address and the default
-    team's key file. No key at all is left to the API to refuse, with a hint."""
+    INFERCOST_TOKEN; `token_from` says which gave the key), else `infercost up`'s defaults:
+    its bind address and the default team's key file. No key at all is left to the API to
+    refuse, with a hint that names every place looked in."""
     settings = settings or Settings.from_env()
     base = (url or f"http://{settings.host}:{settings.port}").rstrip("/")
+    if token is not None:
+        return Connection(base, token, token_from)
+    key_file = (settings.data_dir / TEAM_KEY_FILE).absolute()
+    token = _read_key(key_file)
     if token is None:
-        key_file = settings.data_dir / TEAM_KEY_FILE
-        token = _read_key(key_file)
-    return Connection(base, token)
+        return Connection(
+            base,
+            None,
+            f"no key: --token and INFERCOST_TOKEN were not given and {key_file} does not "
+            "exist (INFERCOST_DATA_DIR names the directory `infercost up` wrote it to)",
+        )
+    return Connection(base, token, f"the key file {key_file}")
 
 
 def _read_key(path: Path) -> str | None:
@@ -84,14 +99,25 @@ def api_options(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, url: str | None, token: str | None, **kwargs: Any) -> Any:
         # `infercost jobs --url X list`: a subcommand takes what its group was given.
-        parent = click.get_current_context().parent
+        context = click.get_current_context()
+        token_from = _token_source(context)
+        parent = context.parent
+        if parent is not None and token is None and parent.params.get("token") is not None:
+            token_from = _token_source(parent)
         if parent is not None:
             url = url or parent.params.get("url")
             token = token or parent.params.get("token")
-        with ApiClient(resolve_connection(url, token)) as client:
+        connection = resolve_connection(url, token, token_from=token_from)
+        with ApiClient(connection) as client:
             return command(*args, client=client, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _token_source(context: click.Context) -> str:
+    """Which of --token and INFERCOST_TOKEN gave this command its key."""
+    source = context.get_parameter_source("token")
+    return "INFERCOST_TOKEN" if source is click.core.ParameterSource.ENVIRONMENT else "--token"
 
 
 def problem_message(response: httpx.Response) -> str:
@@ -108,12 +134,91 @@ def problem_message(response: httpx.Response) -> str:
     return str(detail or response.reason_phrase)
 
 
+#: An API hint to send a body field set to true: `send "force": true with the job`,
+#: `set allow_mismatched_workload: true`.
+_SEND_TRUE = re.compile(
+    r"\b(?:send|set)\s+`?\"?(?P<field>[a-z_][\w.]*)\"?:\s*true`?(?:\s+with the (?:job|request))?"
+)
+#: A field named at the head of a problem's clause: `load.levels: 1.5 is not ...`.
+_FIELD_HEAD = re.compile(r"(?:^|(?<=; ))(?P<field>[a-z_][\w.]*): ")
+#: A field named by its path inside the text: `raise load.requests_per_level`.
+_FIELD_PATH = re.compile(r"\b(?:load|workload|slo|traffic)\.(?P<field>[a-z_]\w*)\b")
+#: API routes a hint names, and the command that does the same (`GET /v1/hardware lists the
+#: catalog` -> `infercost hardware list` lists the catalog).
+_COMMAND_FOR = {
+    "GET /v1/hardware": "infercost hardware list",
+    "POST /v1/hardware": "infercost hardware add",
+    "GET /v1/endpoints": "infercost endpoints list",
+    "POST /v1/endpoints": "infercost endpoints add",
+    "GET /v1/jobs": "infercost jobs list",
+    "POST /v1/jobs": "infercost jobs submit",
+    "GET /v1/prices": "infercost prices list",
+    "POST /v1/prices": "infercost prices add",
+    "GET /v1/datasets": "infercost datasets list",
+    "POST /v1/datasets": "infercost datasets upload",
+    "GET /v1/traffic": "infercost traffic list",
+    "GET /v1/schedules": "infercost schedules list",
+    "POST /v1/estimates": "infercost estimate",
+    "GET /v1/comparisons": "infercost compare",
+}
+_ROUTE = re.compile(r"\b(?:GET|POST) /v1/[a-z]+\b(?![/{])")
+#: Body fields a command's option names otherwise than its parameter (field -> parameter).
+_PARAMETER_OF = {"warmup_requests": "warmup"}
+
+
+def command_flags(command: click.Command | None) -> dict[str, str]:
+    """Body field -> the command's own option for it (`force` -> `--force`), from the
+    command's options whose parameter is named after the field."""
+    if command is None:
+        return {}
+    flags: dict[str, str] = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name:
+            long = [o for o in param.opts if o.startswith("--")]
+            if long:
+                flags[param.name] = long[0]
+    for field, parameter in _PARAMETER_OF.items():
+        if parameter in flags:
+            flags[field] = flags[parameter]
+    return flags
+
+
+def in_cli_words(detail: str, flags: Mapping[str, str]) -> str:
+    """The API's hint in the command's own words: a body field the command has an option
+    for becomes that option (`send "force": true` -> `pass --force`; `load.levels: ...` ->
+    `--levels: ...`; `raise load.duration_s` -> `raise --duration-s`), and a route that a
+    command does becomes that command (`GET /v1/hardware` -> `infercost hardware list`);
+    fields it has no option for stay as the API named them."""
+
+    def option(field: str) -> str | None:
+        return flags.get(field.rsplit(".", 1)[-1])
+
+    def send(match: re.Match[str]) -> str:
+        flag = option(match["field"])
+        return match[0] if flag is None else f"pass {flag}"
+
+    def head(match: re.Match[str]) -> str:
+        flag = option(match["field"])
+        return match[0] if flag is None else f"{flag}: "
+
+    def path(match: re.Match[str]) -> str:
+        return flags.get(match["field"]) or match[0]
+
+    def route(match: re.Match[str]) -> str:
+        command = _COMMAND_FOR.get(match[0])
+        return match[0] if command is None else f"`{command}`"
+
+    detail = _FIELD_PATH.sub(path, _FIELD_HEAD.sub(head, _SEND_TRUE.sub(send, detail)))
+    return _ROUTE.sub(route, detail)
+
+
 class ApiClient:
     """Synchronous JSON calls against the API; errors raise ApiError with one clear line."""
 
     def __init__(self, connection: Connection, *, timeout: float = TIMEOUT_S) -> None:
         self.url = connection.url
         self.has_token = connection.token is not None
+        self.key_source = connection.key_source
         headers = {"User-Agent": "infercost-cli"}
         if connection.token:
             headers["Authorization"] = f"Bearer {connection.token}"
@@ -173,12 +278,17 @@ class ApiClient:
         return response
 
     def _explain(self, method: str, path: str, response: httpx.Response) -> str:
-        message = f"{method} {path}: {problem_message(response)} (HTTP {response.status_code})"
+        context = click.get_current_context(silent=True)
+        detail = in_cli_words(
+            problem_message(response), command_flags(None if context is None else context.command)
+        )
+        message = f"{method} {path}: {detail} (HTTP {response.status_code})"
         if response.status_code == 401:
             hint = (
-                "pass --token or set INFERCOST_TOKEN"
+                f"{self.key_source}; pass --token or set INFERCOST_TOKEN"
                 if not self.has_token
-                else "check --token / INFERCOST_TOKEN (a team key, as `infercost up` prints)"
+                else f"the key came from {self.key_source}: check it (a team key, as "
+                "`infercost up` prints)"
             )
             message += f"; {hint}"
         return message

@@ -20,7 +20,8 @@ import yaml
 from rich.text import Text
 
 from cli import resolve
-from cli.client import ApiClient, ApiError, api_options
+from cli.client import ApiClient, ApiError, api_options, command_flags, in_cli_words
+from cli.exits import EXIT_CANCELLED, EXIT_INTERRUPTED
 from cli.output import console as _console
 from cli.output import emit_json, json_option, num, table, when
 from cli.watch import (
@@ -37,9 +38,6 @@ from cli.watch import (
 from infercost.jobs.plan import read_load
 from infercost.reports.data import level_label
 
-#: Exit codes of `submit --watch` beyond 0 (succeeded) and 1 (failed, or any error).
-EXIT_CANCELLED = 3
-EXIT_INTERRUPTED = 130
 #: Figures `compare` shows when --figures is not given (the CSV has them all).
 TABLE_FIGURES = (
     "ttft_p50_ms",
@@ -155,13 +153,21 @@ def _submit(
     idempotency_key: str | None,
     force: bool,
     as_json: bool,
+    strict: bool = False,
 ) -> None:
-    """POST the job and print its id (or JSON), or watch it to the end."""
+    """POST the job and print its id (or JSON), or watch it to the end; what the plan
+    already decides about its evidence goes to stderr (`warning: ...`)."""
     body = resolve_endpoint(client, body)
     if force:
         body["force"] = True
+    if strict:
+        body["strict"] = True
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
     job = client.post("/v1/jobs", body, headers=headers)
+    if not as_json:
+        flags = command_flags(click.get_current_context().command)
+        for warning in job.get("warnings") or []:
+            click.echo(f"warning: {in_cli_words(warning['detail'], flags)}", err=True)
     if watch:
         _watch(client, job["id"], as_json=as_json)
     elif as_json:
@@ -171,6 +177,7 @@ def _submit(
 
 
 _FORCE_HELP = "Submit even though the endpoint's last preflight check failed."
+_STRICT_HELP = "Refuse a plan whose levels cannot be adequate (too few requests, too short)."
 
 
 @click.command()
@@ -178,6 +185,7 @@ _FORCE_HELP = "Submit even though the endpoint's last preflight check failed."
 @click.option("--watch", is_flag=True, help="Follow the job until it ends, with progress bars.")
 @click.option("--idempotency-key", help="Submitting again with the same key returns the same job.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
+@click.option("--strict", is_flag=True, help=_STRICT_HELP)
 @json_option
 @api_options
 def submit(  # click passes every option by name
@@ -186,6 +194,7 @@ def submit(  # click passes every option by name
     watch: bool,
     idempotency_key: str | None,
     force: bool,
+    strict: bool,
     as_json: bool,
     client: ApiClient,
 ) -> None:
@@ -203,6 +212,7 @@ def submit(  # click passes every option by name
         idempotency_key=idempotency_key,
         force=force,
         as_json=as_json,
+        strict=strict,
     )
 
 
@@ -338,6 +348,7 @@ _MODES = click.Choice(["concurrency", "rate", "burst"])
 @click.option("--watch", is_flag=True, help="Follow the job until it ends.")
 @click.option("--idempotency-key", help="Submitting again with the same key returns the same job.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
+@click.option("--strict", is_flag=True, help=_STRICT_HELP)
 @json_option
 @api_options
 def jobs_submit(  # click passes every option by name
@@ -358,6 +369,7 @@ def jobs_submit(  # click passes every option by name
     watch: bool,
     idempotency_key: str | None,
     force: bool,
+    strict: bool,
     as_json: bool,
     client: ApiClient,
 ) -> None:
@@ -394,6 +406,7 @@ def jobs_submit(  # click passes every option by name
         idempotency_key=idempotency_key,
         force=force,
         as_json=as_json,
+        strict=strict,
     )
 
 

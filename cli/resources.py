@@ -11,13 +11,12 @@ import click
 
 from cli import resolve
 from cli.client import ApiClient, api_options
+from cli.exits import EXIT_FAILED, EXIT_NO_ESTIMATE
 from cli.output import console, emit_json, json_option, num, table, when
 from cli.traffic import print_fleets
 from cli.watch import cells
 from infercost.reports.data import level_label
 
-#: Exit code of `endpoints check` when the check failed (jobs would be refused).
-EXIT_CHECK_FAILED = 1
 _MARKS = {"pass": "ok", "warn": "warn", "fail": "FAIL", "skip": "-"}
 
 
@@ -93,8 +92,13 @@ def endpoints() -> None:
     "--api", type=click.Choice(["openai-chat", "openai-completions", "openai-embeddings"])
 )
 @click.option("--engine", help="vllm, sglang, tgi, llamacpp, transformers, ...")
-@click.option("--hardware", help="GPU SKU from GET /v1/hardware, e.g. H200-SXM.")
-@click.option("--gpu-count", type=click.IntRange(1), help="GPUs per replica.")
+@click.option(
+    "--hardware",
+    help="From `infercost hardware list`, e.g. H200-SXM; a CPU machine of your own too.",
+)
+@click.option(
+    "--gpu-count", type=click.IntRange(1), help="GPUs per replica (CPU hardware: machines)."
+)
 @click.option("--usd-per-hour", type=click.FloatRange(0), help="What a replica costs per hour.")
 @click.option("--provider", help="Price from the price book for this provider instead.")
 @click.option("--api-key", envvar="INFERCOST_ENDPOINT_API_KEY", help="Sent as a bearer token.")
@@ -120,7 +124,8 @@ def endpoints_add(  # click passes every option by name
     client: ApiClient,
 ) -> None:
     """Register NAME at BASE_URL (ending where /chat/completions begins, often /v1) and
-    print it with its preflight check."""
+    print it with its preflight check; exits 1 when the check failed (the endpoint is kept,
+    and jobs against it are refused until a check passes or they pass --force)."""
     body: dict[str, Any] = {"name": name, "base_url": base_url, "model": model}
     for key, value in (
         ("api", api),
@@ -142,6 +147,10 @@ def endpoints_add(  # click passes every option by name
         emit_json(created)
     else:
         print_endpoint(created)
+    check = created.get("check")
+    if check is not None and not check["ok"]:
+        # Registered all the same; jobs against it would be refused until it is fixed.
+        raise SystemExit(EXIT_FAILED)
 
 
 @endpoints.command("list")
@@ -204,7 +213,7 @@ def endpoints_check(endpoint: str, as_json: bool, client: ApiClient) -> None:
         console().print(f"endpoint {found['name']} ({found['id']})", markup=False)
         print_check(check)
     if not check["ok"]:
-        raise SystemExit(EXIT_CHECK_FAILED)
+        raise SystemExit(EXIT_FAILED)
 
 
 @endpoints.command("remove")
@@ -568,7 +577,8 @@ def estimate(  # click passes every option by name
     """What serving MODEL at this traffic and SLO costs, cheapest deployment first, from
     what was measured (POST /v1/estimates). The traffic: --rps (a peak), --per-day with
     --peak-to-mean, or --traffic NAME (a request log: sized for its busiest minute, with
-    fixed and autoscaled fleets over it)."""
+    fixed and autoscaled fleets over it). Exits 4 when there is no estimate (the reason is
+    printed)."""
     body: dict[str, Any] = {"model": model}
     if traffic_log is not None:
         if rps is not None or per_day is not None or input_tokens or output_tokens:
@@ -603,6 +613,8 @@ def estimate(  # click passes every option by name
         emit_json(answer)
     else:
         _print_estimate(answer)
+    if not answer["candidates"]:
+        raise SystemExit(EXIT_NO_ESTIMATE)
 
 
 def _flat_traffic(

@@ -166,16 +166,27 @@ class Launcher:
         if self.settings.database_url:
             click.echo("up: using the Postgres at DATABASE_URL")
             return self.settings.database_url
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            click.echo(
-                "up: running as root, so embedded Postgres runs as the system user 'pgserver'; "
-                f"it owns {self.data_dir / 'postgres'} and the directories above it are made "
-                "traversable (o+rx)"
-            )
         self.postgres = EmbeddedPostgres(self.data_dir)
         t = time.monotonic()
         with self.supervisor.signals_deferred():
             url = self.postgres.start()
+        placed = self.postgres.placement
+        if placed is not None:
+            where = (
+                f"{placed.pgdata} (linked from {placed.linked_from}: the data dir is out of its "
+                "reach)"
+                if placed.linked_from is not None
+                else str(placed.pgdata)
+            )
+            binaries = (
+                f"; its binaries are a copy in {placed.bin_dir.parent}"
+                if placed.bin_dir is not None
+                else ""
+            )
+            click.echo(
+                "up: running as root, so embedded Postgres runs as the system user 'pgserver' "
+                f"in a directory it owns, {where}{binaries}; no permission above it was changed"
+            )
         click.echo(
             f"up: embedded Postgres ready in {time.monotonic() - t:.1f} s ({self.postgres.pgdata})"
         )

@@ -2,8 +2,11 @@
 # infercost against a real llama.cpp server on this machine's CPU (docs/engines.md, "A real engine
 # in the loop"). Prints figures and PASS/MISS lines; asserts nothing; not part of `make test`.
 #
-#   bench/engines/llamacpp.sh [--fixtures DIR] [--fixtures-only] [llamacpp.py options]
+#   bench/engines/llamacpp.sh [--check] [--fixtures DIR] [--fixtures-only] [llamacpp.py options]
 #
+# 0. checks what it needs (--check: only that): the project's .venv (made with `make install`
+#    when missing), a C++ compiler, cmake and ninja (pip-installed into .venv when missing),
+#    network for the llama.cpp source, Postgres (INFERCOST_TEST_PG) and Redis (INFERCOST_TEST_REDIS),
 # 1. builds llama-server from the llama.cpp vendored in PyPI's llama-cpp-python sdist
 #    (build_llamacpp.sh; skipped when the binary exists),
 # 2. installs the `gguf` package into the project venv when missing and writes a tiny
@@ -19,6 +22,31 @@ cache="${INFERCOST_BENCH_CACHE:-$HOME/.cache/infercost-bench}"
 py="${PYTHON:-$root/.venv/bin/python}"
 export INFERCOST_BENCH_CACHE="$cache"
 
+check_only=0
+args=()
+pg_next=0
+for arg in "$@"; do
+  # The driver's --pg names the Postgres server: the check below tries that one.
+  if (( pg_next )); then export INFERCOST_TEST_PG="$arg"; pg_next=0; fi
+  case "$arg" in
+    --check) check_only=1; continue ;;
+    --pg) pg_next=1 ;;
+    --pg=*) export INFERCOST_TEST_PG="${arg#--pg=}" ;;
+  esac
+  args+=("$arg")
+done
+set -- "${args[@]+"${args[@]}"}"
+
+# A fresh clone has no .venv: make it as `make install` does (the driver imports the project).
+if [[ ! -x "$py" ]]; then
+  if [[ -n "${PYTHON:-}" ]]; then
+    echo "llamacpp.sh: PYTHON=$PYTHON is not an executable" >&2
+    exit 2
+  fi
+  echo "llamacpp.sh: no $root/.venv yet: creating it with \`make install\` (once)" >&2
+  make -C "$root" install >&2
+fi
+
 driver=""
 cleanup() {
   # The driver stops its own children (llama-server, api, worker) and drops the database on
@@ -33,11 +61,62 @@ trap cleanup EXIT INT TERM
 for arg in "$@"; do
   if [[ "$arg" == "-h" || "$arg" == "--help" ]]; then
     # The header above, then the driver's own options; nothing is built or started.
-    sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     echo
     exec "$py" "$here/llamacpp.py" --help
   fi
 done
+
+# What the build and the run need, said before 20 minutes of building rather than after.
+missing=()
+built="$(ls "$cache"/src/llama_cpp_python-*/vendor/llama.cpp/build/bin/llama-server 2>/dev/null | head -n1 || true)"
+if [[ -z "$built" ]]; then
+  command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 \
+    || missing+=("a C++ compiler (apt-get install g++)")
+  for tool in cmake ninja; do
+    if ! command -v "$tool" >/dev/null 2>&1 && [[ ! -x "$root/.venv/bin/$tool" ]]; then
+      echo "llamacpp.sh: no $tool on PATH: installing PyPI's $tool into .venv" >&2
+      "$py" -m pip install --quiet "$tool" >&2 || missing+=("$tool (apt-get install $tool, or pip)")
+    fi
+  done
+  export PATH="$root/.venv/bin:$PATH"
+fi
+if ! "$py" - <<'PY' >&2; then
+import asyncio, os, sys
+import asyncpg, redis
+
+pg = os.environ.get("INFERCOST_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+queue = os.environ.get("INFERCOST_TEST_REDIS", "redis://127.0.0.1:6379/0")
+bad = []
+
+
+async def reach() -> None:
+    conn = await asyncio.wait_for(asyncpg.connect(pg), 5)
+    await conn.close()
+
+
+try:
+    asyncio.run(reach())
+except Exception as exc:  # noqa: BLE001 (any failure is the same answer: not reachable)
+    bad.append(f"Postgres at {pg} ({type(exc).__name__}): set INFERCOST_TEST_PG or --pg")
+try:
+    redis.Redis.from_url(queue, socket_connect_timeout=5).ping()
+except Exception as exc:  # noqa: BLE001
+    bad.append(f"Redis at {queue} ({type(exc).__name__}): set INFERCOST_TEST_REDIS")
+for line in bad:
+    print(f"llamacpp.sh: cannot reach {line}")
+sys.exit(1 if bad else 0)
+PY
+  missing+=("a reachable Postgres and Redis (see above)")
+fi
+if (( ${#missing[@]} )); then
+  printf 'llamacpp.sh: missing: %s\n' "${missing[@]}" >&2
+  exit 2
+fi
+if (( check_only )); then
+  echo "llamacpp.sh: ready (venv $py; llama-server ${built:-to be built into $cache})"
+  exit 0
+fi
 
 server="$(PYTHON="$py" "$here/build_llamacpp.sh" | tail -n1)"
 src="$(cd "$(dirname "$server")/../.." && pwd)"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import uuid
 
 from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.scope import visible
+from infercost.errors import InvalidInput
 from infercost.hardware.models import Hardware
 
 
@@ -43,3 +45,25 @@ class HardwareRepository:
         self.session.add(hardware)
         await self.session.flush()
         return hardware
+
+    async def named(self, team_id: uuid.UUID, name: str, field: str = "hardware") -> Hardware:
+        """The SKU called `name` (as by_name), or a 422 on `field` that names the nearest
+        names in the team's catalog (a typo such as 'H100-SMX' gets 'H100-SXM')."""
+        found = await self.by_name(team_id, name)
+        if found is not None:
+            return found
+        raise InvalidInput(
+            field, unknown_hardware(name, [hw.name for hw in await self.list(team_id)])
+        )
+
+
+def unknown_hardware(name: str, known: list[str]) -> str:
+    """Why `name` is refused: the closest catalog names (compared without case), and how to
+    add an entry of one's own."""
+    by_lower = {n.lower(): n for n in known}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.5)
+    nearest = f"did you mean {' or '.join(repr(by_lower[c]) for c in close)}? " if close else ""
+    return (
+        f"unknown hardware '{name}': {nearest}GET /v1/hardware lists the catalog; add your own "
+        "(a GPU or a CPU machine) with POST /v1/hardware"
+    )

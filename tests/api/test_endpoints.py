@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import pytest
 
 from tests.conftest import TeamClient
@@ -73,6 +76,7 @@ async def test_hardware_catalog(team: TeamClient) -> None:
     )
     assert added.status_code == 201, added.text
     assert added.json()["public"] is False
+    assert added.json()["kind"] == "gpu" and h200["kind"] == "gpu"
     one = await team.http.get(f"/v1/hardware/{added.json()['id']}")
     assert one.json()["name"] == "RTX-6000-Ada"
     clash = await team.http.post(
@@ -87,6 +91,67 @@ async def test_hardware_catalog(team: TeamClient) -> None:
         },
     )
     assert clash.status_code == 409
+
+
+async def test_a_cpu_machine_is_hardware_an_endpoint_and_a_price_can_name(
+    team: TeamClient,
+) -> None:
+    # A llama.cpp server on a two-socket CPU machine: one unit, priced per machine-hour.
+    cpu = {
+        "name": f"epyc-{uuid.uuid4().hex[:6]}",
+        "kind": "cpu",
+        "vendor": "amd",
+        "memory_gb": 768,
+        "memory_bandwidth_gbps": 920,
+        "bf16_tflops": 12.5,
+        "power_w": 720,
+    }
+    added = await team.http.post("/v1/hardware", json=cpu)
+    assert added.status_code == 201, added.text
+    assert added.json() == {
+        **cpu,
+        "id": added.json()["id"],
+        "fp8_tflops": None,
+        "public": False,
+    }
+    endpoint = await team.create_endpoint(
+        engine="llamacpp", hardware=cpu["name"], gpu_count=1, usd_per_hour=None, provider="own"
+    )
+    assert endpoint["hardware"] == cpu["name"]
+    price = await team.http.post(
+        "/v1/prices",
+        json={"provider": "own", "hardware": cpu["name"], "usd_per_gpu_hour": 1.1},
+    )
+    assert price.status_code == 201, price.text
+    wrong_kind = await team.http.post("/v1/hardware", json={**cpu, "name": "x", "kind": "tpu"})
+    assert wrong_kind.status_code == 422
+    assert wrong_kind.json()["detail"] == "kind: 'tpu' is not one of: cpu, gpu"
+
+
+def endpoint_body(**fields: Any) -> dict[str, Any]:
+    return {
+        "name": f"ep-{uuid.uuid4().hex[:6]}",
+        "base_url": "http://192.0.2.5:8000/v1",
+        "model": "m",
+        **fields,
+    }
+
+
+async def test_an_unknown_hardware_name_gets_the_nearest_names(team: TeamClient) -> None:
+    typo = await team.http.post("/v1/endpoints", json=endpoint_body(hardware="H100-SMX"))
+    assert typo.status_code == 422
+    assert typo.json()["errors"][0]["field"] == "hardware"
+    detail = typo.json()["detail"]
+    assert detail.startswith("hardware: unknown hardware 'H100-SMX': did you mean 'H100-SXM'")
+    assert detail.endswith("add your own (a GPU or a CPU machine) with POST /v1/hardware")
+    priced = await team.http.post(
+        "/v1/prices",
+        json={"provider": "p", "hardware": "mi300", "usd_per_gpu_hour": 2.0},
+    )
+    assert priced.status_code == 422
+    assert "did you mean 'MI300X'?" in priced.json()["detail"]
+    nothing_near = await team.http.post("/v1/endpoints", json=endpoint_body(hardware="zzzz"))
+    assert "unknown hardware 'zzzz': GET /v1/hardware lists" in nothing_near.json()["detail"]
 
 
 async def test_hosted_api_is_priced_per_token_and_one_way_only(team: TeamClient) -> None:

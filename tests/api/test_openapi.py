@@ -407,7 +407,9 @@ async def test_a_generated_client_runs_the_walkthrough(
     accepted = await submit.asyncio_detailed(client=client, body=body)
     assert accepted.status_code == 202, accepted.content
     job = accepted.parsed
-    assert isinstance(job, models.JobRead)
+    assert isinstance(job, models.JobSubmitted)
+    # 6 requests a level: the plan already says the levels will be too thin for a p99.
+    assert [(w.code, w.levels) for w in job.warnings] == [("few_requests", [1, 2])]
 
     deadline = time.monotonic() + 120
     while job.status in ("queued", "running") and time.monotonic() < deadline:

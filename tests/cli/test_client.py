@@ -72,3 +72,37 @@ def test_a_job_id_must_be_an_id_or_an_id_prefix() -> None:
     assert "'not-a-job' is not a job id: give the whole id or at least its first 4" in (
         result.output
     )
+
+
+def test_api_hints_name_the_commands_own_flags() -> None:
+    from cli.client import command_flags, in_cli_words
+    from cli.commands import jobs_submit, submit
+    from cli.resources import estimate
+
+    refused = (
+        "endpoint 'a' failed its last check: no route. Fix it and check again, or send "
+        '"force": true with the job to submit it anyway'
+    )
+    assert in_cli_words(refused, command_flags(jobs_submit)) == (
+        "endpoint 'a' failed its last check: no route. Fix it and check again, or pass "
+        "--force to submit it anyway"
+    )
+    mismatched = "benchmark this traffic's lengths, or set allow_mismatched_workload: true for x"
+    assert in_cli_words(mismatched, command_flags(estimate)) == (
+        "benchmark this traffic's lengths, or pass --allow-mismatched-workload for x"
+    )
+    invalid = "load.levels: 1.5 is not a whole number; load.warmup_requests: too many"
+    assert in_cli_words(invalid, command_flags(jobs_submit)) == (
+        "--levels: 1.5 is not a whole number; --warmup: too many"
+    )
+    # A command without such options keeps the API's words (the file holds the fields).
+    assert in_cli_words(invalid, command_flags(submit)) == invalid
+    assert in_cli_words(mismatched, {}) == mismatched
+    # Routes a command does are named by the command; others stay routes.
+    unknown = "unknown hardware 'x': GET /v1/hardware lists the catalog; add with POST /v1/hardware"
+    assert in_cli_words(unknown, {}) == (
+        "unknown hardware 'x': `infercost hardware list` lists the catalog; add with "
+        "`infercost hardware add`"
+    )
+    check = "check again (POST /v1/endpoints/8b58/check, or GET /v1/endpoints/8b58)"
+    assert in_cli_words(check, {}) == check

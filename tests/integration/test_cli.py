@@ -178,8 +178,24 @@ async def test_api_errors_are_one_clear_line(
     bad_token = await in_thread(api_server, "ic_not-a-key", "jobs")
     assert bad_token.exit_code == 1
     assert bad_token.output.startswith("Error: GET /v1/jobs: ")
-    assert "(HTTP 401); check --token / INFERCOST_TOKEN" in bad_token.output
+    assert "(HTTP 401); the key came from INFERCOST_TOKEN: check it" in bad_token.output
     assert len(bad_token.output.splitlines()) == 1
+    flagged = await in_thread(api_server, "ic_x", "jobs", "--token", "ic_not-a-key")
+    assert "(HTTP 401); the key came from --token: check it" in flagged.output
+
+    # Run elsewhere: the 401 says which key file it read, or where it looked for one.
+    data_dir = tmp_path / "elsewhere"
+    data_dir.mkdir()
+    env = {"INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": None}
+    env["INFERCOST_DATA_DIR"] = str(data_dir)
+    keyless = await asyncio.to_thread(CliRunner().invoke, main, ["jobs"], env=env)
+    assert keyless.exit_code == 1
+    assert "(HTTP 401); no key: --token and INFERCOST_TOKEN were not given and " in (keyless.output)
+    assert f"{data_dir / 'default-team.key'} does not exist" in keyless.output
+    (data_dir / "default-team.key").write_text("ic_stale-key\n")
+    stale = await asyncio.to_thread(CliRunner().invoke, main, ["jobs"], env=env)
+    assert stale.exit_code == 1
+    assert f"the key came from the key file {data_dir / 'default-team.key'}" in stale.output
 
     invalid = tmp_path / "invalid.yaml"
     invalid.write_text(
@@ -410,9 +426,13 @@ async def test_a_failed_check_refuses_jobs_until_forced(
         f"Error: POST /v1/jobs: endpoint '{endpoint['name']}' failed its last check at "
     )
     assert "set base_url to" in refused.output and "(HTTP 409)" in refused.output
+    # The API's hint in the command's own words: its flag, not the body field.
+    assert "or pass --force to submit it anyway" in refused.output
+    assert '"force"' not in refused.output
     forced = await in_thread(api_server, team.key, *args, "--force")
     assert forced.exit_code == 0, forced.output
-    job_id = forced.output.strip()
+    job_id = forced.stdout.strip()  # the id alone on stdout; the plan's warnings on stderr
+    assert forced.stderr.startswith("warning: measured requests per level (1 user: 1)")
     job = (await team.http.get(f"/v1/jobs/{job_id}")).json()
     assert job["load"]["levels"] == [1] and job["load"]["requests_per_level"] == 1
     assert job["workload"]["input_tokens"]["mean"] == 8
@@ -423,6 +443,84 @@ async def test_a_failed_check_refuses_jobs_until_forced(
         f"job {job_id}: cancelled; measured levels kept: 0\n",
         f"Error: job {job_id} has already ended; nothing to cancel\n",
     )
+
+
+async def test_a_job_that_did_not_succeed_exits_non_zero(
+    api_server: Api, team: TeamClient, sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.base_url)  # no /v1: every request 404s
+    flags = ("--levels", "1", "--input-tokens", "8", "--output-tokens", "2", "--requests", "2")
+    args = ("jobs", "submit", "--endpoint", endpoint["name"], *flags)
+    watched = await in_thread(api_server, team.key, *args, "--watch")
+    assert watched.exit_code == 1, watched.output
+    job_id = re.search(r"^submitted job ([0-9a-f-]{36})$", watched.output, re.MULTILINE)
+    assert job_id, watched.output
+    state = (await team.http.get(f"/v1/jobs/{job_id[1]}")).json()
+    assert state["status"] == "failed"
+    assert f"Error: job {job_id[1]} failed: " in watched.output
+    # Watching a job that already ended exits with its outcome too; showing it is a read.
+    again = await in_thread(api_server, team.key, "jobs", "watch", job_id[1][:8], "--json")
+    assert again.exit_code == 1
+    shown = await in_thread(api_server, team.key, "jobs", "show", job_id[1][:8])
+    assert shown.exit_code == 0, shown.output
+    assert f"job {job_id[1]}: failed" in shown.output
+
+
+async def test_hardware_add_registers_a_cpu_machine(api_server: Api, team: TeamClient) -> None:
+    name = f"xeon-{uuid.uuid4().hex[:6]}"
+    spec = ("--vendor", "intel", "--memory-gb", "512", "--memory-bandwidth-gbps", "560")
+    added = await in_thread(
+        api_server,
+        team.key,
+        "hardware",
+        "add",
+        name,
+        "--kind",
+        "cpu",
+        *spec,
+        "--bf16-tflops",
+        "9.5",
+        "--power-w",
+        "700",
+        "--json",
+    )
+    created = _json(added)
+    assert (created["kind"], created["bf16_tflops"], created["public"]) == ("cpu", 9.5, False)
+    listing = await in_thread(api_server, team.key, "hardware", "list")
+    row = next(line for line in listing.output.splitlines() if name in line)
+    assert " cpu " in row and " intel " in row and "your team" in row
+    assert any(" H200-SXM " in line and " public" in line for line in listing.output.splitlines())
+    endpoint = ("endpoints", "add", f"cpu-{name}", "http://192.0.2.7:8080/v1", "--model", "m")
+    typo = await in_thread(api_server, team.key, *endpoint, "--hardware", name[:-1] + "x")
+    assert typo.exit_code == 1
+    assert f"--hardware: unknown hardware '{name[:-1]}x': did you mean '{name}'?" in typo.output
+    assert "`infercost hardware list` lists the catalog" in typo.output
+    assert "with `infercost hardware add`" in typo.output
+    registered = await in_thread(api_server, team.key, *endpoint, "--hardware", name, "--json")
+    assert _json(registered)["hardware"] == name
+
+
+async def test_a_plan_that_cannot_be_adequate_warns_or_is_refused(
+    api_server: Api, team: TeamClient
+) -> None:
+    endpoint = await team.create_endpoint()  # nothing listens: the job fails fast
+    flags = ("--levels", "64", "--input-tokens", "8", "--output-tokens", "2", "--requests", "10")
+    args = ("jobs", "submit", "--endpoint", endpoint["name"], *flags)
+    refused = await in_thread(api_server, team.key, *args, "--strict")
+    assert refused.exit_code == 1
+    assert "this plan cannot give adequate evidence (strict: true refuses it)" in refused.output
+    assert (await team.http.get("/v1/jobs")).json()["total"] == 0
+    accepted = await in_thread(api_server, team.key, *args)
+    assert accepted.exit_code == 0, accepted.output
+    job_id = (await team.http.get("/v1/jobs")).json()["items"][0]["id"]
+    # The id on stdout; each warning on stderr, in the command's own flags.
+    assert accepted.stdout == f"{job_id}\n"
+    lines = accepted.stderr.splitlines()
+    assert lines[0].startswith("warning: measured requests per level (64 users: 10) are under")
+    assert "raise --requests (or --duration-s; a burst: its level)" in lines[0]
+    assert lines[1].startswith("warning: 64 users with 10 measured requests each")
+    assert "raise --requests above the level" in lines[1]
+    await team.http.post(f"/v1/jobs/{job_id}/cancel")
 
 
 async def test_prefix_ids_work_in_every_job_and_run_command(
@@ -520,24 +618,25 @@ async def test_prices_datasets_compare_and_estimate(
         "traffic": {"requests_per_s": 2, "input_tokens": 32, "output_tokens": 50},
         "slo": {"ttft_ms": {"p95": 500}},
     }
-    estimated = _json(
-        await in_thread(
-            api_server,
-            team.key,
-            "estimate",
-            "--model",
-            "sim-model",
-            "--rps",
-            "2",
-            "--input-tokens",
-            "32",
-            "--output-tokens",
-            "50",
-            "--slo-ttft-p95",
-            "500",
-            "--json",
-        )
+    estimated_json = await in_thread(
+        api_server,
+        team.key,
+        "estimate",
+        "--model",
+        "sim-model",
+        "--rps",
+        "2",
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "50",
+        "--slo-ttft-p95",
+        "500",
+        "--json",
     )
+    estimated = json.loads(estimated_json.output)
+    # An estimate with no candidate exits 4 (the evidence here may fall short of the SLO).
+    assert estimated_json.exit_code == (0 if estimated["candidates"] else 4)
     assert estimated == (await team.http.post("/v1/estimates", json=body)).json()
     plain = await in_thread(
         api_server,
@@ -554,7 +653,7 @@ async def test_prices_datasets_compare_and_estimate(
         "--slo-ttft-p95",
         "500",
     )
-    assert plain.exit_code == 0, plain.output
+    assert plain.exit_code == (0 if estimated["candidates"] else 4), plain.output
     assert plain.output.startswith("sim-model at 2.00 req/s, 32 in / 50 out tokens\n")
     for candidate in estimated["candidates"]:
         row = next(ln for ln in plain.output.splitlines() if candidate["deployment"]["name"] in ln)
@@ -562,6 +661,28 @@ async def test_prices_datasets_compare_and_estimate(
         assert f"{candidate['usd_per_hour']:,.2f}" in row
     if not estimated["candidates"]:
         assert f"no estimate: {estimated['reason']}" in plain.output
+
+    # No level measured meets a 1 ms TTFT (the simulator takes 50): no answer, said so, and
+    # exit 4 for scripts.
+    unmeasured = (
+        "estimate",
+        "--model",
+        "sim-model",
+        "--rps",
+        "2",
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "50",
+        "--slo-ttft-p95",
+        "1",
+    )
+    nothing = await in_thread(api_server, team.key, *unmeasured)
+    assert nothing.exit_code == 4, nothing.output
+    assert "\nno estimate: " in nothing.output
+    nothing_json = await in_thread(api_server, team.key, *unmeasured, "--json")
+    assert nothing_json.exit_code == 4
+    assert json.loads(nothing_json.output)["candidates"] == []
 
 
 async def test_bench_registers_checks_runs_and_answers(

@@ -229,3 +229,26 @@ async def test_a_job_against_a_failed_endpoint_is_refused_unless_forced(
     accepted = await team.submit(job)
     assert accepted.status_code == 202, accepted.text
     await team.http.post(f"/v1/jobs/{accepted.json()['id']}/cancel")
+
+
+def test_cli_endpoints_add_exits_1_when_the_check_fails(
+    checking_api: Api, team: TeamClient, vllm_sim: SimProcess
+) -> None:
+    from click.testing import CliRunner
+
+    from cli import main
+
+    env = {"INFERCOST_URL": checking_api.url, "INFERCOST_TOKEN": team.key}
+    name = f"pf-{uuid.uuid4().hex[:6]}"
+    bare = ["endpoints", "add", name, vllm_sim.base_url, "--model", "sim-model"]
+    failed = CliRunner().invoke(main, bare, env=env)
+    assert failed.exit_code == 1, failed.output
+    assert "check FAILED at " in failed.output
+    assert f"set base_url to {vllm_sim.openai_base_url}" in failed.output
+    # Registered all the same: the endpoint is there to fix.
+    shown = CliRunner().invoke(main, ["endpoints", "show", name, "--json"], env=env)
+    assert shown.exit_code == 0, shown.output
+    good = ["endpoints", "add", f"{name}-v1", vllm_sim.openai_base_url, "--model", "sim-model"]
+    passed = CliRunner().invoke(main, [*good, "--engine", "vllm"], env=env)
+    assert passed.exit_code == 0, passed.output
+    assert "check passed at " in passed.output

@@ -140,12 +140,7 @@ class EndpointService:
             name = changes.pop("hardware")
             endpoint.hardware_id = None
             if name is not None:
-                hw = await self.hardware.by_name(self.team_id, name)
-                if hw is None:
-                    raise InvalidInput(
-                        "hardware", f"unknown hardware '{name}': GET /v1/hardware lists the catalog"
-                    )
-                endpoint.hardware_id = hw.id
+                endpoint.hardware_id = (await self.hardware.named(self.team_id, name)).id
         if "api_key" in changes:
             secret = changes.pop("api_key")
             endpoint.api_key_encrypted = None if secret is None else self.vault.encrypt(secret)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 
 
+HardwareKind = Literal["gpu", "cpu"]
+
+
 class HardwareCreate(msgspec.Struct, forbid_unknown_fields=True):
-    """POST /v1/hardware: a SKU the public catalog lacks, visible to your team."""
+    """POST /v1/hardware: a SKU the public catalog lacks, or a CPU machine a llama.cpp or
+    transformers server runs on; visible to your team."""
 
     name: Annotated[
         Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][\w.\-]*$")],
@@ -43,6 +47,15 @@ class HardwareCreate(msgspec.Struct, forbid_unknown_fields=True):
             examples=[2615.0],
         ),
     ] = None
+    kind: Annotated[
+        HardwareKind,
+        msgspec.Meta(
+            description="'gpu', or 'cpu' for a CPU machine (its memory, memory bandwidth, "
+            "BF16 TFLOPS of its matrix units and power as one unit; an endpoint's gpu_count "
+            "then counts machines)",
+            examples=["cpu"],
+        ),
+    ] = "gpu"
 
 
 class HardwareRead(msgspec.Struct):
@@ -51,6 +64,7 @@ class HardwareRead(msgspec.Struct):
     id: uuid.UUID
     name: str
     vendor: str
+    kind: HardwareKind
     memory_gb: float
     memory_bandwidth_gbps: float
     bf16_tflops: float

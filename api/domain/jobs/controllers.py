@@ -18,7 +18,7 @@ from api.csv import csv_attachment, wants_csv
 from api.db import DbSession
 from api.domain.audit.services import AuditTrail
 from api.domain.jobs.limits import JobLimits
-from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead
+from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, JobSubmitted
 from api.domain.jobs.services import JobService, Repricing, job_list_item, samples_csv
 from api.domain.runs.definitions import (
     DefinitionsParam,
@@ -85,11 +85,13 @@ class JobController(Controller):
         audit: NamedDependency[AuditTrail],
         data: JSONBody[JobCreate],
         idempotency_key: IdempotencyKey = None,
-    ) -> Response[JobRead]:
+    ) -> Response[JobSubmitted]:
         """Queue a job; poll GET /v1/jobs/{id} for progress. A repeated Idempotency-Key
         returns the job it first created (200) instead of creating another. A plan over the
-        server's caps answers 422; a team at its cap of queued and running jobs, 409."""
-        job, created = await jobs.submit(data, idempotency_key)
+        server's caps answers 422; a team at its cap of queued and running jobs, 409. A plan
+        whose levels cannot be adequate (too few requests, windows too short) is accepted
+        with `warnings`, or refused (422) when the body says `strict: true`."""
+        job, created, warnings = await jobs.submit(data, idempotency_key)
         if created:
             # After the insert, under a per-team lock: the count includes this job.
             await job_limits.check_active()
@@ -100,7 +102,7 @@ class JobController(Controller):
                 f"submitted job {job.id} against endpoint {job.endpoint_id}",
                 {"endpoint_id": job.endpoint_id, "load": job.load},
             )
-        return Response(await jobs.read(job), status_code=202 if created else 200)
+        return Response(await jobs.submitted(job, warnings), status_code=202 if created else 200)
 
     @get("/", summary="List jobs")
     async def list_jobs(

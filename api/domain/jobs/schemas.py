@@ -55,6 +55,15 @@ class JobCreate(msgspec.Struct, forbid_unknown_fields=True):
             examples=[False],
         ),
     ] = False
+    strict: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Refuse (422) a plan whose levels cannot give adequate evidence (too few "
+            "requests, windows shorter than the adequacy minimum) instead of accepting it with "
+            "`warnings`; not stored",
+            examples=[False],
+        ),
+    ] = False
 
 
 class Progress(msgspec.Struct):
@@ -120,6 +129,30 @@ class JobListItem(msgspec.Struct):
     load: dict[str, Any]
 
 
+class PlanWarning(msgspec.Struct):
+    """An adequacy reason the plan decides before it runs: every listed level will be flagged
+    with `code` (as its run's `adequacy` says it) whatever the endpoint does."""
+
+    code: Annotated[
+        str,
+        msgspec.Meta(
+            description="few_requests, short or concurrency_not_held", examples=["few_requests"]
+        ),
+    ]
+    levels: Annotated[
+        list[float], msgspec.Meta(description="The load levels it applies to", examples=[[64]])
+    ]
+    detail: Annotated[
+        str,
+        msgspec.Meta(
+            description="What it means and what to change",
+            examples=[
+                "measured requests per level (64 users: 10) are under the 100 a p99 needs: ..."
+            ],
+        ),
+    ]
+
+
 class JobRead(JobListItem):
     """A job, its configuration, its progress and its runs so far."""
 
@@ -136,3 +169,10 @@ class JobRead(JobListItem):
     # Whether its runs were imported from another tool's result file (POST /v1/imports):
     # they never ran here, and each run's `source` names the tool and its definitions.
     imported: bool = False
+
+
+class JobSubmitted(JobRead):
+    """The job as POST /v1/jobs accepted it, with what its plan already decides about its
+    evidence (`warnings`, empty when nothing; `strict: true` refuses such a plan instead)."""
+
+    warnings: list[PlanWarning] = msgspec.field(default_factory=list)

@@ -23,7 +23,14 @@ from api.domain.estimates.evidence import (
     run_physics,
 )
 from api.domain.jobs.eta import queue_estimate
-from api.domain.jobs.schemas import JobCreate, JobListItem, JobRead, Progress
+from api.domain.jobs.schemas import (
+    JobCreate,
+    JobListItem,
+    JobRead,
+    JobSubmitted,
+    PlanWarning,
+    Progress,
+)
 from api.domain.runs.schemas import (
     CSV_COLUMNS,
     Cost,
@@ -43,6 +50,7 @@ from infercost.errors import Conflict, Gone, InvalidInput, NotFound
 from infercost.figures.cost import hosted_run_cost, run_cost
 from infercost.figures.metrics import distribution
 from infercost.hardware.repository import HardwareRepository
+from infercost.jobs.foresight import foreseen_inadequacy
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.plan import Plan, read_load, resolve_plan
 from infercost.jobs.repository import JobRepository
@@ -172,6 +180,8 @@ class PlannedJob:
     dataset_id: uuid.UUID | None
     workload_fingerprint: str
     progress_total: int
+    #: Adequacy reasons the plan decides before it runs (infercost/jobs/foresight.py).
+    warnings: list[PlanWarning]
 
 
 def _progress(job: Job) -> Progress:
@@ -262,11 +272,25 @@ class JobService:
                 None if dataset is None else dataset.content_sha256,
             ),
             progress_total=plan.load.size().planned,
+            warnings=[
+                PlanWarning(code=f.code, levels=list(f.levels), detail=f.detail)
+                for f in foreseen_inadequacy(plan.load, scraped=bool(endpoint.metrics_urls))
+            ],
         )
 
-    async def submit(self, data: JobCreate, idempotency_key: str | None) -> tuple[Job, bool]:
-        """Store a queued job and enqueue it once committed; the bool says whether it is new."""
+    async def submit(
+        self, data: JobCreate, idempotency_key: str | None
+    ) -> tuple[Job, bool, list[PlanWarning]]:
+        """Store a queued job and enqueue it once committed; the bool says whether it is new,
+        the list what its plan already decides about its evidence. With `strict`, such a plan
+        is refused instead (422)."""
         planned = await self.plan(data, preflight=not data.force)
+        if data.strict and planned.warnings:
+            reasons = "; ".join(f"{w.code}: {w.detail}" for w in planned.warnings)
+            raise InvalidInput(
+                "load",
+                f"this plan cannot give adequate evidence (strict: true refuses it): {reasons}",
+            )
         # Stored with its seed (drawn for it when it named none: identical prompts would let
         # the engine's prefix cache answer a rerun, README "Prompt caches"), so the job can
         # be repeated.
@@ -294,7 +318,12 @@ class JobService:
                 f"Idempotency-Key '{idempotency_key}' was already used for job {job.id} with a "
                 "different body: send a new key to submit a different job"
             )
-        return job, created
+        return job, created, planned.warnings
+
+    async def submitted(self, job: Job, warnings: list[PlanWarning]) -> JobSubmitted:
+        """The 202 body: the job as read, with its plan's warnings."""
+        read = await self.read(job)
+        return JobSubmitted(**msgspec.structs.asdict(read), warnings=warnings)
 
     async def get(self, job_id: uuid.UUID) -> Job:
         """The team's job, or 404."""

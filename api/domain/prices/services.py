@@ -36,12 +36,7 @@ class PriceService:
         self.team_id = team_id
 
     async def _hardware(self, name: str) -> Hardware:
-        hw = await self.hardware.by_name(self.team_id, name)
-        if hw is None:
-            raise InvalidInput(
-                "hardware", f"unknown hardware '{name}': GET /v1/hardware lists the catalog"
-            )
-        return hw
+        return await self.hardware.named(self.team_id, name)
 
     async def create(self, data: PriceCreate) -> PriceRead:
         """Add an entry; a second entry for the same provider, hardware, pricing model and
