@@ -12,7 +12,7 @@ from api.rows import from_row
 from api.schemas import aware
 from infercost.db.base import utcnow
 from infercost.endpoints.pricing import rfc3339
-from infercost.errors import Conflict, InvalidInput, NotFound
+from infercost.errors import Conflict, NotFound
 from infercost.hardware.models import Hardware
 from infercost.hardware.repository import HardwareRepository
 from infercost.prices.models import Price
