@@ -25,5 +25,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_constraint("ck_hardware_kind", "hardware", type_="check")
+    op.drop_constraint(op.f("ck_hardware_kind"), "hardware", type_="check")
     op.drop_column("hardware", "kind")
