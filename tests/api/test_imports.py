@@ -44,6 +44,9 @@ async def test_vllm_results_one_per_line_become_three_runs_with_the_files_figure
         name="llm-d base (vllm bench)",
     )
     assert job["imported"] is True and job["status"] == "succeeded"
+    # The import is in the team's audit log, naming the job it made.
+    log = (await team.http.get("/v1/audit", params={"limit": 200})).json()["items"]
+    assert [e["action"] for e in log if e.get("target_id") == job["id"]] == ["job.import"]
     runs = job["runs"]
     assert [(r["mode"], r["level"]) for r in runs] == [
         ("rate", 10.0),

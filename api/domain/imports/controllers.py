@@ -18,6 +18,7 @@ from litestar.openapi.spec import (
 from litestar.params import QueryParameter
 
 from api.auth import AppSettings, team_service
+from api.domain.audit.services import AuditTrail
 from api.domain.imports.services import ImportOptions, ImportService
 from api.domain.jobs.controllers import provide_job_service
 from api.domain.jobs.schemas import JobRead
@@ -68,6 +69,7 @@ class ImportController(Controller):
         request: Request[Any, Any, Any],
         imports: NamedDependency[ImportService],
         jobs: NamedDependency[JobService],
+        audit: NamedDependency[AuditTrail],
         settings: AppSettings,
         fmt: Annotated[
             ImportFormat,
@@ -139,4 +141,12 @@ class ImportController(Controller):
             usd_per_hour=usd_per_hour,
         )
         job_id = await imports.import_file(fmt, b"".join(chunks), options)
-        return Response(await jobs.read(await jobs.get(job_id)), status_code=201)
+        job = await jobs.get(job_id)
+        await audit.record(
+            "job.import",
+            "job",
+            job_id,
+            f"imported {fmt} results as job {job_id} under endpoint {job.endpoint_id}",
+            {"format": fmt, "endpoint_id": job.endpoint_id, "name": name},
+        )
+        return Response(await jobs.read(job), status_code=201)
