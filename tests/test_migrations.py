@@ -12,7 +12,9 @@ from typing import Any
 
 import asyncpg
 import pytest
+from alembic.script import ScriptDirectory
 
+from infercost.db.migrate import alembic_config
 from tests.conftest import ROOT, _pg_url, _run_sql
 
 pytestmark = pytest.mark.integration
@@ -60,31 +62,61 @@ def _sql(url: str, sql: str) -> list[Any]:
 
 
 def test_the_last_migration_goes_down_and_up_again(scratch_url: str) -> None:
-    """docs/operations.md, Upgrades: `alembic downgrade -1` undoes the newest migration with
-    the data it can keep, and upgrading again gives the schema the models describe."""
+    """docs/operations.md, Upgrades: `alembic downgrade -1` undoes the newest migration (to the
+    revision before it) keeping what the older schema holds, and upgrading again gives the
+    schema the models describe."""
+    script = ScriptDirectory.from_config(alembic_config(scratch_url))
+    head = script.get_current_head()
+    assert head is not None
+    before = script.get_revision(head).down_revision
     up = alembic(scratch_url, "upgrade", "head")
     assert up.returncode == 0, up.stderr
-    head = alembic(scratch_url, "heads").stdout.split()[0]
     team = uuid.uuid4()
     _sql(scratch_url, f"INSERT INTO teams (id, name) VALUES ('{team}', 'migrations')")
-    columns = (
-        "SELECT table_name, column_name FROM information_schema.columns"
-        " WHERE table_schema = 'public'"
-    )
-    at_head = {tuple(r) for r in _sql(scratch_url, columns)}
 
     down = alembic(scratch_url, "downgrade", "-1")
     assert down.returncode == 0, down.stdout + down.stderr
-    current = alembic(scratch_url, "current").stdout.split()
-    assert current and current[0] != head
-    # The newest migration's tables or columns are gone, and what the older schema holds
-    # survives the way down.
-    assert {tuple(r) for r in _sql(scratch_url, columns)} != at_head
+    assert alembic(scratch_url, "current").stdout.split()[0] == before
+    # What the older schema holds survives the way down.
     assert [r["name"] for r in _sql(scratch_url, "SELECT name FROM teams")] == ["migrations"]
 
     again = alembic(scratch_url, "upgrade", "head")
     assert again.returncode == 0, again.stderr
     assert alembic(scratch_url, "current").stdout.split()[0] == head
-    assert {tuple(r) for r in _sql(scratch_url, columns)} == at_head
+    check = alembic(scratch_url, "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+#: The migration of corrections, retention and the audit log.
+CORRECTIONS = "f2b8c4d6a020"
+
+
+def test_the_corrections_migration_goes_down_and_up_again(scratch_url: str) -> None:
+    """Below the corrections migration the audit log and withdrawn price entries go (the
+    older unique index cannot hold a withdrawn entry beside its correction); the rest stays."""
+    up = alembic(scratch_url, "upgrade", "head")
+    assert up.returncode == 0, up.stderr
+    team = uuid.uuid4()
+    _sql(scratch_url, f"INSERT INTO teams (id, name) VALUES ('{team}', 'migrations')")
+    _sql(
+        scratch_url,
+        f"INSERT INTO audit_events (id, team_id, actor, action, target_type, summary, detail)"
+        f" VALUES (gen_random_uuid(), '{team}', 'admin token', 'team.create', 'team', 'x', '{{}}')",
+    )
+    down = alembic(scratch_url, "downgrade", f"{CORRECTIONS}-1")
+    assert down.returncode == 0, down.stdout + down.stderr
+    tables = {r["tablename"] for r in _sql(scratch_url, "SELECT tablename FROM pg_tables")}
+    assert "teams" in tables and "audit_events" not in tables
+    columns = {
+        r["column_name"]
+        for r in _sql(
+            scratch_url,
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'prices'",
+        )
+    }
+    assert "withdrawn_at" not in columns and "usd_per_gpu_hour" in columns
+    assert [r["name"] for r in _sql(scratch_url, "SELECT name FROM teams")] == ["migrations"]
+    again = alembic(scratch_url, "upgrade", "head")
+    assert again.returncode == 0, again.stderr
     check = alembic(scratch_url, "check")
     assert check.returncode == 0, check.stdout + check.stderr
