@@ -34,7 +34,7 @@ from cli.watch import (
     summary_table,
     watch_job,
 )
-from infercost.jobs.plan import read_load
+from infercost.jobs.plan import FEATURES, read_load
 from infercost.reports.data import level_label
 
 #: Exit codes of `submit --watch` beyond 0 (succeeded) and 1 (failed, or any error).
@@ -335,6 +335,13 @@ _MODES = click.Choice(["concurrency", "rate", "burst"])
 )
 @click.option("--slo-ttft-p95", type=float, help="SLO: TTFT p95 in ms.")
 @click.option("--slo-tpot-p95", type=float, help="SLO: TPOT p95 in ms.")
+@click.option(
+    "--feature",
+    "features",
+    type=click.Choice(FEATURES),
+    multiple=True,
+    help="What requests carry beyond a prompt (workload.features); repeat to combine.",
+)
 @click.option("--watch", is_flag=True, help="Follow the job until it ends.")
 @click.option("--idempotency-key", help="Submitting again with the same key returns the same job.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
@@ -355,6 +362,7 @@ def jobs_submit(  # click passes every option by name
     max_concurrency: int | None,
     slo_ttft_p95: float | None,
     slo_tpot_p95: float | None,
+    features: tuple[str, ...],
     watch: bool,
     idempotency_key: str | None,
     force: bool,
@@ -386,6 +394,7 @@ def jobs_submit(  # click passes every option by name
             max_concurrency=max_concurrency,
             slo_ttft_p95=slo_ttft_p95,
             slo_tpot_p95=slo_tpot_p95,
+            features=list(features),
         )
     _submit(
         client,
@@ -422,9 +431,12 @@ def job_body(
     max_concurrency: int | None = None,
     slo_ttft_p95: float | None = None,
     slo_tpot_p95: float | None = None,
+    features: list[str] | None = None,
 ) -> dict[str, Any]:
     """The POST /v1/jobs body the options describe (`endpoint` resolved later)."""
     workload: dict[str, Any] = {}
+    if features:
+        workload["features"] = features
     if preset:
         workload["preset"] = preset
     if input_tokens is not None:

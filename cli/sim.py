@@ -8,6 +8,7 @@ import click
 
 from sim.config import (
     MetricsFlavor,
+    ReasoningField,
     RoleChunk,
     SimConfig,
     SimEngine,
@@ -293,6 +294,26 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     type=click.IntRange(min=0),
     default=None,
     help="Retry-After seconds of an overload answer [default: 1].",
+)
+@click.option(
+    "--reasoning-tokens",
+    type=click.IntRange(min=0),
+    default=None,
+    help="A reasoning model: the first N tokens of each chat answer are reasoning text "
+    "(all but one at most) [default: 0].",
+)
+@click.option(
+    "--reasoning-field",
+    type=click.Choice(get_args(ReasoningField)),
+    default=None,
+    help="The delta field of reasoning text [default: reasoning; vllm, sglang, llamacpp: "
+    "reasoning_content].",
+)
+@click.option(
+    "--reasoning-usage/--no-reasoning-usage",
+    default=None,
+    help="Count reasoning in usage.completion_tokens_details.reasoning_tokens [default: yes; "
+    "vllm, sglang, llamacpp: no].",
 )
 def sim(  # click passes options by keyword
     *,

@@ -133,7 +133,9 @@ class SimApp:
         self._model_json = wire.encode(config.model)
         llamacpp = config.engine == "llamacpp"
         self._formats = {
-            True: wire.StreamFormat(chat=True, llamacpp=llamacpp),
+            True: wire.StreamFormat(
+                chat=True, llamacpp=llamacpp, reasoning_field=config.reasoning_field
+            ),
             False: wire.StreamFormat(chat=False, llamacpp=llamacpp),
         }
         self._sse_headers = _SSE_HEADERS + (_KEEP_ALIVE_HEADERS if llamacpp else ())
@@ -411,6 +413,7 @@ class SimApp:
             ),
             keys=self.prefix_cache.keys(words) if self.prefix_cache is not None else [],
             n_out=n,
+            reasoning=min(self.config.reasoning_tokens, n - 1) if chat else 0,
         )
         if job.stream and self.config.stream_end in ("abrupt", "error"):
             after = self.config.fault_after_tokens
@@ -551,8 +554,18 @@ class SimApp:
 
     def _usage_extra(self, job: Job, completion_tokens: int) -> bytes:
         return b',"usage":' + wire.usage_json(
-            job.prompt_tokens, completion_tokens, self._cached_report(job)
+            job.prompt_tokens,
+            completion_tokens,
+            self._cached_report(job),
+            self._reasoning_report(job, completion_tokens),
         )
+
+    def _reasoning_report(self, job: Job, completion_tokens: int) -> int | None:
+        """usage's completion_tokens_details.reasoning_tokens, or None to leave it out: only
+        with reasoning_usage, for a chat answer of a reasoning model (reasoning_tokens)."""
+        if not (job.chat and self.config.reasoning_usage and self.config.reasoning_tokens):
+            return None
+        return min(job.reasoning, completion_tokens)
 
     def _cached_report(self, job: Job) -> int | None:
         """prompt_tokens_details.cached_tokens, or None to leave it out: llama.cpp always
@@ -566,19 +579,26 @@ class SimApp:
         return wire.event(prefix, self._formats[job.chat].role, extras)
 
     async def _send_tokens(self, send: Send, prefix: bytes, job: Job, k: int, end: int) -> None:
-        """Write content events k..end-1 in one write (the role chunk first when due)."""
-        choices = self._formats[job.chat].tokens
-        cycle = len(choices)
+        """Write content events k..end-1 in one write (the role chunk first when due); a
+        reasoning model's first job.reasoning tokens are reasoning text."""
+        fmt = self._formats[job.chat]
+        tokens = fmt.tokens
+        cycle = len(tokens)
+        if k < job.reasoning:
+            side = (fmt.reasoning, tokens)
+            choices = [side[j >= job.reasoning][j % cycle] for j in range(k, end)]
+        else:
+            choices = [tokens[j % cycle] for j in range(k, end)]
         if job.continuous_usage:
             body = b"".join(
-                wire.event(prefix, choices[j % cycle], self._usage_extra(job, j + 1))
-                for j in range(k, end)
+                wire.event(prefix, choice, self._usage_extra(job, j + 1))
+                for j, choice in zip(range(k, end), choices, strict=True)
             )
-        elif end - k == 1:
-            body = prefix + choices[k % cycle] + wire.EVENT_SUFFIX
+        elif len(choices) == 1:
+            body = prefix + choices[0] + wire.EVENT_SUFFIX
         else:
             suffix = wire.EVENT_SUFFIX
-            body = b"".join([prefix + choices[j % cycle] + suffix for j in range(k, end)])
+            body = b"".join([prefix + choice + suffix for choice in choices])
         if k == 0 and job.chat:
             role = self.config.role_chunk
             if role == "separate":
@@ -684,6 +704,17 @@ class SimApp:
         generation.answered()
         return True
 
+    def _message(self, job: Job, text: str) -> dict[str, Any]:
+        """A whole chat answer's message: its reasoning text apart, when it reasoned."""
+        if not job.reasoning:
+            return {"role": "assistant", "content": text}
+        cut = len(wire.response_text(job.reasoning))
+        return {
+            "role": "assistant",
+            self.config.reasoning_field: text[:cut],
+            "content": text[cut:],
+        }
+
     def _completion_body(self, job: Job, prompt_s: float, predicted_s: float) -> bytes:
         """The non-streaming response to a request for n tokens."""
         text = wire.response_text(job.n)
@@ -695,6 +726,9 @@ class SimApp:
         cached = self._cached_report(job)
         if cached is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        reasoning = self._reasoning_report(job, job.n)
+        if reasoning is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
         created = int(time.time())
         payload: dict[str, Any]
         if job.chat:
@@ -706,7 +740,7 @@ class SimApp:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
+                        "message": self._message(job, text),
                         "logprobs": None,
                         "finish_reason": job.reason,
                     }

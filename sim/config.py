@@ -30,6 +30,9 @@ StreamEnd = Literal["done", "no_done", "abrupt", "error"]
 TokenizeFlavor = Literal["default", "llamacpp", "vllm", "sglang", "tgi", "none"]
 MetricsFlavor = Literal["default", "llamacpp", "vllm", "vllm-v0", "sglang", "tgi", "none"]
 FinishReason = Literal["length", "stop"]
+#: Where a chat delta carries reasoning text: vLLM, SGLang and llama.cpp's
+#: `reasoning_content`, or the OpenAI-style `reasoning` (OpenRouter, gpt-oss servers).
+ReasoningField = Literal["reasoning_content", "reasoning"]
 
 # What /tokenize reports and the largest max_tokens a request may ask for.
 MAX_MODEL_LEN = 131072
@@ -157,6 +160,13 @@ class SimConfig:
     # counted from 0 in each level); a later request under a key already taken is recorded
     # as `key#2`, then `key#3`, ...
     record_writes: bool = False
+    # Reasoning models: the first this many tokens of every chat answer are reasoning text
+    # (at most all but one: an answer keeps at least one token of content), sent in the delta
+    # field `reasoning_field`; usage counts them in completion_tokens_details.reasoning_tokens
+    # when `reasoning_usage` (the OpenAI API does; vLLM, SGLang and llama.cpp do not).
+    reasoning_tokens: int = 0
+    reasoning_field: ReasoningField = "reasoning"
+    reasoning_usage: bool = True
 
     @classmethod
     def for_engine(cls, engine: SimEngine, **overrides: Any) -> SimConfig:
@@ -208,6 +218,7 @@ class SimConfig:
             ("tokenize", self.tokenize, get_args(TokenizeFlavor)),
             ("metrics", self.metrics, get_args(MetricsFlavor)),
             ("overload_status", self.overload_status, (429, 503)),
+            ("reasoning_field", self.reasoning_field, get_args(ReasoningField)),
         )
         for name, value, allowed in choices:
             if value not in allowed:
@@ -228,6 +239,8 @@ class SimConfig:
                 )
         if self.retry_after_s < 0:
             raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
+        if self.reasoning_tokens < 0:
+            raise ValueError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens}")
         if self.eos_after_tokens is not None and self.eos_after_tokens < 1:
             raise ValueError(f"eos_after_tokens must be >= 1, got {self.eos_after_tokens}")
 
@@ -317,6 +330,8 @@ class SimConfig:
             text += f", max queue {self.max_queue} ({self.overload_status})"
         if self.sse_multiline_crlf:
             text += ", multi-line data with CRLF"
+        if self.reasoning_tokens:
+            text += f", {self.reasoning_tokens} reasoning tokens in {self.reasoning_field}"
         return text
 
 
@@ -338,6 +353,9 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "tokenize": "llamacpp",
         "metrics": "llamacpp",
         "overload_status": 503,
+        # --reasoning-format deepseek (its default, "auto"): reasoning_content, not in usage.
+        "reasoning_field": "reasoning_content",
+        "reasoning_usage": False,
     },
     "vllm": {
         "role_chunk": "separate",
@@ -347,6 +365,8 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "prefix_cache_block": 16,
         "tokenize": "vllm",
         "metrics": "vllm",
+        "reasoning_field": "reasoning_content",
+        "reasoning_usage": False,
     },
     "sglang": {
         "role_chunk": "separate",
@@ -356,6 +376,8 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "prefix_cache_block": 1,
         "tokenize": "sglang",
         "metrics": "sglang",
+        "reasoning_field": "reasoning_content",
+        "reasoning_usage": False,
     },
     "transformers": {
         # Hugging Face `transformers serve` (src/transformers/cli/serving): 422 "Unexpected
@@ -407,4 +429,7 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "generation_config": False,
     "eos_after_tokens": None,
     "sse_multiline_crlf": False,
+    "reasoning_tokens": 0,
+    "reasoning_field": "reasoning",
+    "reasoning_usage": True,
 }

@@ -48,6 +48,8 @@ class Job:
     n_out: int = 0  # tokens sent before the stream ends: n, or fewer for a fault
     # record_writes: [arrival, then the loop time of each content write] (GET /stats).
     writes: list[float] | None = None
+    # Of the n tokens, the first this many are reasoning text (chat with reasoning_tokens).
+    reasoning: int = 0
 
 
 class Inflight:

@@ -298,18 +298,24 @@ def event_prefix(object_name: str, request_id: str, created: int, model_json: by
 
 
 def usage_json(
-    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
 ) -> bytes:
     """The OpenAI `usage` object, pre-encoded; with `prompt_tokens_details.cached_tokens`
-    unless `cached_tokens` is None."""
+    unless `cached_tokens` is None, `completion_tokens_details.reasoning_tokens` unless
+    `reasoning_tokens` is None."""
     base = b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d' % (
         prompt_tokens,
         completion_tokens,
         prompt_tokens + completion_tokens,
     )
-    if cached_tokens is None:
-        return base + b"}"
-    return base + b',"prompt_tokens_details":{"cached_tokens":%d}}' % cached_tokens
+    if cached_tokens is not None:
+        base += b',"prompt_tokens_details":{"cached_tokens":%d}' % cached_tokens
+    if reasoning_tokens is not None:
+        base += b',"completion_tokens_details":{"reasoning_tokens":%d}' % reasoning_tokens
+    return base + b"}"
 
 
 def usage_event(prefix: bytes, prompt_tokens: int, completion_tokens: int) -> bytes:
@@ -341,9 +347,9 @@ class StreamFormat:
     `system_fingerprint`.
     """
 
-    __slots__ = ("chat", "fingerprint", "finish", "object_name", "role", "tokens")
+    __slots__ = ("chat", "fingerprint", "finish", "object_name", "reasoning", "role", "tokens")
 
-    def __init__(self, *, chat: bool, llamacpp: bool) -> None:
+    def __init__(self, *, chat: bool, llamacpp: bool, reasoning_field: str = "reasoning") -> None:
         self.chat = chat
         self.object_name = "chat.completion.chunk" if chat else "text_completion"
         self.fingerprint = (
@@ -356,15 +362,24 @@ class StreamFormat:
                 _llama_choice(b'"delta":{"content":' + encode(t) + b"}") for t in TOKEN_TEXTS
             )
             self.finish = {r: _llama_choice(b'"delta":{}', encode(r)) for r in reasons}
+            self.reasoning = tuple(
+                _llama_choice(b'"delta":{"%s":%s}' % (reasoning_field.encode(), encode(t)))
+                for t in TOKEN_TEXTS
+            )
         elif chat:
             self.role = CHAT_ROLE_CHOICE
             self.tokens = CHAT_TOKEN_CHOICES
+            self.reasoning = tuple(
+                _choice(b'"delta":{"%s":%s}' % (reasoning_field.encode(), encode(t)))
+                for t in TOKEN_TEXTS
+            )
             self.finish = {
                 r: b'{"index":0,"delta":{},"logprobs":null,"finish_reason":%s}' % encode(r)
                 for r in reasons
             }
         else:
             self.role = b""
+            self.reasoning = ()
             self.tokens = COMPLETION_TOKEN_CHOICES
             self.finish = {
                 r: b'{"index":0,"text":"","logprobs":null,"finish_reason":%s}' % encode(r)

@@ -75,10 +75,15 @@ class _PromptDetails(msgspec.Struct, gc=False):
     cached_tokens: int | None = None
 
 
+class _CompletionDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
 
 
 class LlamacppTimings(msgspec.Struct, gc=False):
@@ -143,6 +148,8 @@ class RawRequest:
         "n_in",
         "n_in_target",
         "n_out",
+        "n_reasoning",
+        "reasoning_events",
         "seq",
         "server",
         "status",
@@ -188,6 +195,11 @@ class RawRequest:
         self.n_in: int | None = n_in_local
         self.n_in_target = n_in_local
         self.n_out = 0
+        # Events of reasoning text alone before the first answer content (reasoning models
+        # think first), and the reasoning tokens usage reported
+        # (completion_tokens_details.reasoning_tokens; None: it did not say).
+        self.reasoning_events = 0
+        self.n_reasoning: int | None = None
         self.count_source = "events"
         self.status: int | None = None
         self.error_class: str | None = None
@@ -231,7 +243,27 @@ class RawRequest:
             n_in_target=self.n_in_target,
             cached_tokens=self.cached_tokens,
             server=self.server,
+            **self._reasoning(origin_ns),
         )
+
+    def _reasoning(self, origin_ns: int) -> dict[str, Any]:
+        """The reasoning figures of the request (RequestTiming.n_reasoning and friends): its
+        reasoning tokens from usage where the server counted them, else from its events of
+        reasoning text (one token each, or what continuous usage said they carried)."""
+        events = self.reasoning_events
+        if not events and self.n_reasoning is None:
+            return {}
+        if self.n_reasoning is not None:
+            tokens, source = self.n_reasoning, "usage"
+        elif self.chunk_tokens and len(self.chunk_tokens) == len(self.chunk_ns):
+            tokens, source = sum(self.chunk_tokens[:events]), "events"
+        else:
+            tokens, source = events, "events"
+        return {
+            "n_reasoning": min(tokens, self.n_out) if self.n_out else tokens,
+            "reasoning_source": source,
+            "t_first_reasoning": (self.chunk_ns[0] - origin_ns) * _NS if events else None,
+        }
 
 
 #: What an event carries: no text, reasoning text only, or visible content; and, as a flag
@@ -341,33 +373,44 @@ def on_event(event: Event, kind: int, rec: RawRequest, now: int) -> None:
     """Record a decoded event (its `kind` from `judge`) arriving at `now`."""
     if kind & TEXT:
         rec.chunk_ns.append(now)
-        if kind & CONTENT and rec.t_content is None:
-            rec.t_content = now
+        if rec.t_content is None:
+            if kind & CONTENT:
+                rec.t_content = now
+            else:
+                rec.reasoning_events += 1
     if kind & FINISHED:
         rec.finished = True
     if event.timings is not None:
         # Kept as sent; turned into ServerTimings once, when the request ends.
         rec.llamacpp_timings = event.timings
-    usage = event.usage
-    if usage is not None:
-        completion = usage.completion_tokens
-        if completion is not None:
-            if kind & TEXT:
-                # Continuous usage: the tokens this event carried (and any that came in
-                # events without text since the last one that had text).
-                rec.chunk_tokens.append(completion - rec.tokens_at_chunk)
-                rec.tokens_at_chunk = completion
-            rec.n_out = completion
-            rec.count_source = "usage"
-            if not rec.keep_answer:
-                # Counted by the server: the text is no longer needed, and later events
-                # skip collecting it.
-                rec.text = None
-        if usage.prompt_tokens is not None:
-            rec.n_in = usage.prompt_tokens
-        details = usage.prompt_tokens_details
-        if details is not None and details.cached_tokens is not None:
-            rec.cached_tokens = details.cached_tokens
+    if event.usage is not None:
+        _on_usage(event.usage, kind, rec)
+
+
+def _on_usage(usage: _Usage, kind: int, rec: RawRequest) -> None:
+    """Record what an event's usage says: output and prompt tokens, cached prompt tokens and
+    reasoning tokens."""
+    completion = usage.completion_tokens
+    if completion is not None:
+        if kind & TEXT:
+            # Continuous usage: the tokens this event carried (and any that came in
+            # events without text since the last one that had text).
+            rec.chunk_tokens.append(completion - rec.tokens_at_chunk)
+            rec.tokens_at_chunk = completion
+        rec.n_out = completion
+        rec.count_source = "usage"
+        if not rec.keep_answer:
+            # Counted by the server: the text is no longer needed, and later events
+            # skip collecting it.
+            rec.text = None
+    if usage.prompt_tokens is not None:
+        rec.n_in = usage.prompt_tokens
+    details = usage.prompt_tokens_details
+    if details is not None and details.cached_tokens is not None:
+        rec.cached_tokens = details.cached_tokens
+    completion_details = usage.completion_tokens_details
+    if completion_details is not None and completion_details.reasoning_tokens is not None:
+        rec.n_reasoning = completion_details.reasoning_tokens
 
 
 def settle_timings(rec: RawRequest) -> None:
@@ -485,8 +528,11 @@ class StreamReader:
                 what = judge(brief, rec.text)
                 if what & TEXT:
                     rec.chunk_ns.append(now)
-                    if what & CONTENT and rec.t_content is None:
-                        rec.t_content = now
+                    if rec.t_content is None:
+                        if what & CONTENT:
+                            rec.t_content = now
+                        else:
+                            rec.reasoning_events += 1
                 if what & FINISHED:
                     rec.finished = True
             else:

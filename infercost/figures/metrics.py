@@ -140,6 +140,23 @@ class RequestTiming:
     # (load.max_concurrency): part of its queue delay that the plan, not the client, caused.
     # None when the level had no cap.
     cap_wait: float | None = None
+    # Reasoning models: the output tokens that were reasoning (usage's
+    # completion_tokens_details.reasoning_tokens, else counted from the events of reasoning
+    # text before the answer), where they came from ("usage" or "events"), and the arrival of
+    # the first reasoning event; None when the request showed no reasoning.
+    n_reasoning: int | None = None
+    reasoning_source: str | None = None
+    t_first_reasoning: float | None = None
+
+    @property
+    def n_answer(self) -> int:
+        """Output tokens that were the answer (content and tool calls): n_out - n_reasoning."""
+        return max(0, self.n_out - (self.n_reasoning or 0))
+
+    @property
+    def ttfr(self) -> float | None:
+        """Time to first reasoning token: its event's arrival - t_send."""
+        return None if self.t_first_reasoning is None else self.t_first_reasoning - self.t_send
 
     @property
     def succeeded(self) -> bool:
@@ -587,6 +604,35 @@ def cache_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     }
 
 
+def reasoning_block(
+    ok: Sequence[RequestTiming], output_tokens_per_s: float | None
+) -> tuple[dict[str, Any], float | None, float | None]:
+    """Reasoning and answer tokens of the measured, successful requests (METRICS.md, as
+    docs/figures.md states it): per request, how many of each; the share of output that was
+    reasoning; and, from it, the reasoning and answer tokens per second, which add up to
+    output_tokens_per_s. Also (reasoning/s, answer/s) for the run's columns."""
+    reasoning = [t.n_reasoning or 0 for t in ok]
+    answer = [t.n_answer for t in ok]
+    out = sum(t.n_out for t in ok)
+    share = sum(reasoning) / out if out else None
+    sources = Counter(t.reasoning_source for t in ok if t.reasoning_source is not None)
+    source = None if not sources else next(iter(sources)) if len(sources) == 1 else "mixed"
+    reasoning_per_s = answer_per_s = None
+    if output_tokens_per_s is not None and share is not None:
+        reasoning_per_s = output_tokens_per_s * share
+        answer_per_s = output_tokens_per_s - reasoning_per_s
+    block = {
+        "requests_with_reasoning": sum(1 for n in reasoning if n),
+        "reasoning_tokens": distribution(reasoning),
+        "answer_tokens": distribution(answer),
+        "reasoning_share": share,
+        "reasoning_tokens_per_s": reasoning_per_s,
+        "answer_tokens_per_s": answer_per_s,
+        "source": source,
+    }
+    return block, reasoning_per_s, answer_per_s
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -643,6 +689,11 @@ class RunFigures:
     # A level with a cap on requests in flight (load.max_concurrency): whether it was
     # reached and how often requests waited (concurrency_cap_block); None without a cap.
     concurrency_cap: dict[str, Any] | None = None
+    # Reasoning models (workload.features "reasoning", or reasoning seen): reasoning and
+    # answer tokens apart (reasoning_block); the rates are columns of their own.
+    reasoning: dict[str, Any] | None = None
+    reasoning_tokens_per_s: float | None = None
+    answer_tokens_per_s: float | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -650,7 +701,7 @@ class RunFigures:
         return None if value is None else float(value)
 
 
-def summarize(
+def summarize(  # noqa: PLR0915 - one figure after another, each defined once
     timings: Sequence[RequestTiming],
     *,
     target_concurrency: int | None = None,
@@ -663,6 +714,7 @@ def summarize(
     embeddings: bool = False,
     max_concurrency: int | None = None,
     capacity_short: str | None = None,
+    reasoning: bool = False,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
 
@@ -688,6 +740,10 @@ def summarize(
     client-bound) and on the rate of its effective schedule (t_sched + cap_wait), and the
     `concurrency_cap` block says whether the cap was reached and how often requests waited.
     Without a cap send_late is the queue delay, so nothing changes.
+
+    `reasoning` (workload.features "reasoning") asks for the `reasoning` block and its rates
+    even where no request reasoned (they then say 0); without it they come only when some
+    request sent reasoning text or usage counted reasoning tokens.
 
     `capacity_short` says why the level got fewer load-generating processes than its
     expected events needed (load.shards "auto", infercost/shards/auto.py): decided before it
@@ -720,6 +776,7 @@ def summarize(
     stats = {
         "ttft_ms": distribution(_ms(t.ttft for t in ok)),
         "ttfo_ms": distribution(_ms(t.ttfo for t in ok)),
+        "ttfr_ms": distribution(_ms(t.ttfr for t in ok)),
         "tpot_ms": distribution(_ms(tpot)),
         "itl_ms": distribution(_ms(itl), itl_weights),
         "e2e_ms": distribution(_ms(t.e2e for t in ok)),
@@ -785,6 +842,10 @@ def summarize(
     }
     error_rate = (len(measured) - len(ok)) / len(measured) if measured else None
     cache = cache_block(ok)
+    output_per_s = None if embeddings else per_s(out_tokens)
+    thinking: tuple[dict[str, Any] | None, float | None, float | None] = (None, None, None)
+    if reasoning or any(t.n_reasoning for t in ok):
+        thinking = reasoning_block(ok, output_per_s)
     return RunFigures(
         requests_total=len(measured),
         requests_succeeded=len(ok),
@@ -792,7 +853,7 @@ def summarize(
         errors={cls: errors[cls] for cls in ERROR_CLASSES if errors[cls]},
         duration_s=duration,
         count_source=count_source,
-        output_tokens_per_s=None if embeddings else per_s(out_tokens),
+        output_tokens_per_s=output_per_s,
         input_tokens_per_s=per_s(in_tokens),
         total_tokens_per_s=per_s(out_tokens + in_tokens),
         requests_per_s=per_s(len(ok)),
@@ -820,4 +881,7 @@ def summarize(
         ),
         not_measured=dict(EMBEDDINGS_NOT_MEASURED) if embeddings else None,
         concurrency_cap=concurrency_cap_block(timings, max_concurrency),
+        reasoning=thinking[0],
+        reasoning_tokens_per_s=thinking[1],
+        answer_tokens_per_s=thinking[2],
     )

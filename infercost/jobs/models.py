@@ -256,6 +256,11 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     )
     change_verdict: Mapped[str | None] = mapped_column(String(20))
     change: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Reasoning models: reasoning and answer tokens per second are columns (comparisons sort
+    # by what a user reads); the per-request detail is the `reasoning` block.
+    reasoning_tokens_per_s: Mapped[float | None]
+    answer_tokens_per_s: Mapped[float | None]
+    reasoning: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
 class RequestSample(Base):
@@ -302,6 +307,11 @@ class RequestSample(Base):
     # How long it waited for a slot under the level's load.max_concurrency (part of its
     # queue delay, asked for by the plan); null without a cap.
     cap_wait_ms: Mapped[float | None]
+    # Reasoning tokens of the answer and the time to its first reasoning event (ms from
+    # t_send); null when it showed no reasoning.
+    n_reasoning: Mapped[int | None]
+    ttfr_ms: Mapped[float | None]
+    reasoning_source: Mapped[str | None] = mapped_column(String(16))
 
 
 class TelemetrySample(Base):

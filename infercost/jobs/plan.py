@@ -26,6 +26,9 @@ import msgspec
 from infercost.jobs.arrivals import Arrival
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
+#: What requests carry beyond a prompt (workload.features); they combine.
+Feature = Literal["reasoning"]
+FEATURES: tuple[str, ...] = ("reasoning",)
 #: Worker processes per level: a number, or "auto" (each level as many as it needs).
 Shards = int | Literal["auto"]
 
@@ -93,6 +96,11 @@ class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     stream: bool
     temperature: float | None
     seed: int
+    features: list[Feature]
+
+    def has(self, feature: str) -> bool:
+        """Whether the workload asks for `feature` (workload.features)."""
+        return feature in self.features
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +359,7 @@ LEGACY_WORKLOAD: Mapping[str, Any] = {
     "stream": True,
     "temperature": None,
     "seed": 0,
+    "features": [],
 }
 
 

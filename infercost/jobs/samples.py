@@ -51,6 +51,9 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
             t.cached_tokens,
             *_server_columns(t.server),
             _ms(t.cap_wait),
+            t.n_reasoning,
+            _ms(t.ttfr),
+            t.reasoning_source,
         )
         for t in timings
     ]
@@ -107,4 +110,7 @@ def timing_of(sample: RequestSample) -> RequestTiming:
             n_prefilled=sample.server_n_prefilled,
         ),
         cap_wait=None if sample.cap_wait_ms is None else sample.cap_wait_ms / MS_PER_S,
+        n_reasoning=sample.n_reasoning,
+        reasoning_source=sample.reasoning_source,
+        t_first_reasoning=at(sample.ttfr_ms),
     )

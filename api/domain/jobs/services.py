@@ -84,6 +84,7 @@ def stored_price(run: Run) -> HourlyPrice:
 _DISTRIBUTIONS = (
     "ttft_ms",
     "ttfo_ms",
+    "ttfr_ms",
     "tpot_ms",
     "itl_ms",
     "e2e_ms",
@@ -108,6 +109,7 @@ def run_summary(
             total_tokens_per_s=run.total_tokens_per_s,
             requests_per_s=run.requests_per_s,
             goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
+            answer_tokens_per_s=run.answer_tokens_per_s,
         )
     else:
         cost = run_cost(
@@ -118,6 +120,7 @@ def run_summary(
             goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
             reason=price.note,
             input_tokens_per_s=run.input_tokens_per_s,
+            answer_tokens_per_s=run.answer_tokens_per_s,
         )
     # The run's columns of the same name (its figures, and the JSONB blocks that become
     # their structs) are converted by msgspec; given here is only what the row keeps under
@@ -145,6 +148,7 @@ def run_summary(
         cache=run.cache or None,
         adequacy=run.adequacy or None,
         concurrency_cap=run.concurrency_cap or None,
+        reasoning=run.reasoning or None,
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
     )

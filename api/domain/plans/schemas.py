@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from infercost.jobs.plan import Feature
 from infercost.jobs.sweep import MAX_LEVELS
 from infercost.limits import MAX_RATE, MAX_TOKENS, MIN_RATE
 from infercost.shards.split import MAX_SHARDS
@@ -232,6 +233,15 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
             examples=[42],
         ),
     ] = None
+    features: Annotated[
+        list[Feature],
+        msgspec.Meta(
+            description="What requests carry beyond a prompt, combined: reasoning (reasoning "
+            "tokens counted apart from answer tokens, with their own first-token time and "
+            "rate); empty: plain requests",
+            examples=[["reasoning"]],
+        ),
+    ] = []
 
 
 class Load(msgspec.Struct, forbid_unknown_fields=True):

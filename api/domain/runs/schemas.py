@@ -188,6 +188,54 @@ class Adequacy(msgspec.Struct):
     ]
 
 
+class ReasoningBlock(msgspec.Struct):
+    """Reasoning and answer tokens apart (workload.features "reasoning", or a model that
+    reasoned), over the measured, successful requests. Reasoning tokens are usage's
+    completion_tokens_details.reasoning_tokens where the server counts them (`source`
+    usage), else the events of reasoning text before the answer (`source` events); answer
+    tokens are the rest of the output. The rates split output_tokens_per_s by the share."""
+
+    requests_with_reasoning: Annotated[
+        int, msgspec.Meta(description="Requests that sent any reasoning", examples=[200])
+    ]
+    reasoning_tokens: Annotated[
+        Distribution,
+        msgspec.Meta(description="Reasoning tokens per request", examples=[{"p50": 96.0}]),
+    ]
+    answer_tokens: Annotated[
+        Distribution,
+        msgspec.Meta(
+            description="Answer tokens per request (content and tool calls)",
+            examples=[{"p50": 32.0}],
+        ),
+    ]
+    reasoning_share: Annotated[
+        float | None,
+        msgspec.Meta(description="Reasoning tokens / output tokens (0 to 1)", examples=[0.75]),
+    ]
+    reasoning_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="output_tokens_per_s x reasoning_share, in tokens/s", examples=[3000.0]
+        ),
+    ]
+    answer_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="output_tokens_per_s - reasoning_tokens_per_s, in tokens/s",
+            examples=[1000.0],
+        ),
+    ]
+    source: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Where reasoning counts came from: usage, events or mixed; null when no "
+            "request reasoned",
+            examples=["usage"],
+        ),
+    ]
+
+
 class CacheBlock(msgspec.Struct):
     """Prompt tokens the server served from its prefix cache, over the measured, successful
     requests that reported it (usage.prompt_tokens_details.cached_tokens, or the engine's
@@ -374,6 +422,14 @@ class Cost(msgspec.Struct):
             description="USD per million prompt tokens: usd_per_hour / (input tokens/s x 3600) x "
             "1e6; the cost per token of an embeddings endpoint",
             examples=[0.02],
+        ),
+    ] = None
+    per_million_answer_tokens_usd: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="USD per million answer tokens (reasoning excluded): usd_per_hour / "
+            "(answer tokens/s x 3600) x 1e6; null unless the run counted reasoning apart",
+            examples=[None],
         ),
     ] = None
 
@@ -967,6 +1023,14 @@ class RunSummary(msgspec.Struct):
             examples=[{"count": 200, "p50": 208.0}],
         ),
     ]
+    ttfr_ms: Annotated[
+        Distribution,
+        msgspec.Meta(
+            description="Time to first reasoning token, in ms, over requests that reasoned "
+            "(count 0 when none did)",
+            examples=[{"count": 200, "p50": 180.0}],
+        ),
+    ]
     tpot_ms: Annotated[
         Distribution,
         msgspec.Meta(
@@ -1152,6 +1216,22 @@ class RunSummary(msgspec.Struct):
             examples=[None],
         ),
     ] = None
+    reasoning: Annotated[
+        ReasoningBlock | None,
+        msgspec.Meta(
+            description="Reasoning and answer tokens apart; null unless workload.features has "
+            "reasoning or a request reasoned",
+            examples=[None],
+        ),
+    ] = None
+    reasoning_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(description="Reasoning tokens per second (see reasoning)", examples=[None]),
+    ] = None
+    answer_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(description="Answer tokens per second (see reasoning)", examples=[None]),
+    ] = None
     # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
     workload_fingerprint: Annotated[
         str | None,
@@ -1328,6 +1408,11 @@ class Sample(msgspec.Struct):
     # How long it waited for a slot under load.max_concurrency (part of t_send - t_sched,
     # asked for by the plan); null without a cap.
     cap_wait_ms: float | None = None
+    # Reasoning tokens of the answer (usage's, else its reasoning events) and the time to its
+    # first reasoning event; null when it showed no reasoning.
+    n_reasoning: int | None = None
+    ttfr_ms: float | None = None
+    reasoning_source: str | None = None
 
 
 class SamplePage(msgspec.Struct):

@@ -1,0 +1,41 @@
+"""Request features (issue 29): reasoning tokens apart from answer tokens, per request and
+per run, as columns where they are queried (the rates, a sample's counts and times) and the
+per-request detail as a JSONB block.
+
+Revision ID: f2b4c6d8e020
+Revises: e9a3b6c1f018
+Create Date: 2026-12-07 09:00:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+revision: str = "f2b4c6d8e020"
+down_revision: str | None = "e9a3b6c1f018"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.add_column("runs", sa.Column("reasoning_tokens_per_s", sa.Double(), nullable=True))
+    op.add_column("runs", sa.Column("answer_tokens_per_s", sa.Double(), nullable=True))
+    op.add_column(
+        "runs", sa.Column("reasoning", postgresql.JSONB(astext_type=sa.Text()), nullable=True)
+    )
+    op.add_column("request_samples", sa.Column("n_reasoning", sa.Integer(), nullable=True))
+    op.add_column("request_samples", sa.Column("ttfr_ms", sa.Double(), nullable=True))
+    op.add_column(
+        "request_samples", sa.Column("reasoning_source", sa.String(length=16), nullable=True)
+    )
+
+
+def downgrade() -> None:
+    op.drop_column("request_samples", "reasoning_source")
+    op.drop_column("request_samples", "ttfr_ms")
+    op.drop_column("request_samples", "n_reasoning")
+    op.drop_column("runs", "reasoning")
+    op.drop_column("runs", "answer_tokens_per_s")
+    op.drop_column("runs", "reasoning_tokens_per_s")
