@@ -342,6 +342,11 @@ _MODES = click.Choice(["concurrency", "rate", "burst"])
     multiple=True,
     help="What requests carry beyond a prompt (workload.features); repeat to combine.",
 )
+@click.option(
+    "--models",
+    help="Spread requests over models on the endpoint by weight (workload.models): "
+    "name=weight, comma-separated, e.g. base=3,lora-a=1.",
+)
 @click.option("--watch", is_flag=True, help="Follow the job until it ends.")
 @click.option("--idempotency-key", help="Submitting again with the same key returns the same job.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
@@ -363,6 +368,7 @@ def jobs_submit(  # click passes every option by name
     slo_ttft_p95: float | None,
     slo_tpot_p95: float | None,
     features: tuple[str, ...],
+    models: str | None,
     watch: bool,
     idempotency_key: str | None,
     force: bool,
@@ -395,6 +401,7 @@ def jobs_submit(  # click passes every option by name
             slo_ttft_p95=slo_ttft_p95,
             slo_tpot_p95=slo_tpot_p95,
             features=list(features),
+            models=None if models is None else parse_models(models),
         )
     _submit(
         client,
@@ -417,6 +424,20 @@ def parse_levels(text: str) -> list[float]:
     return [int(v) if v.is_integer() else v for v in values]
 
 
+def parse_models(text: str) -> list[dict[str, Any]]:
+    """'base=3,lora-a=1' as workload.models (a name without =weight weighs 1)."""
+    models: list[dict[str, Any]] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, eq, weight = item.partition("=")
+        try:
+            models.append({"name": name, "weight": float(weight) if eq else 1.0})
+        except ValueError:
+            raise click.BadParameter(f"'{item}' is not name=weight, e.g. lora-a=1") from None
+    if not models:
+        raise click.BadParameter("give at least one model, e.g. base=3,lora-a=1")
+    return models
+
+
 def job_body(
     endpoint: str,
     *,
@@ -432,11 +453,14 @@ def job_body(
     slo_ttft_p95: float | None = None,
     slo_tpot_p95: float | None = None,
     features: list[str] | None = None,
+    models: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The POST /v1/jobs body the options describe (`endpoint` resolved later)."""
     workload: dict[str, Any] = {}
     if features:
         workload["features"] = features
+    if models:
+        workload["models"] = models
     if preset:
         workload["preset"] = preset
     if input_tokens is not None:

@@ -315,6 +315,12 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     help="Count reasoning in usage.completion_tokens_details.reasoning_tokens [default: yes; "
     "vllm, sglang, llamacpp: no].",
 )
+@click.option(
+    "--served-models",
+    default=None,
+    help="More model names served beside --model, each at its own fixed-mode speed: "
+    "name:ttft_ms:itl_ms, comma-separated (e.g. lora-a:80:12,lora-b:30:6).",
+)
 def sim(  # click passes options by keyword
     *,
     host: str,

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from infercost.engines.catalog import OPENAI_FIELDS
 from sim import wire
-from sim.config import MAX_MODEL_LEN, SimConfig
+from sim.config import MAX_MODEL_LEN, SimConfig, served_model_speeds
 from sim.embeddings import decode_embeddings, input_tokens, latency_s, response_body
 from sim.gpu import GpuEngine
 from sim.lateness import Lateness
@@ -131,6 +131,12 @@ class SimApp:
         self._inflight: set[Inflight] = set()
         self._closing = False
         self._model_json = wire.encode(config.model)
+        # served_models: more names beside config.model, each at its own speed (fixed mode).
+        self._speeds = {
+            name: (ttft_ms / 1000.0, itl_ms / 1000.0)
+            for name, (ttft_ms, itl_ms) in served_model_speeds(config.served_models).items()
+        }
+        self._model_jsons = {name: wire.encode(name) for name in self._speeds}
         llamacpp = config.engine == "llamacpp"
         self._formats = {
             True: wire.StreamFormat(
@@ -167,13 +173,14 @@ class SimApp:
                 "object": "list",
                 "data": [
                     {
-                        "id": config.model,
+                        "id": name,
                         "object": "model",
                         "created": created,
                         "owned_by": "infercost-sim",
                         "root": config.model,
                         "max_model_len": MAX_MODEL_LEN,
                     }
+                    for name in (config.model, *self._speeds)
                 ],
             }
         )
@@ -292,7 +299,7 @@ class SimApp:
         return metrics
 
     def _unknown_model(self, model: str | None) -> str | None:
-        if model is None or model == self.config.model:
+        if model is None or model == self.config.model or model in self._speeds:
             return None
         return f"The model `{model}` does not exist."
 
@@ -414,6 +421,8 @@ class SimApp:
             keys=self.prefix_cache.keys(words) if self.prefix_cache is not None else [],
             n_out=n,
             reasoning=min(self.config.reasoning_tokens, n - 1) if chat else 0,
+            speed=self._speeds.get(req.model or ""),
+            model=req.model if req.model in self._speeds else None,
         )
         if job.stream and self.config.stream_end in ("abrupt", "error"):
             after = self.config.fault_after_tokens
@@ -543,7 +552,8 @@ class SimApp:
         fmt = self._formats[job.chat]
         # llama-server names completion streams chatcmpl-... too (completions-stream-usage.sse).
         kind = "chatcmpl" if job.chat or self.config.engine == "llamacpp" else "cmpl"
-        return fmt.prefix(f"{kind}-{uuid.uuid4().hex}", int(time.time()), self._model_json)
+        model_json = self._model_json if job.model is None else self._model_jsons[job.model]
+        return fmt.prefix(f"{kind}-{uuid.uuid4().hex}", int(time.time()), model_json)
 
     async def _start_stream(self, send: Send, prefix: bytes, job: Job) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self._sse_headers})
@@ -704,6 +714,10 @@ class SimApp:
         generation.answered()
         return True
 
+    def _model_name(self, job: Job) -> str:
+        """The model name an answer gives: the one asked for, of those served."""
+        return job.model or self.config.model
+
     def _message(self, job: Job, text: str) -> dict[str, Any]:
         """A whole chat answer's message: its reasoning text apart, when it reasoned."""
         if not job.reasoning:
@@ -736,7 +750,7 @@ class SimApp:
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
                 "object": "chat.completion",
                 "created": created,
-                "model": self.config.model,
+                "model": self._model_name(job),
                 "choices": [
                     {
                         "index": 0,
@@ -752,7 +766,7 @@ class SimApp:
                 "id": f"cmpl-{uuid.uuid4().hex}",
                 "object": "text_completion",
                 "created": created,
-                "model": self.config.model,
+                "model": self._model_name(job),
                 "choices": [
                     {"index": 0, "text": text, "logprobs": None, "finish_reason": job.reason}
                 ],

@@ -44,6 +44,27 @@ _KV_BF16_AT_8B: Final = 131072
 _KV_EXPONENT: Final = math.log(327680 / 131072) / math.log(70 / 8)
 
 
+def served_model_speeds(text: str) -> dict[str, tuple[float, float]]:
+    """The extra models of `served_models`, "name:ttft_ms:itl_ms" comma-separated, as
+    {name: (ttft_ms, itl_ms)}; ValueError saying what is wrong otherwise."""
+    speeds: dict[str, tuple[float, float]] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, times = item.partition(":")
+        ttft, _, itl = times.partition(":")
+        try:
+            pair = (float(ttft), float(itl))
+        except ValueError:
+            raise ValueError(
+                f"served_models: {item!r} is not name:ttft_ms:itl_ms (e.g. lora-a:80:12)"
+            ) from None
+        if not name or not all(math.isfinite(v) and v >= 0 for v in pair):
+            raise ValueError(f"served_models: {item!r} needs a name and times >= 0 in ms")
+        if name in speeds:
+            raise ValueError(f"served_models: {name!r} is given twice")
+        speeds[name] = pair
+    return speeds
+
+
 def gpu_spec(name: str) -> GpuSpec:
     """The catalog entry called `name`; ValueError listing the known names otherwise."""
     for spec in PUBLIC_GPUS:
@@ -167,6 +188,9 @@ class SimConfig:
     reasoning_tokens: int = 0
     reasoning_field: ReasoningField = "reasoning"
     reasoning_usage: bool = True
+    # More model names served beside `model`, each at its own fixed-mode speed:
+    # "name:ttft_ms:itl_ms" comma-separated (several adapters of one base on one endpoint).
+    served_models: str = ""
 
     @classmethod
     def for_engine(cls, engine: SimEngine, **overrides: Any) -> SimConfig:
@@ -239,6 +263,8 @@ class SimConfig:
                 )
         if self.retry_after_s < 0:
             raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
+        if self.model in served_model_speeds(self.served_models):
+            raise ValueError(f"served_models: {self.model!r} is already the main model")
         if self.reasoning_tokens < 0:
             raise ValueError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens}")
         if self.eos_after_tokens is not None and self.eos_after_tokens < 1:
@@ -332,6 +358,8 @@ class SimConfig:
             text += ", multi-line data with CRLF"
         if self.reasoning_tokens:
             text += f", {self.reasoning_tokens} reasoning tokens in {self.reasoning_field}"
+        if self.served_models:
+            text += f", also serving {', '.join(served_model_speeds(self.served_models))}"
         return text
 
 
@@ -432,4 +460,5 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "reasoning_tokens": 0,
     "reasoning_field": "reasoning",
     "reasoning_usage": True,
+    "served_models": "",
 }

@@ -50,6 +50,12 @@ class Job:
     writes: list[float] | None = None
     # Of the n tokens, the first this many are reasoning text (chat with reasoning_tokens).
     reasoning: int = 0
+    # Fixed mode: this request's model's own (ttft, itl) in seconds (served_models); None:
+    # the config's.
+    speed: tuple[float, float] | None = None
+    # The model it asked for, when one of served_models (its events name it); None: the
+    # config's.
+    model: str | None = None
 
 
 class Inflight:
@@ -275,7 +281,7 @@ class FixedMode:
 class FixedGeneration:
     """A request on the fixed schedule: token k due at first + k x itl."""
 
-    __slots__ = ("first", "job", "mode", "prompt_s")
+    __slots__ = ("first", "itl_s", "job", "mode", "prompt_s")
 
     def __init__(self, mode: FixedMode, job: Job, arrival: float) -> None:
         self.mode = mode
@@ -285,7 +291,9 @@ class FixedGeneration:
         metrics.running_max_tokens += job.prompt_tokens + job.n
         # TTFT with a prefix-cache hit: ttft x uncached / prompt tokens (prefill time is
         # taken as proportional to the tokens computed).
-        self.prompt_s = mode.ttft_s * (job.prompt_tokens - job.cached) / job.prompt_tokens
+        ttft_s = mode.ttft_s if job.speed is None else job.speed[0]
+        self.itl_s = mode.itl_s if job.speed is None else job.speed[1]
+        self.prompt_s = ttft_s * (job.prompt_tokens - job.cached) / job.prompt_tokens
         self.first = arrival + self.prompt_s
         asyncio.get_running_loop().call_at(self.first, mode.remember, job)
 
@@ -299,7 +307,7 @@ class FixedGeneration:
         mode = self.mode
         metrics = mode.metrics
         record = mode.lateness.record
-        itl = mode.itl_s
+        itl = self.itl_s
         burst = mode.burst
         first = self.first
         writes = self.job.writes
@@ -325,7 +333,7 @@ class FixedGeneration:
     async def complete(self, inflight: Inflight) -> bool:
         """Until first + (n-1) x itl, when a stream would have ended."""
         loop = asyncio.get_running_loop()
-        due = self.first + (self.job.n - 1) * self.mode.itl_s
+        due = self.first + (self.job.n - 1) * self.itl_s
         await inflight.sleep_until(loop, due)
         if inflight.stopped:
             return False
@@ -340,7 +348,7 @@ class FixedGeneration:
 
     def times(self) -> tuple[float, float]:
         """The schedule's: the (cache-shortened) TTFT, and (n-1) x itl."""
-        return self.prompt_s, (self.job.n - 1) * self.mode.itl_s
+        return self.prompt_s, (self.job.n - 1) * self.itl_s
 
     def close(self) -> None:
         """No longer generating (admission counts it out of the running)."""

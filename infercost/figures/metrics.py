@@ -147,6 +147,9 @@ class RequestTiming:
     n_reasoning: int | None = None
     reasoning_source: str | None = None
     t_first_reasoning: float | None = None
+    # The model it asked for, when the workload spreads requests over several
+    # (workload.models); None: the endpoint's.
+    model: str | None = None
 
     @property
     def n_answer(self) -> int:
@@ -633,6 +636,56 @@ def reasoning_block(
     return block, reasoning_per_s, answer_per_s
 
 
+def models_block(
+    timings: Sequence[RequestTiming], window: tuple[float, float] | None
+) -> list[dict[str, Any]]:
+    """Each model's figures (workload.models), in the order the models first appear by seq:
+    its measured requests and failures, TTFT, TPOT and E2E statistics, and its tokens and
+    requests per second over the run's own window and duration, so that the models' counts
+    and rates add up to the run's. `token_share` (its input and output tokens in the window
+    / all of them) splits the run's cost between the models."""
+    by_model: dict[str, list[RequestTiming]] = {}
+    for t in sorted(timings, key=lambda t: t.seq):
+        if t.model is not None:
+            by_model.setdefault(t.model, []).append(t)
+    duration = None if window is None or window[1] <= window[0] else window[1] - window[0]
+    tokens = {
+        name: (0.0, 0.0) if window is None else tokens_in_window(group, *window)
+        for name, group in by_model.items()
+    }
+    all_tokens = sum(out + inp for out, inp in tokens.values())
+
+    def per_s(amount: float) -> float | None:
+        return None if duration is None else amount / duration
+
+    blocks = []
+    for name, group in by_model.items():
+        measured = [t for t in group if not t.warmup]
+        ok = [t for t in measured if t.succeeded]
+        errors = Counter(t.error_class for t in measured if t.error_class is not None)
+        out, inp = tokens[name]
+        blocks.append(
+            {
+                "model": name,
+                "requests": {
+                    "total": len(measured),
+                    "succeeded": len(ok),
+                    "failed": len(measured) - len(ok),
+                    "errors": {cls: errors[cls] for cls in ERROR_CLASSES if errors[cls]},
+                },
+                "ttft_ms": distribution(_ms(t.ttft for t in ok)),
+                "tpot_ms": distribution(_ms(t.tpot for t in ok)),
+                "e2e_ms": distribution(_ms(t.e2e for t in ok)),
+                "output_tokens_per_s": per_s(out),
+                "input_tokens_per_s": per_s(inp),
+                "requests_per_s": per_s(len(ok)),
+                "error_rate": (len(measured) - len(ok)) / len(measured) if measured else None,
+                "token_share": (out + inp) / all_tokens if all_tokens else None,
+            }
+        )
+    return blocks
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -694,6 +747,9 @@ class RunFigures:
     reasoning: dict[str, Any] | None = None
     reasoning_tokens_per_s: float | None = None
     answer_tokens_per_s: float | None = None
+    # Several models on one endpoint (workload.models): each model's figures (models_block);
+    # None when every request asked for the endpoint's model.
+    models: list[dict[str, Any]] | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -884,4 +940,5 @@ def summarize(  # noqa: PLR0915 - one figure after another, each defined once
         reasoning=thinking[0],
         reasoning_tokens_per_s=thinking[1],
         answer_tokens_per_s=thinking[2],
+        models=models_block(timings, window) if any(t.model for t in timings) else None,
     )

@@ -261,6 +261,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     reasoning_tokens_per_s: Mapped[float | None]
     answer_tokens_per_s: Mapped[float | None]
     reasoning: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Several models on one endpoint (workload.models): each model's figures, a list of
+    # blocks (infercost.figures.metrics.models_block); null for one model.
+    models: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
 
 
 class RequestSample(Base):
@@ -312,6 +315,8 @@ class RequestSample(Base):
     n_reasoning: Mapped[int | None]
     ttfr_ms: Mapped[float | None]
     reasoning_source: Mapped[str | None] = mapped_column(String(16))
+    # The model it asked for (workload.models); null: the endpoint's.
+    model: Mapped[str | None] = mapped_column(String(256))
 
 
 class TelemetrySample(Base):

@@ -83,6 +83,13 @@ class PrefixSpec(msgspec.Struct, frozen=True):
     tokens: int
 
 
+class ModelWeight(msgspec.Struct, frozen=True):
+    """One model (or adapter) of workload.models and its share of the requests."""
+
+    name: str
+    weight: float
+
+
 class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What each request sends (the job's `workload` column), every field resolved."""
 
@@ -97,6 +104,7 @@ class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     temperature: float | None
     seed: int
     features: list[Feature]
+    models: list[ModelWeight] | None
 
     def has(self, feature: str) -> bool:
         """Whether the workload asks for `feature` (workload.features)."""
@@ -360,6 +368,7 @@ LEGACY_WORKLOAD: Mapping[str, Any] = {
     "temperature": None,
     "seed": 0,
     "features": [],
+    "models": None,
 }
 
 

@@ -303,6 +303,25 @@ def prefix_room(plan: Plan, limits: ServerLimits) -> None:
         )
 
 
+def distinct_models(plan: Plan, limits: ServerLimits) -> None:
+    """workload.models names each model once: a name twice would split one model's figures."""
+    models = plan.workload.models
+    if models is None:
+        return
+    if not models:
+        raise InvalidInput(
+            "workload.models", "give at least one model, or leave models out to send the endpoint's"
+        )
+    seen: set[str] = set()
+    for index, model in enumerate(models):
+        if model.name in seen:
+            raise InvalidInput(
+                f"workload.models[{index}].name",
+                f"model {model.name!r} is named twice: give each model once, with its whole weight",
+            )
+        seen.add(model.name)
+
+
 Rule = Callable[[Plan, ServerLimits], None]
 
 #: Every rule a plan meets before its endpoint is looked up, in the order they are answered.
@@ -318,6 +337,7 @@ RULES: tuple[Rule, ...] = (
     rate_duration,
     sessions_mode,
     prefix_room,
+    distinct_models,
 )
 
 

@@ -54,6 +54,7 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
             t.n_reasoning,
             _ms(t.ttfr),
             t.reasoning_source,
+            t.model,
         )
         for t in timings
     ]
@@ -113,4 +114,5 @@ def timing_of(sample: RequestSample) -> RequestTiming:
         n_reasoning=sample.n_reasoning,
         reasoning_source=sample.reasoning_source,
         t_first_reasoning=at(sample.ttfr_ms),
+        model=sample.model,
     )

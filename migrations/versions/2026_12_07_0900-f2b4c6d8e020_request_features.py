@@ -1,6 +1,7 @@
 """Request features (issue 29): reasoning tokens apart from answer tokens, per request and
 per run, as columns where they are queried (the rates, a sample's counts and times) and the
-per-request detail as a JSONB block.
+per-request detail as a JSONB block; the model each request asked for (workload.models) and
+each run's per-model figures.
 
 Revision ID: f2b4c6d8e020
 Revises: e9a3b6c1f018
@@ -30,9 +31,15 @@ def upgrade() -> None:
     op.add_column(
         "request_samples", sa.Column("reasoning_source", sa.String(length=16), nullable=True)
     )
+    op.add_column(
+        "runs", sa.Column("models", postgresql.JSONB(astext_type=sa.Text()), nullable=True)
+    )
+    op.add_column("request_samples", sa.Column("model", sa.String(length=256), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("request_samples", "model")
+    op.drop_column("runs", "models")
     op.drop_column("request_samples", "reasoning_source")
     op.drop_column("request_samples", "ttfr_ms")
     op.drop_column("request_samples", "n_reasoning")

@@ -22,7 +22,7 @@ CSV_HEADER = (
     "count_source", "status", "error_class", "ttfo_ms", "n_in_target", "prompt_length",
     "cached_tokens", "server_source", "server_prefill_ms", "server_tpot_ms", "server_queue_ms",
     "server_n_out", "server_n_prefilled", "cap_wait_ms", "n_reasoning", "ttfr_ms",
-    "reasoning_source",
+    "reasoning_source", "model",
 )  # fmt: skip
 
 

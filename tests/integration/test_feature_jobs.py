@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sim.config import SimConfig
-from sim.process import SimProcess
+from sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient
 from tests.truth import judge, read_record, recording_sim
 
@@ -96,3 +96,76 @@ async def test_a_plain_job_has_no_reasoning_block(team: TeamClient, sim: SimProc
     assert run["reasoning"] is None and run["answer_tokens_per_s"] is None
     assert run["ttfr_ms"]["count"] == 0
     assert run["cost"]["per_million_answer_tokens_usd"] is None
+
+
+MODELS = {"sim-model": (40.0, 8.0), "lora-fast": (20.0, 4.0), "lora-slow": (80.0, 16.0)}
+
+
+@pytest.fixture(scope="module")
+def adapters() -> Iterator[SimProcess]:
+    """One endpoint serving a base model and two adapters, each at its own speed."""
+    config = SimConfig(
+        port=0,
+        ttft_ms=MODELS["sim-model"][0],
+        itl_ms=MODELS["sim-model"][1],
+        served_models=",".join(
+            f"{name}:{ttft:g}:{itl:g}"
+            for name, (ttft, itl) in MODELS.items()
+            if name != "sim-model"
+        ),
+    )
+    with sim_process(config) as sim:
+        yield sim
+
+
+async def test_a_three_model_job_reports_each_model_and_they_sum_to_the_run(
+    team: TeamClient, adapters: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=adapters.openai_base_url, usd_per_hour=3.0)
+    weights = [
+        {"name": "sim-model", "weight": 2},
+        {"name": "lora-fast", "weight": 1},
+        {"name": "lora-slow", "weight": 1},
+    ]
+    body = job(endpoint, models=weights, seed=7)
+    body["load"] = {"mode": "concurrency", "levels": [4], "requests_per_level": 40}
+    done = await team.run_job(body)
+    (run,) = done["runs"]
+    models = {m["model"]: m for m in run["models"]}
+    assert set(models) == set(MODELS)
+    # Counts and rates of the models add up to the run's
+    for key in ("total", "succeeded", "failed"):
+        assert sum(m["requests"][key] for m in models.values()) == run["requests"][key]
+    for key in ("output_tokens_per_s", "input_tokens_per_s", "requests_per_s"):
+        assert sum(m[key] for m in models.values()) == pytest.approx(run[key], rel=1e-9)
+    assert sum(m["token_share"] for m in models.values()) == pytest.approx(1.0)
+    assert sum(m["cost"]["usd_per_hour"] for m in models.values()) == pytest.approx(3.0)
+    # Each request went to the model the samples say, and the model's speed shows: no first
+    # token before that model's TTFT, and the models' TTFT in the order of their speeds
+    samples = await team.samples(run["id"])
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for s in samples:
+        by_model.setdefault(s["model"], []).append(s)
+    assert {name: len(rows) for name, rows in by_model.items()} == {
+        name: m["requests"]["total"] for name, m in models.items()
+    }
+    for name, rows in by_model.items():
+        assert min(s["ttft_ms"] for s in rows) >= MODELS[name][0]
+        assert models[name]["ttft_ms"]["count"] == len(rows)
+    p50 = {name: m["ttft_ms"]["p50"] for name, m in models.items()}
+    assert p50["lora-fast"] < p50["sim-model"] < p50["lora-slow"]
+    # Drawn by weight: about half to the base model (40 requests: 20 expected, 12 to 28)
+    assert 12 <= models["sim-model"]["requests"]["total"] <= 28
+    # The same seed sends every request to the same model again
+    again = await team.run_job(body)
+    (rerun,) = again["runs"]
+    first = {s["seq"]: s["model"] for s in samples}
+    assert {s["seq"]: s["model"] for s in await team.samples(rerun["id"])} == first
+
+
+async def test_a_model_named_twice_is_refused(team: TeamClient, sim: SimProcess) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    twice = [{"name": "sim-model", "weight": 1}, {"name": "sim-model", "weight": 2}]
+    answer = await team.submit(job(endpoint, models=twice))
+    assert answer.status_code == 422, answer.text
+    assert "named twice" in answer.json()["detail"]

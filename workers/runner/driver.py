@@ -108,7 +108,9 @@ async def plan_level(
         # Unknown until the level ends; more are drawn on demand.
         known = int(measured or 0) + warmup + 1024
     rng = np.random.default_rng([seed, level_index])
+    models = source.draw_models(known, level_index)
     requests = await source.requests(target, known, rng, level_index, mine)
+    requests.models = models
     then = requests.on_done
 
     def on_done(rec: RawRequest) -> None:
@@ -233,12 +235,21 @@ async def drive_level(
         # that the level's clock has stopped.
         await count_outputs(rt.http, requests.tokenizer, done)
     timings = [r.timing(origin) for r in done]
+    _label(timings, requests)
+    return DrivenLevel(timings, cpu_util, reading, telemetry, origin / 1e9)
+
+
+def _label(timings: list[RequestTiming], requests: LevelRequests) -> None:
+    """What each request's figures need from how it was made: whether its prompt had exactly
+    its drawn length, and the model it asked for (workload.models)."""
     exact = requests.exact
+    models = requests.models
     for t in timings:
+        if models is not None:
+            t.model = models[t.seq]
         checked = t.seq < len(exact) and exact[t.seq]
         # A checked prompt stays exact only if the server's own count agrees.
         t.prompt_length = EXACT if checked and t.n_in == t.n_in_target else APPROXIMATE
         if requests.from_dataset:
             # Taken from a dataset: no length was drawn for it.
             t.prompt_length, t.n_in_target = DATASET, None
-    return DrivenLevel(timings, cpu_util, reading, telemetry, origin / 1e9)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from infercost.jobs.plan import WorkloadPlan
+from infercost.workload.models import ModelDraws
 from infercost.workload.synthetic import LengthDraws, PromptMaker
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.tokenize import (
@@ -52,7 +53,7 @@ class LevelRequests:
     seq, which prompts were checked to be exactly their drawn length; `prompt_tokenizer` is
     the run's prompt_tokenizer block (None: not synthetic); `from_dataset` marks prompts taken
     from a dataset (no length was drawn); `keep_answer` keeps each answer's text (sessions
-    send it back)."""
+    send it back); `models` the model each request asked for (workload.models)."""
 
     make_request: Callable[[int], tuple[bytes, int]]
     on_done: Callable[[RawRequest], None] | None = None
@@ -61,6 +62,8 @@ class LevelRequests:
     prompt_tokenizer: dict[str, Any] | None = None
     from_dataset: bool = False
     keep_answer: bool = False
+    # The model of each request by seq (workload.models); None: the endpoint's.
+    models: ModelDraws | None = None
 
 
 class RequestSource:
@@ -73,6 +76,24 @@ class RequestSource:
         self._replay: Replay | None = None
         self._counter: Tokenizer | None = None
         self._counter_probed = False
+        # The level's model of each request (workload.models), drawn by `draw_models`.
+        self.models: ModelDraws | None = None
+
+    def draw_models(self, known: int, level_index: int) -> ModelDraws | None:
+        """The model each request of level `level_index` asks for (workload.models), from a
+        generator of its own (seed, level, 2): drawing them never shifts the lengths or
+        prompts. None without models: every request asks for the endpoint's."""
+        models = self.workload.models
+        if models is None:
+            self.models = None
+        else:
+            self.models = ModelDraws(
+                [m.name for m in models],
+                [m.weight for m in models],
+                known,
+                np.random.default_rng([self.workload.seed, level_index, 2]),
+            )
+        return self.models
 
     async def requests(
         self,
@@ -93,8 +114,11 @@ class RequestSource:
         prompt: str,
         max_tokens: int,
         messages: list[dict[str, Any]] | None = None,
+        *,
+        seq: int,
     ) -> bytes:
-        """One request's JSON body with the workload's stream, ignore_eos and temperature."""
+        """Request `seq`'s JSON body with the workload's stream, ignore_eos and temperature,
+        to its drawn model (workload.models) or the endpoint's."""
         workload = self.workload
         return request_body(
             target,
@@ -104,6 +128,7 @@ class RequestSource:
             ignore_eos=workload.ignore_eos,
             temperature=workload.temperature,
             messages=messages,
+            model=None if self.models is None else self.models[seq],
         )
 
     async def replay(self) -> Replay:
@@ -172,7 +197,8 @@ class SyntheticSource(RequestSource):
             else:
                 words = prompts.words_for(n_in)
             sent_words[seq] = words + pad
-            return self.body(target, prompts.make(seq, words, pad), outputs[seq]), n_in
+            body = self.body(target, prompts.make(seq, words, pad), outputs[seq], seq=seq)
+            return body, n_in
 
         def on_done(rec: RawRequest) -> None:
             if rec.count_source == "usage" and rec.n_in:
@@ -244,7 +270,8 @@ class ReplaySource(RequestSource):
                 # output_tokens is given.
                 assert outputs is not None
                 max_tokens = outputs[seq]
-            return self.body(target, item.prompt, max_tokens, item.messages), item.local_tokens
+            body = self.body(target, item.prompt, max_tokens, item.messages, seq=seq)
+            return body, item.local_tokens
 
         # Dataset prompts have no drawn length to check; the tokenizer route, where there is
         # one, still counts output when the server sends no usage.
@@ -311,7 +338,7 @@ class SessionSource(RequestSource):
                 # The API asks for output_tokens unless every item gives max_tokens.
                 assert outputs is not None
                 max_tokens = outputs[seq]
-            return self.body(target, "", max_tokens, messages), local_tokens
+            return self.body(target, "", max_tokens, messages, seq=seq), local_tokens
 
         def on_done(rec: RawRequest) -> None:
             ok = rec.error_class is None and bool(rec.text)

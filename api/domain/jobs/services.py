@@ -40,7 +40,7 @@ from infercost.endpoints.preflight import refuse_if_failed
 from infercost.endpoints.pricing import HourlyPrice, hourly_price
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, InvalidInput, NotFound
-from infercost.figures.cost import hosted_run_cost, run_cost
+from infercost.figures.cost import hosted_run_cost, per_million, run_cost
 from infercost.figures.metrics import distribution
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job, RequestSample, Run
@@ -91,6 +91,28 @@ _DISTRIBUTIONS = (
     "queue_delay_ms",
     "per_user_tokens_per_s",
 )
+
+
+def _model_figures(
+    blocks: list[dict[str, Any]] | None, usd_per_hour: float | None
+) -> list[dict[str, Any]] | None:
+    """A run's per-model figures (workload.models), each with its part of the cost: the
+    run's USD per hour split by the tokens each model used."""
+    if not blocks:
+        return None
+    figures = []
+    for block in blocks:
+        share = block.get("token_share")
+        hourly = None if usd_per_hour is None or share is None else usd_per_hour * share
+        out, inp = block.get("output_tokens_per_s"), block.get("input_tokens_per_s")
+        total = None if out is None or inp is None else out + inp
+        cost = {
+            "usd_per_hour": hourly,
+            "per_million_output_tokens_usd": per_million(hourly, out),
+            "per_million_total_tokens_usd": per_million(hourly, total),
+        }
+        figures.append({**block, "cost": cost})
+    return figures
 
 
 def run_summary(
@@ -149,6 +171,7 @@ def run_summary(
         adequacy=run.adequacy or None,
         concurrency_cap=run.concurrency_cap or None,
         reasoning=run.reasoning or None,
+        models=_model_figures(run.models, cost.usd_per_hour),
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
     )

@@ -12,6 +12,7 @@ from infercost.jobs.plan import Feature
 from infercost.jobs.sweep import MAX_LEVELS
 from infercost.limits import MAX_RATE, MAX_TOKENS, MIN_RATE
 from infercost.shards.split import MAX_SHARDS
+from infercost.workload.models import MAX_MODELS
 
 TokenCount = Annotated[float, msgspec.Meta(gt=0, le=MAX_TOKENS)]
 SloLimit = Annotated[float, msgspec.Meta(gt=0)]
@@ -135,6 +136,29 @@ class Prefix(msgspec.Struct, forbid_unknown_fields=True):
     ]
 
 
+class ModelShare(msgspec.Struct, forbid_unknown_fields=True):
+    """One model or adapter served by the endpoint, and its weight among workload.models."""
+
+    name: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=256,
+            description="The model name requests ask for (the body's `model`)",
+            examples=["llama-3.1-8b-lora-support"],
+        ),
+    ]
+    weight: Annotated[
+        float,
+        msgspec.Meta(
+            gt=0,
+            le=1e6,
+            description="Its share of the requests: weight / the sum of the weights",
+            examples=[3.0],
+        ),
+    ] = 1.0
+
+
 class Workload(msgspec.Struct, forbid_unknown_fields=True):
     """What each request asks for: prompt and output lengths, sampling, streaming.
 
@@ -242,6 +266,16 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
             examples=[["reasoning"]],
         ),
     ] = []
+    models: Annotated[
+        Annotated[list[ModelShare], msgspec.Meta(max_length=MAX_MODELS)] | None,
+        msgspec.Meta(
+            description="Models or adapters on the endpoint to spread requests over: each "
+            "request asks for one drawn by weight (seeded, so a rerun sends each request to the "
+            "same model); every run then has per-model figures. Absent: every request asks for "
+            "the endpoint's model",
+            examples=[[{"name": "base", "weight": 3}, {"name": "lora-a", "weight": 1}]],
+        ),
+    ] = None
 
 
 class Load(msgspec.Struct, forbid_unknown_fields=True):

@@ -236,6 +236,85 @@ class ReasoningBlock(msgspec.Struct):
     ]
 
 
+class ModelCost(msgspec.Struct):
+    """One model's part of the run's cost: the run's USD per hour split by the tokens (input
+    and output) each model used in the measured window."""
+
+    usd_per_hour: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="The run's usd_per_hour x this model's token_share", examples=[1.75]
+        ),
+    ]
+    per_million_output_tokens_usd: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="usd_per_hour / (its output tokens/s x 3600) x 1e6", examples=[0.24]
+        ),
+    ]
+    per_million_total_tokens_usd: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="usd_per_hour / (its input and output tokens/s x 3600) x 1e6",
+            examples=[0.06],
+        ),
+    ]
+
+
+class ModelFigures(msgspec.Struct):
+    """One model's figures in a run spread over several (workload.models): its measured
+    requests, latencies, and rates over the run's own window, so each count and rate of the
+    models adds up to the run's."""
+
+    model: Annotated[str, msgspec.Meta(description="The model name", examples=["lora-a"])]
+    requests: Annotated[
+        RequestCounts,
+        msgspec.Meta(
+            description="Its measured requests and failures by class",
+            examples=[{"total": 50, "succeeded": 50, "failed": 0, "errors": {}}],
+        ),
+    ]
+    ttft_ms: Annotated[
+        Distribution, msgspec.Meta(description="Its time to first token, in ms", examples=[{}])
+    ]
+    tpot_ms: Annotated[
+        Distribution, msgspec.Meta(description="Its time per output token, in ms", examples=[{}])
+    ]
+    e2e_ms: Annotated[
+        Distribution, msgspec.Meta(description="Its end-to-end latency, in ms", examples=[{}])
+    ]
+    output_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its output tokens in the run's window / duration", examples=[1.0]
+        ),
+    ]
+    input_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its prompt tokens in the run's window / duration", examples=[1.0]
+        ),
+    ]
+    requests_per_s: Annotated[
+        float | None,
+        msgspec.Meta(description="Its successful requests / the run's duration", examples=[1.0]),
+    ]
+    error_rate: Annotated[
+        float | None, msgspec.Meta(description="Its failed / measured requests", examples=[0.0])
+    ]
+    token_share: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its input and output tokens in the window / all of the run's (0 to 1)",
+            examples=[0.5],
+        ),
+    ]
+    cost: Annotated[
+        ModelCost | None,
+        msgspec.Meta(description="Its part of the run's cost", examples=[None]),
+    ] = None
+
+
 class CacheBlock(msgspec.Struct):
     """Prompt tokens the server served from its prefix cache, over the measured, successful
     requests that reported it (usage.prompt_tokens_details.cached_tokens, or the engine's
@@ -1232,6 +1311,14 @@ class RunSummary(msgspec.Struct):
         float | None,
         msgspec.Meta(description="Answer tokens per second (see reasoning)", examples=[None]),
     ] = None
+    models: Annotated[
+        list[ModelFigures] | None,
+        msgspec.Meta(
+            description="Several models on one endpoint (workload.models): each model's figures "
+            "and part of the cost; null when every request asked for the endpoint's model",
+            examples=[None],
+        ),
+    ] = None
     # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
     workload_fingerprint: Annotated[
         str | None,
@@ -1413,6 +1500,8 @@ class Sample(msgspec.Struct):
     n_reasoning: int | None = None
     ttfr_ms: float | None = None
     reasoning_source: str | None = None
+    # The model it asked for (workload.models); null: the endpoint's.
+    model: str | None = None
 
 
 class SamplePage(msgspec.Struct):
