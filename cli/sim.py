@@ -321,6 +321,20 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     help="More model names served beside --model, each at its own fixed-mode speed: "
     "name:ttft_ms:itl_ms, comma-separated (e.g. lora-a:80:12,lora-b:30:6).",
 )
+@click.option(
+    "--tool-call-invalid-share",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Share of tool-call answers (requests with tools) cut one character short: "
+    "arguments that are no JSON [default: 0].",
+)
+@click.option(
+    "--structured-invalid-share",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Share of JSON answers (a json_schema response_format) cut one character short "
+    "[default: 0].",
+)
 def sim(  # click passes options by keyword
     *,
     host: str,

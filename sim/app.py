@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
 from infercost.engines.catalog import OPENAI_FIELDS
-from sim import wire
+from sim import answers, wire
 from sim.config import MAX_MODEL_LEN, SimConfig, served_model_speeds
 from sim.embeddings import decode_embeddings, input_tokens, latency_s, response_body
 from sim.gpu import GpuEngine
@@ -137,6 +137,10 @@ class SimApp:
             for name, (ttft_ms, itl_ms) in served_model_speeds(config.served_models).items()
         }
         self._model_jsons = {name: wire.encode(name) for name in self._speeds}
+        # Which answers of tools and response formats are cut short (sim.answers.Share).
+        self._invalid_calls = answers.Share(config.tool_call_invalid_share)
+        self._invalid_json = answers.Share(config.structured_invalid_share)
+        self._tool_turn = 0
         llamacpp = config.engine == "llamacpp"
         self._formats = {
             True: wire.StreamFormat(
@@ -424,6 +428,8 @@ class SimApp:
             speed=self._speeds.get(req.model or ""),
             model=req.model if req.model in self._speeds else None,
         )
+        if isinstance(req, wire.ChatRequest):
+            self._shape_answer(req, job)
         if job.stream and self.config.stream_end in ("abrupt", "error"):
             after = self.config.fault_after_tokens
             job.n_out = n if after is None else min(after, n)
@@ -432,6 +438,53 @@ class SimApp:
         await self._generate(
             scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )
+
+    def _shape_answer(self, req: wire.ChatRequest, job: Job) -> None:
+        """An answer of one tool call (the request offers tools) or of JSON (its
+        response_format has a json_schema), after any reasoning: its n - reasoning tokens
+        are the pieces of that text."""
+        tools = req.tools if req.tool_choice != "none" else None
+        schema = None
+        if req.response_format and req.response_format.get("type") == "json_schema":
+            schema = (req.response_format.get("json_schema") or {}).get("schema") or {}
+        if not tools and schema is None:
+            return
+        fmt = self._formats[True]
+        cycle = len(fmt.tokens)
+        thinking = [fmt.reasoning[j % cycle] for j in range(job.reasoning)]
+        length = job.n - job.reasoning
+        if tools:
+            tool = tools[self._tool_turn % len(tools)].get("function") or {}
+            self._tool_turn += 1
+            name = str(tool.get("name", ""))
+            text = answers.answer_text(
+                tool.get("parameters") or {}, invalid=self._invalid_calls.next()
+            )
+            parts = answers.pieces(text, length)
+            call_id = f"call_{uuid.uuid4().hex[:24]}"
+            first = {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": parts[0]},
+                    }
+                ]
+            }
+            rest = [
+                fmt.delta({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+                for piece in parts[1:]
+            ]
+            job.pieces = [*thinking, fmt.delta(first), *rest]
+            job.call, job.reason = (name, text), "tool_calls"
+        else:
+            text = answers.answer_text(schema or {}, invalid=self._invalid_json.next())
+            job.pieces = [
+                *thinking,
+                *(fmt.delta({"content": p}) for p in answers.pieces(text, length)),
+            ]
+            job.json_text = text
 
     def _forced(
         self, req: wire.ChatRequest | wire.CompletionRequest
@@ -594,7 +647,9 @@ class SimApp:
         fmt = self._formats[job.chat]
         tokens = fmt.tokens
         cycle = len(tokens)
-        if k < job.reasoning:
+        if job.pieces is not None:
+            choices = job.pieces[k:end]
+        elif k < job.reasoning:
             side = (fmt.reasoning, tokens)
             choices = [side[j >= job.reasoning][j % cycle] for j in range(k, end)]
         else:
@@ -719,15 +774,25 @@ class SimApp:
         return job.model or self.config.model
 
     def _message(self, job: Job, text: str) -> dict[str, Any]:
-        """A whole chat answer's message: its reasoning text apart, when it reasoned."""
-        if not job.reasoning:
-            return {"role": "assistant", "content": text}
+        """A whole chat answer's message: its reasoning text apart, when it reasoned; its
+        tool call or JSON when the request asked for one."""
         cut = len(wire.response_text(job.reasoning))
-        return {
-            "role": "assistant",
-            self.config.reasoning_field: text[:cut],
-            "content": text[cut:],
-        }
+        message: dict[str, Any] = {"role": "assistant", "content": text[cut:]}
+        if job.reasoning:
+            message[self.config.reasoning_field] = text[:cut]
+        if job.json_text is not None:
+            message["content"] = job.json_text
+        if job.call is not None:
+            name, arguments = job.call
+            message["content"] = None
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:24]}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+            ]
+        return message
 
     def _completion_body(self, job: Job, prompt_s: float, predicted_s: float) -> bytes:
         """The non-streaming response to a request for n tokens."""

@@ -191,6 +191,12 @@ class SimConfig:
     # More model names served beside `model`, each at its own fixed-mode speed:
     # "name:ttft_ms:itl_ms" comma-separated (several adapters of one base on one endpoint).
     served_models: str = ""
+    # Requests with `tools` (tool_choice not "none") are answered with one tool call, to the
+    # tools offered in turn, whose arguments fit its schema; with a json_schema
+    # response_format, with JSON that fits it. These shares of them (exactly, counted as they
+    # come) are cut one character short instead: invalid JSON.
+    tool_call_invalid_share: float = 0.0
+    structured_invalid_share: float = 0.0
 
     @classmethod
     def for_engine(cls, engine: SimEngine, **overrides: Any) -> SimConfig:
@@ -265,6 +271,14 @@ class SimConfig:
             raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
         if self.model in served_model_speeds(self.served_models):
             raise ValueError(f"served_models: {self.model!r} is already the main model")
+        self._check_feature_fields()
+
+    def _check_feature_fields(self) -> None:
+        """The switches of request features: reasoning, served models, invalid shares."""
+        for name in ("tool_call_invalid_share", "structured_invalid_share"):
+            share = getattr(self, name)
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} must be in 0..1, got {share}")
         if self.reasoning_tokens < 0:
             raise ValueError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens}")
         if self.eos_after_tokens is not None and self.eos_after_tokens < 1:
@@ -461,4 +475,6 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "reasoning_field": "reasoning",
     "reasoning_usage": True,
     "served_models": "",
+    "tool_call_invalid_share": 0.0,
+    "structured_invalid_share": 0.0,
 }

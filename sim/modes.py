@@ -56,6 +56,11 @@ class Job:
     # The model it asked for, when one of served_models (its events name it); None: the
     # config's.
     model: str | None = None
+    # An answer of tool calls or JSON (sim.answers): each token's pre-encoded choice, the
+    # reasoning ones first; and, for a whole answer, the call (name, arguments) or the text.
+    pieces: list[bytes] | None = None
+    call: tuple[str, str] | None = None
+    json_text: str | None = None
 
 
 class Inflight:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from typing import Annotated, Final, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
@@ -59,6 +59,10 @@ class ChatRequest(msgspec.Struct):
     ignore_eos: bool | None = None
     # transformers serve: a JSON string of GenerationConfig keyword arguments.
     generation_config: str | None = None
+    # Tools offered and whether to call one; the answer's format (a json_schema).
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    response_format: dict[str, Any] | None = None
 
 
 class CompletionRequest(msgspec.Struct):
@@ -347,15 +351,25 @@ class StreamFormat:
     `system_fingerprint`.
     """
 
-    __slots__ = ("chat", "fingerprint", "finish", "object_name", "reasoning", "role", "tokens")
+    __slots__ = (
+        "chat",
+        "fingerprint",
+        "finish",
+        "llamacpp",
+        "object_name",
+        "reasoning",
+        "role",
+        "tokens",
+    )
 
     def __init__(self, *, chat: bool, llamacpp: bool, reasoning_field: str = "reasoning") -> None:
         self.chat = chat
+        self.llamacpp = llamacpp
         self.object_name = "chat.completion.chunk" if chat else "text_completion"
         self.fingerprint = (
             b',"system_fingerprint":' + encode(LLAMACPP_FINGERPRINT) if llamacpp else b""
         )
-        reasons = ("length", "stop")
+        reasons = ("length", "stop", "tool_calls")
         if chat and llamacpp:
             self.role = _llama_choice(b'"delta":{"role":"assistant","content":null}')
             self.tokens = tuple(
@@ -385,6 +399,12 @@ class StreamFormat:
                 r: b'{"index":0,"text":"","logprobs":null,"finish_reason":%s}' % encode(r)
                 for r in reasons
             }
+
+    def delta(self, body: Any) -> bytes:
+        """A chat choice whose delta is `body` (encoded here), in this dialect."""
+        if self.llamacpp:
+            return _llama_choice(b'"delta":' + encode(body))
+        return _choice(b'"delta":' + encode(body))
 
     def prefix(self, request_id: str, created: int, model_json: bytes) -> bytes:
         """`data: {...,"choices":[` for one stream."""

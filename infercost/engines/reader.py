@@ -54,6 +54,7 @@ class _Function(msgspec.Struct, gc=False):
 
 
 class _ToolCall(msgspec.Struct, gc=False):
+    index: int | None = None
     function: _Function | None = None
 
 
@@ -132,6 +133,43 @@ _decode_brief: Final = msgspec.json.Decoder(Brief).decode
 _decode_briefs: Final = msgspec.json.Decoder(list[Brief]).decode
 
 
+class AnswerParts:
+    """An answer's content and tool calls, put together from its events, for a request whose
+    answer is judged after the level (workload.features tools, structured): collected only
+    for such requests, from events that take the judged path (their text is kept)."""
+
+    __slots__ = ("calls", "content")
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        # By the call's index: its name and its argument text, piece by piece.
+        self.calls: dict[int, tuple[list[str], list[str]]] = {}
+
+    def take(self, event: Event | Brief) -> None:
+        """An event's answer text and tool-call deltas (reasoning left out)."""
+        for choice in event.choices:
+            part = choice.delta or choice.message
+            if part is None:
+                if choice.text:
+                    self.content.append(choice.text)
+                continue
+            if part.content:
+                self.content.append(part.content)
+            for call in part.tool_calls or ():
+                function = call.function
+                if function is None:
+                    continue
+                name, arguments = self.calls.setdefault(call.index or 0, ([], []))
+                if function.name:
+                    name.append(function.name)
+                if function.arguments:
+                    arguments.append(function.arguments)
+
+    def tool_calls(self) -> list[tuple[str, str]]:
+        """Each call as (name, argument text), in index order."""
+        return [("".join(n), "".join(a)) for _, (n, a) in sorted(self.calls.items())]
+
+
 class RawRequest:
     """One request's observations in perf_counter_ns, filled in place on the hot path."""
 
@@ -149,6 +187,7 @@ class RawRequest:
         "n_in_target",
         "n_out",
         "n_reasoning",
+        "parts",
         "reasoning_events",
         "seq",
         "server",
@@ -174,6 +213,7 @@ class RawRequest:
         *,
         keep_text: bool = False,
         keep_answer: bool = False,
+        keep_parts: bool = False,
     ) -> None:
         self.seq = seq
         self.warmup = warmup
@@ -216,6 +256,10 @@ class RawRequest:
         # server sent no usage (dropped by the first event that carries usage); None: not
         # collected. keep_answer keeps the text even with usage: a multi-turn session sends
         # it back as the assistant's message of the next turn.
+        # keep_parts: the answer's content and tool calls apart (AnswerParts), judged after
+        # the level; it keeps the text too, so every event takes the path that collects them.
+        self.parts = AnswerParts() if keep_parts else None
+        keep_answer = keep_answer or keep_parts
         self.keep_answer = keep_answer
         self.text: list[str] | None = [] if keep_text or keep_answer else None
 
@@ -493,6 +537,8 @@ class StreamReader:
                 return False  # an event with empty data carries nothing (a keep-alive)
         if self.decode_all:
             event = parse(data)
+            if self.rec.parts is not None:
+                self.rec.parts.take(event)
             on_event(event, judge(event, self.rec.text), self.rec, now)
             return False
         try:
@@ -525,19 +571,29 @@ class StreamReader:
                         if choice.finish_reason:
                             rec.finished = True
                         continue
-                what = judge(brief, rec.text)
-                if what & TEXT:
-                    rec.chunk_ns.append(now)
-                    if rec.t_content is None:
-                        if what & CONTENT:
-                            rec.t_content = now
-                        else:
-                            rec.reasoning_events += 1
-                if what & FINISHED:
-                    rec.finished = True
+                self._judged(brief, now)
             else:
                 event = _carrying(brief)
+                if rec.parts is not None:
+                    rec.parts.take(event)
                 on_event(event, judge(event, rec.text), rec, now)
+
+    def _judged(self, brief: Brief, now: int) -> None:
+        """An event without usage, timings or error, judged in full (`judge`): reasoning,
+        tool calls, several choices, or text kept."""
+        rec = self.rec
+        what = judge(brief, rec.text)
+        if rec.parts is not None:
+            rec.parts.take(brief)
+        if what & TEXT:
+            rec.chunk_ns.append(now)
+            if rec.t_content is None:
+                if what & CONTENT:
+                    rec.t_content = now
+                else:
+                    rec.reasoning_events += 1
+        if what & FINISHED:
+            rec.finished = True
 
     def feed_reads(self, stamps: list[int], pieces: list[bytes]) -> None:
         """Reads as a slot's connection hands them on: each piece with its read's stamp."""

@@ -150,6 +150,13 @@ class RequestTiming:
     # The model it asked for, when the workload spreads requests over several
     # (workload.models); None: the endpoint's.
     model: str | None = None
+    # Tool calls and structured answers (workload.features tools, structured), judged after the
+    # level: calls made and how many were valid, whether the answer matched its schema, and
+    # why what was not valid was not (not_json, schema, unknown_tool). None: not judged.
+    tool_calls: int | None = None
+    tool_calls_valid: int | None = None
+    structured_valid: bool | None = None
+    invalid_reasons: list[str] | None = None
 
     @property
     def n_answer(self) -> int:
@@ -686,6 +693,46 @@ def models_block(
     return blocks
 
 
+def tools_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """Tool calls of the measured, successful requests whose answers were judged: calls made,
+    the share valid (arguments that parse as JSON and match the named tool's schema), answers
+    without any call, and the reasons of the invalid ones. None when none was judged."""
+    judged = [t for t in ok if t.tool_calls is not None]
+    if not judged:
+        return None
+    calls = sum(t.tool_calls or 0 for t in judged)
+    valid = sum(t.tool_calls_valid or 0 for t in judged)
+    # A request judged as a structured answer (it made no call) has that answer's reasons.
+    reasons = Counter(
+        r for t in judged if t.structured_valid is None for r in t.invalid_reasons or ()
+    )
+    return {
+        "requests": len(judged),
+        "calls": calls,
+        "valid_calls": valid,
+        "valid_share": valid / calls if calls else None,
+        "requests_without_call": sum(1 for t in judged if not t.tool_calls),
+        "invalid": dict(sorted(reasons.items())),
+    }
+
+
+def structured_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """Structured answers of the measured, successful requests: how many, the share valid
+    against the schema asked for, why the others were not (not_json, schema). None when none
+    was judged."""
+    judged = [t for t in ok if t.structured_valid is not None]
+    if not judged:
+        return None
+    valid = sum(1 for t in judged if t.structured_valid)
+    reasons = Counter(r for t in judged if not t.structured_valid for r in t.invalid_reasons or ())
+    return {
+        "answers": len(judged),
+        "valid": valid,
+        "valid_share": valid / len(judged),
+        "invalid": dict(sorted(reasons.items())),
+    }
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -750,6 +797,12 @@ class RunFigures:
     # Several models on one endpoint (workload.models): each model's figures (models_block);
     # None when every request asked for the endpoint's model.
     models: list[dict[str, Any]] | None = None
+    # Tool calls and structured answers judged (tools_block, structured_block), and their
+    # valid shares as columns of their own; None where none was judged.
+    tools: dict[str, Any] | None = None
+    structured: dict[str, Any] | None = None
+    tool_calls_valid_share: float | None = None
+    structured_valid_share: float | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -899,6 +952,7 @@ def summarize(  # noqa: PLR0915 - one figure after another, each defined once
     error_rate = (len(measured) - len(ok)) / len(measured) if measured else None
     cache = cache_block(ok)
     output_per_s = None if embeddings else per_s(out_tokens)
+    tools, structured = tools_block(ok), structured_block(ok)
     thinking: tuple[dict[str, Any] | None, float | None, float | None] = (None, None, None)
     if reasoning or any(t.n_reasoning for t in ok):
         thinking = reasoning_block(ok, output_per_s)
@@ -941,4 +995,8 @@ def summarize(  # noqa: PLR0915 - one figure after another, each defined once
         reasoning_tokens_per_s=thinking[1],
         answer_tokens_per_s=thinking[2],
         models=models_block(timings, window) if any(t.model for t in timings) else None,
+        tools=tools,
+        structured=structured,
+        tool_calls_valid_share=None if tools is None else tools["valid_share"],
+        structured_valid_share=None if structured is None else structured["valid_share"],
     )

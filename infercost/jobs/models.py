@@ -264,6 +264,12 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     # Several models on one endpoint (workload.models): each model's figures, a list of
     # blocks (infercost.figures.metrics.models_block); null for one model.
     models: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    # Tool calls and structured answers judged (workload.features tools, structured): the
+    # valid shares are columns (compared across engines and loads), the detail JSONB.
+    tool_calls_valid_share: Mapped[float | None]
+    structured_valid_share: Mapped[float | None]
+    tools: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    structured: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
 class RequestSample(Base):
@@ -317,6 +323,12 @@ class RequestSample(Base):
     reasoning_source: Mapped[str | None] = mapped_column(String(16))
     # The model it asked for (workload.models); null: the endpoint's.
     model: Mapped[str | None] = mapped_column(String(256))
+    # Its tool calls and how many were valid, whether its structured answer matched the
+    # schema, and why what was not valid was not; null where not judged.
+    tool_calls: Mapped[int | None]
+    tool_calls_valid: Mapped[int | None]
+    structured_valid: Mapped[bool | None]
+    invalid_reasons: Mapped[list[str] | None] = mapped_column(ARRAY(String(16)))
 
 
 class TelemetrySample(Base):

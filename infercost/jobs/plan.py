@@ -27,8 +27,8 @@ from infercost.jobs.arrivals import Arrival
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
 #: What requests carry beyond a prompt (workload.features); they combine.
-Feature = Literal["reasoning"]
-FEATURES: tuple[str, ...] = ("reasoning",)
+Feature = Literal["reasoning", "tools", "structured"]
+FEATURES: tuple[str, ...] = ("reasoning", "tools", "structured")
 #: Worker processes per level: a number, or "auto" (each level as many as it needs).
 Shards = int | Literal["auto"]
 

@@ -55,6 +55,10 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
             _ms(t.ttfr),
             t.reasoning_source,
             t.model,
+            t.tool_calls,
+            t.tool_calls_valid,
+            t.structured_valid,
+            t.invalid_reasons,
         )
         for t in timings
     ]
@@ -115,4 +119,8 @@ def timing_of(sample: RequestSample) -> RequestTiming:
         reasoning_source=sample.reasoning_source,
         t_first_reasoning=at(sample.ttfr_ms),
         model=sample.model,
+        tool_calls=sample.tool_calls,
+        tool_calls_valid=sample.tool_calls_valid,
+        structured_valid=sample.structured_valid,
+        invalid_reasons=sample.invalid_reasons,
     )

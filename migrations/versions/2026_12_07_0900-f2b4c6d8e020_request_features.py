@@ -1,7 +1,7 @@
 """Request features (issue 29): reasoning tokens apart from answer tokens, per request and
 per run, as columns where they are queried (the rates, a sample's counts and times) and the
 per-request detail as a JSONB block; the model each request asked for (workload.models) and
-each run's per-model figures.
+each run's per-model figures; tool calls and structured answers judged valid or not.
 
 Revision ID: f2b4c6d8e020
 Revises: e9a3b6c1f018
@@ -35,9 +35,26 @@ def upgrade() -> None:
         "runs", sa.Column("models", postgresql.JSONB(astext_type=sa.Text()), nullable=True)
     )
     op.add_column("request_samples", sa.Column("model", sa.String(length=256), nullable=True))
+    op.add_column("runs", sa.Column("tool_calls_valid_share", sa.Double(), nullable=True))
+    op.add_column("runs", sa.Column("structured_valid_share", sa.Double(), nullable=True))
+    for name in ("tools", "structured"):
+        op.add_column(
+            "runs", sa.Column(name, postgresql.JSONB(astext_type=sa.Text()), nullable=True)
+        )
+    op.add_column("request_samples", sa.Column("tool_calls", sa.Integer(), nullable=True))
+    op.add_column("request_samples", sa.Column("tool_calls_valid", sa.Integer(), nullable=True))
+    op.add_column("request_samples", sa.Column("structured_valid", sa.Boolean(), nullable=True))
+    op.add_column(
+        "request_samples",
+        sa.Column("invalid_reasons", postgresql.ARRAY(sa.String(length=16)), nullable=True),
+    )
 
 
 def downgrade() -> None:
+    for column in ("invalid_reasons", "structured_valid", "tool_calls_valid", "tool_calls"):
+        op.drop_column("request_samples", column)
+    for column in ("structured", "tools", "structured_valid_share", "tool_calls_valid_share"):
+        op.drop_column("runs", column)
     op.drop_column("request_samples", "model")
     op.drop_column("runs", "models")
     op.drop_column("request_samples", "reasoning_source")

@@ -22,7 +22,7 @@ CSV_HEADER = (
     "count_source", "status", "error_class", "ttfo_ms", "n_in_target", "prompt_length",
     "cached_tokens", "server_source", "server_prefill_ms", "server_tpot_ms", "server_queue_ms",
     "server_n_out", "server_n_prefilled", "cap_wait_ms", "n_reasoning", "ttfr_ms",
-    "reasoning_source", "model",
+    "reasoning_source", "model", "tool_calls", "tool_calls_valid", "structured_valid",
 )  # fmt: skip
 
 
@@ -34,7 +34,7 @@ def test_the_api_serves_every_stored_column_but_the_run_and_tpot() -> None:
 def test_the_csv_has_the_samples_fields_but_the_error_text_and_event_lists() -> None:
     assert CSV_COLUMNS == CSV_HEADER
     left_out = [name for name in Sample.__struct_fields__ if name not in CSV_COLUMNS]
-    assert left_out == ["error", "chunk_times_ms", "chunk_tokens"]
+    assert left_out == ["error", "chunk_times_ms", "chunk_tokens", "invalid_reasons"]
 
 
 def test_a_written_row_reads_back_as_the_sample_the_api_serves() -> None:

@@ -169,3 +169,85 @@ async def test_a_model_named_twice_is_refused(team: TeamClient, sim: SimProcess)
     answer = await team.submit(job(endpoint, models=twice))
     assert answer.status_code == 422, answer.text
     assert "named twice" in answer.json()["detail"]
+
+
+@pytest.fixture(scope="module")
+def sloppy() -> Iterator[SimProcess]:
+    """A reasoning model (vLLM's stream) that breaks exactly a quarter of its tool calls and
+    of its JSON answers."""
+    config = SimConfig.for_engine(
+        "vllm",
+        port=0,
+        ttft_ms=5.0,
+        itl_ms=1.0,
+        reasoning_tokens=3,
+        tool_call_invalid_share=0.25,
+        structured_invalid_share=0.25,
+    )
+    with sim_process(config) as sim:
+        yield sim
+
+
+def feature_job(endpoint: dict[str, Any], features: list[str]) -> dict[str, Any]:
+    body = job(endpoint, features=features)
+    body["workload"]["output_tokens"] = {"mean": 48}
+    body["load"] = {"mode": "concurrency", "levels": [4], "requests_per_level": 40}
+    return body
+
+
+async def test_tool_calls_are_judged_valid_against_their_schema(
+    team: TeamClient, sim: SimProcess, sloppy: SimProcess
+) -> None:
+    # The polite simulator: every call names an offered tool with arguments of its schema
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    done = await team.run_job(feature_job(endpoint, ["tools"]))
+    (run,) = done["runs"]
+    tools = run["tools"]
+    assert tools == {
+        "requests": 40,
+        "calls": 40,
+        "valid_calls": 40,
+        "valid_share": 1.0,
+        "requests_without_call": 0,
+        "invalid": {},
+    }
+    assert run["tool_calls_valid_share"] == 1.0
+    # Tool-call deltas are output: every token of the answer counted and timed
+    assert run["ttft_ms"]["count"] == 40
+    samples = await team.samples(run["id"])
+    assert {(s["n_out"], s["tool_calls"], s["tool_calls_valid"]) for s in samples} == {(48, 1, 1)}
+
+    # One that cuts a quarter of its calls short, and reasons first (features combine)
+    endpoint = await team.create_endpoint(base_url=sloppy.openai_base_url, engine="vllm")
+    done = await team.run_job(feature_job(endpoint, ["reasoning", "tools"]))
+    (run,) = done["runs"]
+    tools = run["tools"]
+    assert (tools["calls"], tools["valid_calls"], tools["invalid"]) == (40, 30, {"not_json": 10})
+    assert run["tool_calls_valid_share"] == 0.75
+    assert run["reasoning"]["reasoning_tokens"]["max"] == 3
+    assert run["reasoning"]["answer_tokens"]["min"] == 45
+    samples = await team.samples(run["id"])
+    assert sum(1 for s in samples if s["invalid_reasons"] == ["not_json"]) == 10
+
+
+async def test_structured_answers_are_judged_valid_against_the_schema(
+    team: TeamClient, sim: SimProcess, sloppy: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    done = await team.run_job(feature_job(endpoint, ["structured"]))
+    (run,) = done["runs"]
+    assert run["structured"] == {"answers": 40, "valid": 40, "valid_share": 1.0, "invalid": {}}
+    assert run["structured_valid_share"] == 1.0
+    assert run["tools"] is None
+
+    endpoint = await team.create_endpoint(base_url=sloppy.openai_base_url, engine="vllm")
+    done = await team.run_job(feature_job(endpoint, ["structured"]))
+    (run,) = done["runs"]
+    assert run["structured"] == {
+        "answers": 40,
+        "valid": 30,
+        "valid_share": 0.75,
+        "invalid": {"not_json": 10},
+    }
+    samples = await team.samples(run["id"])
+    assert sorted(s["structured_valid"] for s in samples) == [False] * 10 + [True] * 30

@@ -134,6 +134,7 @@ def request_body(
     temperature: float | None,
     messages: list[dict[str, Any]] | None = None,
     model: str | None = None,
+    features: dict[str, Any] | None = None,
 ) -> bytes:
     """The JSON body for one request (infercost/engines/requests.py): usage asked for in the
     stream, an exact length asked the engine's way when `ignore_eos`. Chat endpoints get
@@ -152,6 +153,7 @@ def request_body(
         exact_length=ignore_eos,
         temperature=temperature,
         messages=messages,
+        features=features,
     )
 
 
@@ -330,6 +332,8 @@ async def _read_whole(response: httpx.Response, rec: RawRequest) -> None:
         event = decode_event(body)
     except msgspec.DecodeError as exc:
         raise RequestFailure("protocol", f"malformed response body: {str(exc)[:200]}") from None
+    if rec.parts is not None:
+        rec.parts.take(event)
     on_event(event, judge(event, rec.text), rec, rec.t_end)
     settle_timings(rec)
 

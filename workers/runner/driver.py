@@ -26,6 +26,7 @@ from infercost.figures.metrics import RequestTiming
 from infercost.jobs.arrivals import arrival_offsets, level_cap
 from infercost.jobs.plan import LoadPlan, Mode
 from infercost.net.outbound import Policy
+from infercost.workload.tools import Judge
 from workers.live import LiveLevel
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop
@@ -111,6 +112,7 @@ async def plan_level(
     models = source.draw_models(known, level_index)
     requests = await source.requests(target, known, rng, level_index, mine)
     requests.models = models
+    requests.judge = source.judge
     then = requests.on_done
 
     def on_done(rec: RawRequest) -> None:
@@ -129,6 +131,7 @@ async def plan_level(
             on_done,
             keep_text,
             max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
+            keep_parts=requests.judge is not None,
         )
     else:
         plan = LevelPlan(
@@ -142,6 +145,7 @@ async def plan_level(
             warmup_s=warmup_s,
             keep_text=keep_text,
             keep_answer=requests.keep_answer,
+            keep_parts=requests.judge is not None,
         )
     return plan, requests
 
@@ -236,7 +240,29 @@ async def drive_level(
         await count_outputs(rt.http, requests.tokenizer, done)
     timings = [r.timing(origin) for r in done]
     _label(timings, requests)
+    if requests.judge is not None:
+        _judge_answers(done, timings, requests.judge)
     return DrivenLevel(timings, cpu_util, reading, telemetry, origin / 1e9)
+
+
+def _judge_answers(done: list[RawRequest], timings: list[RequestTiming], judge: Judge) -> None:
+    """Each answer judged now that the level's clock has stopped (workload.features tools,
+    structured): its tool calls (valid when they name an offered tool and their arguments
+    are JSON of its schema) and its structured answer (JSON of the schema asked for)."""
+    for rec, t in zip(done, timings, strict=True):
+        parts = rec.parts
+        if parts is None or t.error_class is not None:
+            continue
+        calls = parts.tool_calls()
+        if judge.tools:
+            verdict = judge.calls(calls)
+            t.tool_calls, t.tool_calls_valid = verdict.calls, verdict.valid
+            t.invalid_reasons = list(verdict.why)
+        if judge.structured and not calls:
+            verdict = judge.answer("".join(parts.content))
+            t.structured_valid = bool(verdict.valid)
+            t.invalid_reasons = [*(t.invalid_reasons or []), *verdict.why]
+        rec.parts = None
 
 
 def _label(timings: list[RequestTiming], requests: LevelRequests) -> None:

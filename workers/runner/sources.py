@@ -23,6 +23,7 @@ import numpy as np
 from infercost.jobs.plan import WorkloadPlan
 from infercost.workload.models import ModelDraws
 from infercost.workload.synthetic import LengthDraws, PromptMaker
+from infercost.workload.tools import STRUCTURED_SCHEMA, TOOLS, Judge, response_format
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.tokenize import (
     CALIBRATIONS,
@@ -64,6 +65,8 @@ class LevelRequests:
     keep_answer: bool = False
     # The model of each request by seq (workload.models); None: the endpoint's.
     models: ModelDraws | None = None
+    # Judges each answer after the level (workload.features tools, structured); None: none.
+    judge: Judge | None = None
 
 
 class RequestSource:
@@ -78,6 +81,21 @@ class RequestSource:
         self._counter_probed = False
         # The level's model of each request (workload.models), drawn by `draw_models`.
         self.models: ModelDraws | None = None
+        # The fields workload.features adds to every request, and the judge of its answers.
+        self.features: dict[str, Any] = {}
+        if workload.has("tools"):
+            self.features["tools"] = TOOLS
+            self.features["tool_choice"] = "required"
+        if workload.has("structured"):
+            self.features["response_format"] = response_format(STRUCTURED_SCHEMA)
+        self.judge = (
+            Judge(
+                TOOLS if workload.has("tools") else None,
+                STRUCTURED_SCHEMA if workload.has("structured") else None,
+            )
+            if self.features
+            else None
+        )
 
     def draw_models(self, known: int, level_index: int) -> ModelDraws | None:
         """The model each request of level `level_index` asks for (workload.models), from a
@@ -129,6 +147,7 @@ class RequestSource:
             temperature=workload.temperature,
             messages=messages,
             model=None if self.models is None else self.models[seq],
+            features=self.features,
         )
 
     async def replay(self) -> Replay:

@@ -172,6 +172,8 @@ def run_summary(
         concurrency_cap=run.concurrency_cap or None,
         reasoning=run.reasoning or None,
         models=_model_figures(run.models, cost.usd_per_hour),
+        tools=run.tools or None,
+        structured=run.structured or None,
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
     )

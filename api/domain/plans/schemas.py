@@ -262,7 +262,9 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             description="What requests carry beyond a prompt, combined: reasoning (reasoning "
             "tokens counted apart from answer tokens, with their own first-token time and "
-            "rate); empty: plain requests",
+            "rate), tools (tool definitions and tool_choice required; the share of calls valid "
+            "against their schema), structured (response_format with a JSON schema; the share "
+            "of answers valid against it); empty: plain requests",
             examples=[["reasoning"]],
         ),
     ] = []

@@ -315,6 +315,45 @@ class ModelFigures(msgspec.Struct):
     ] = None
 
 
+class ToolsBlock(msgspec.Struct):
+    """Tool calls judged (workload.features tools), over the measured, successful requests: a
+    call is valid when it names one of the request's tools and its arguments parse as JSON
+    and match that tool's parameters schema."""
+
+    requests: Annotated[int, msgspec.Meta(description="Answers judged", examples=[200])]
+    calls: Annotated[int, msgspec.Meta(description="Tool calls they made", examples=[200])]
+    valid_calls: Annotated[int, msgspec.Meta(description="Of those, valid", examples=[196])]
+    valid_share: Annotated[
+        float | None,
+        msgspec.Meta(description="valid_calls / calls (0 to 1)", examples=[0.98]),
+    ]
+    requests_without_call: Annotated[
+        int, msgspec.Meta(description="Answers with no tool call", examples=[0])
+    ]
+    invalid: Annotated[
+        dict[str, int],
+        msgspec.Meta(
+            description="Invalid calls by reason: not_json, schema, unknown_tool",
+            examples=[{"not_json": 4}],
+        ),
+    ]
+
+
+class StructuredBlock(msgspec.Struct):
+    """Structured answers judged (workload.features structured): valid when the answer parses
+    as JSON and matches the schema its request asked for in response_format."""
+
+    answers: Annotated[int, msgspec.Meta(description="Answers judged", examples=[200])]
+    valid: Annotated[int, msgspec.Meta(description="Of those, valid", examples=[200])]
+    valid_share: Annotated[
+        float | None, msgspec.Meta(description="valid / answers (0 to 1)", examples=[1.0])
+    ]
+    invalid: Annotated[
+        dict[str, int],
+        msgspec.Meta(description="Invalid answers by reason: not_json, schema", examples=[{}]),
+    ]
+
+
 class CacheBlock(msgspec.Struct):
     """Prompt tokens the server served from its prefix cache, over the measured, successful
     requests that reported it (usage.prompt_tokens_details.cached_tokens, or the engine's
@@ -1319,6 +1358,29 @@ class RunSummary(msgspec.Struct):
             examples=[None],
         ),
     ] = None
+    tools: Annotated[
+        ToolsBlock | None,
+        msgspec.Meta(
+            description="Tool calls judged valid or not; null unless workload.features has tools",
+            examples=[None],
+        ),
+    ] = None
+    tool_calls_valid_share: Annotated[
+        float | None,
+        msgspec.Meta(description="tools.valid_share, as a column", examples=[None]),
+    ] = None
+    structured: Annotated[
+        StructuredBlock | None,
+        msgspec.Meta(
+            description="Structured answers judged valid or not; null unless workload.features "
+            "has structured",
+            examples=[None],
+        ),
+    ] = None
+    structured_valid_share: Annotated[
+        float | None,
+        msgspec.Meta(description="structured.valid_share, as a column", examples=[None]),
+    ] = None
     # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
     workload_fingerprint: Annotated[
         str | None,
@@ -1502,6 +1564,11 @@ class Sample(msgspec.Struct):
     reasoning_source: str | None = None
     # The model it asked for (workload.models); null: the endpoint's.
     model: str | None = None
+    # Tool calls made and valid, whether the structured answer was valid, and why not.
+    tool_calls: int | None = None
+    tool_calls_valid: int | None = None
+    structured_valid: bool | None = None
+    invalid_reasons: list[str] | None = None
 
 
 class SamplePage(msgspec.Struct):
@@ -1513,7 +1580,7 @@ class SamplePage(msgspec.Struct):
 
 #: Sample fields the CSV export leaves out: the error's own text, and the per-event lists
 #: (JSON pages carry them).
-CSV_LEFT_OUT = frozenset({"error", "chunk_times_ms", "chunk_tokens"})
+CSV_LEFT_OUT = frozenset({"error", "chunk_times_ms", "chunk_tokens", "invalid_reasons"})
 #: Columns of the CSV export, in order (CONTRACT.md, Raw samples): the sample's fields.
 CSV_COLUMNS: tuple[str, ...] = tuple(
     name for name in Sample.__struct_fields__ if name not in CSV_LEFT_OUT
