@@ -335,6 +335,23 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     help="Share of JSON answers (a json_schema response_format) cut one character short "
     "[default: 0].",
 )
+@click.option(
+    "--image-prefill-ms",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Fixed mode: more time before the first token per image part [default: 20].",
+)
+@click.option(
+    "--image-patch-px",
+    type=click.IntRange(min=1),
+    default=None,
+    help="An image costs one prompt token per square of this many pixels [default: 28].",
+)
+@click.option(
+    "--image-usage/--no-image-usage",
+    default=None,
+    help="Report image tokens in usage.prompt_tokens_details.image_tokens [default: yes].",
+)
 def sim(  # click passes options by keyword
     *,
     host: str,

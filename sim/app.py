@@ -391,8 +391,10 @@ class SimApp:
             else:
                 await _send_bytes(send, 400, wire.openai_refusal(unknown), _JSON_HEADERS)
             return
+        images: list[tuple[int, int]] = []
         if isinstance(req, wire.ChatRequest):
             words = wire.message_words(req.messages)
+            images = wire.image_sizes(req.messages)
             asked = req.max_completion_tokens or req.max_tokens
         else:
             words = wire.prompt_words(req.prompt)
@@ -408,9 +410,14 @@ class SimApp:
         if eos is not None and eos < n and not (forced[0] is not None and forced[0] >= n):
             # The length was not forced: the model reaches its end of sequence first.
             n, reason = max(eos, forced[0] or 0), "stop"
+        patch = self.config.image_patch_px
+        image_tokens = sum(-(-w // patch) * -(-h // patch) for w, h in images)
         job = Job(
             chat=chat,
-            prompt_tokens=max(1, len(words)),
+            prompt_tokens=max(1, len(words) + image_tokens),
+            images=len(images),
+            image_tokens=image_tokens,
+            image_s=len(images) * self.config.image_prefill_ms / 1000.0,
             n=n,
             reason=reason,
             stream=bool(req.stream),
@@ -621,7 +628,13 @@ class SimApp:
             completion_tokens,
             self._cached_report(job),
             self._reasoning_report(job, completion_tokens),
+            self._image_report(job),
         )
+
+    def _image_report(self, job: Job) -> int | None:
+        """prompt_tokens_details.image_tokens, or None to leave it out: a request with images,
+        with image_usage."""
+        return job.image_tokens if job.images and self.config.image_usage else None
 
     def _reasoning_report(self, job: Job, completion_tokens: int) -> int | None:
         """usage's completion_tokens_details.reasoning_tokens, or None to leave it out: only
@@ -805,6 +818,9 @@ class SimApp:
         cached = self._cached_report(job)
         if cached is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        image_tokens = self._image_report(job)
+        if image_tokens is not None:
+            usage.setdefault("prompt_tokens_details", {})["image_tokens"] = image_tokens
         reasoning = self._reasoning_report(job, job.n)
         if reasoning is not None:
             usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}

@@ -197,6 +197,12 @@ class SimConfig:
     # come) are cut one character short instead: invalid JSON.
     tool_call_invalid_share: float = 0.0
     structured_invalid_share: float = 0.0
+    # Image parts: each costs one prompt token per image_patch_px x image_patch_px square
+    # (28: Qwen2-VL's merged patches) and, in fixed mode, image_prefill_ms more before the
+    # first token; usage reports them in prompt_tokens_details.image_tokens when image_usage.
+    image_patch_px: int = 28
+    image_prefill_ms: float = 20.0
+    image_usage: bool = True
 
     @classmethod
     def for_engine(cls, engine: SimEngine, **overrides: Any) -> SimConfig:
@@ -281,6 +287,10 @@ class SimConfig:
                 raise ValueError(f"{name} must be in 0..1, got {share}")
         if self.reasoning_tokens < 0:
             raise ValueError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens}")
+        if self.image_patch_px < 1:
+            raise ValueError(f"image_patch_px must be >= 1, got {self.image_patch_px}")
+        if not (math.isfinite(self.image_prefill_ms) and self.image_prefill_ms >= 0):
+            raise ValueError(f"image_prefill_ms must be >= 0, got {self.image_prefill_ms}")
         if self.eos_after_tokens is not None and self.eos_after_tokens < 1:
             raise ValueError(f"eos_after_tokens must be >= 1, got {self.eos_after_tokens}")
 
@@ -477,4 +487,7 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "served_models": "",
     "tool_call_invalid_share": 0.0,
     "structured_invalid_share": 0.0,
+    "image_patch_px": 28,
+    "image_prefill_ms": 20.0,
+    "image_usage": True,
 }

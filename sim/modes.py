@@ -61,6 +61,11 @@ class Job:
     pieces: list[bytes] | None = None
     call: tuple[str, str] | None = None
     json_text: str | None = None
+    # Image parts: their prompt tokens (within prompt_tokens) and, in fixed mode, the
+    # prefill time they add before the first token (s).
+    images: int = 0
+    image_tokens: int = 0
+    image_s: float = 0.0
 
 
 class Inflight:
@@ -298,7 +303,9 @@ class FixedGeneration:
         # taken as proportional to the tokens computed).
         ttft_s = mode.ttft_s if job.speed is None else job.speed[0]
         self.itl_s = mode.itl_s if job.speed is None else job.speed[1]
-        self.prompt_s = ttft_s * (job.prompt_tokens - job.cached) / job.prompt_tokens
+        text_tokens = job.prompt_tokens - job.image_tokens
+        self.prompt_s = ttft_s * max(0, text_tokens - job.cached) / max(1, text_tokens)
+        self.prompt_s += job.image_s
         self.first = arrival + self.prompt_s
         asyncio.get_running_loop().call_at(self.first, mode.remember, job)
 

@@ -8,6 +8,7 @@ gives the same number.
 
 from __future__ import annotations
 
+import base64
 import re
 import zlib
 from typing import Annotated, Any, Final, TypeVar
@@ -25,11 +26,20 @@ class RequestError(ValueError):
     """A request body the simulator rejects with 400 invalid_request_error."""
 
 
+class ImageUrl(msgspec.Struct):
+    """An image part's `image_url`: a data URL (or any URL, taken as an image of unknown
+    size)."""
+
+    url: str
+
+
 class ContentPart(msgspec.Struct):
-    """One part of a multi-part chat message; only `text` parts count as prompt tokens."""
+    """One part of a multi-part chat message: `text` parts count as prompt tokens by their
+    words, `image_url` parts by their size (image_sizes)."""
 
     type: str
     text: str | None = None
+    image_url: ImageUrl | None = None
 
 
 class ChatMessage(msgspec.Struct):
@@ -242,6 +252,31 @@ def message_words(messages: list[ChatMessage]) -> list[str]:
     return words
 
 
+#: The size taken for an image whose size cannot be read (a URL, not a PNG data URL).
+UNKNOWN_IMAGE_SIZE: Final = (512, 512)
+
+
+def image_sizes(messages: list[ChatMessage]) -> list[tuple[int, int]]:
+    """(width, height) of every image part, read from a PNG data URL's header (the first
+    bytes of its base64 are enough)."""
+    sizes: list[tuple[int, int]] = []
+    for message in messages:
+        if isinstance(message.content, str) or message.content is None:
+            continue
+        for part in message.content:
+            if part.image_url is None:
+                continue
+            url = part.image_url.url
+            _, comma, data = url.partition(",")
+            size = UNKNOWN_IMAGE_SIZE
+            if comma and url.startswith("data:image/png"):
+                head = base64.b64decode(data[:44] + "=" * (-len(data[:44]) % 4))
+                if head[12:16] == b"IHDR":
+                    size = (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"))
+            sizes.append(size)
+    return sizes
+
+
 def prompt_words(prompt: str | list[str | int]) -> list[str]:
     """Words of a completion prompt; a token id in a list counts as one word."""
     if isinstance(prompt, str):
@@ -306,6 +341,7 @@ def usage_json(
     completion_tokens: int,
     cached_tokens: int | None = None,
     reasoning_tokens: int | None = None,
+    image_tokens: int | None = None,
 ) -> bytes:
     """The OpenAI `usage` object, pre-encoded; with `prompt_tokens_details.cached_tokens`
     unless `cached_tokens` is None, `completion_tokens_details.reasoning_tokens` unless
@@ -315,8 +351,13 @@ def usage_json(
         completion_tokens,
         prompt_tokens + completion_tokens,
     )
+    details = []
     if cached_tokens is not None:
-        base += b',"prompt_tokens_details":{"cached_tokens":%d}' % cached_tokens
+        details.append(b'"cached_tokens":%d' % cached_tokens)
+    if image_tokens is not None:
+        details.append(b'"image_tokens":%d' % image_tokens)
+    if details:
+        base += b',"prompt_tokens_details":{' + b",".join(details) + b"}"
     if reasoning_tokens is not None:
         base += b',"completion_tokens_details":{"reasoning_tokens":%d}' % reasoning_tokens
     return base + b"}"

@@ -74,6 +74,7 @@ class _Choice(msgspec.Struct, gc=False):
 
 class _PromptDetails(msgspec.Struct, gc=False):
     cached_tokens: int | None = None
+    image_tokens: int | None = None
 
 
 class _CompletionDetails(msgspec.Struct, gc=False):
@@ -181,6 +182,7 @@ class RawRequest:
         "error",
         "error_class",
         "finished",
+        "image_tokens",
         "keep_answer",
         "llamacpp_timings",
         "n_in",
@@ -248,6 +250,8 @@ class RawRequest:
         self.finished = False
         # Prompt tokens the server says came from its prefix cache (usage or its timings).
         self.cached_tokens: int | None = None
+        # Prompt tokens of its images, where usage says (prompt_tokens_details.image_tokens).
+        self.image_tokens: int | None = None
         # The server's own timings of this request, where it reports them (ServerTimings);
         # llama.cpp's come in its events, kept as sent until the body ends (settle_timings).
         self.server: ServerTimings | None = None
@@ -286,6 +290,7 @@ class RawRequest:
             chunk_tokens=list(self.chunk_tokens) if self.chunk_tokens else None,
             n_in_target=self.n_in_target,
             cached_tokens=self.cached_tokens,
+            image_tokens=self.image_tokens,
             server=self.server,
             **self._reasoning(origin_ns),
         )
@@ -450,8 +455,11 @@ def _on_usage(usage: _Usage, kind: int, rec: RawRequest) -> None:
     if usage.prompt_tokens is not None:
         rec.n_in = usage.prompt_tokens
     details = usage.prompt_tokens_details
-    if details is not None and details.cached_tokens is not None:
-        rec.cached_tokens = details.cached_tokens
+    if details is not None:
+        if details.cached_tokens is not None:
+            rec.cached_tokens = details.cached_tokens
+        if details.image_tokens is not None:
+            rec.image_tokens = details.image_tokens
     completion_details = usage.completion_tokens_details
     if completion_details is not None and completion_details.reasoning_tokens is not None:
         rec.n_reasoning = completion_details.reasoning_tokens

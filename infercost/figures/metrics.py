@@ -157,6 +157,10 @@ class RequestTiming:
     tool_calls_valid: int | None = None
     structured_valid: bool | None = None
     invalid_reasons: list[str] | None = None
+    # Images it carried (workload.features image) and their prompt tokens where usage said
+    # (prompt_tokens_details.image_tokens); None: none sent, or not said.
+    images: int | None = None
+    image_tokens: int | None = None
 
     @property
     def n_answer(self) -> int:
@@ -733,6 +737,26 @@ def structured_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     }
 
 
+def image_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """Requests with images among the measured, successful ones: images sent, their prompt
+    tokens where usage reported them (statistics per request, and their share of the prompt
+    tokens), and TTFT, which holds their prefill. None when no request carried images."""
+    sent = [t for t in ok if t.images]
+    if not sent:
+        return None
+    reported = [t for t in sent if t.image_tokens is not None]
+    prompt = sum(t.n_in or 0 for t in reported)
+    image_tokens = sum(t.image_tokens or 0 for t in reported)
+    return {
+        "requests": len(sent),
+        "images": sum(t.images or 0 for t in sent),
+        "requests_reporting_tokens": len(reported),
+        "image_tokens": distribution([t.image_tokens or 0 for t in reported]),
+        "image_token_share": image_tokens / prompt if prompt else None,
+        "ttft_ms": distribution(_ms(t.ttft for t in sent)),
+    }
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -803,6 +827,8 @@ class RunFigures:
     structured: dict[str, Any] | None = None
     tool_calls_valid_share: float | None = None
     structured_valid_share: float | None = None
+    # Requests with images (image_block); None when none carried any.
+    image: dict[str, Any] | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -999,4 +1025,5 @@ def summarize(  # noqa: PLR0915 - one figure after another, each defined once
         structured=structured,
         tool_calls_valid_share=None if tools is None else tools["valid_share"],
         structured_valid_share=None if structured is None else structured["valid_share"],
+        image=image_block(ok),
     )

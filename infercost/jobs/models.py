@@ -270,6 +270,8 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     structured_valid_share: Mapped[float | None]
     tools: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     structured: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Requests with images (workload.features image): images, their tokens, TTFT.
+    image: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
 class RequestSample(Base):
@@ -329,6 +331,9 @@ class RequestSample(Base):
     tool_calls_valid: Mapped[int | None]
     structured_valid: Mapped[bool | None]
     invalid_reasons: Mapped[list[str] | None] = mapped_column(ARRAY(String(16)))
+    # Images it carried and their prompt tokens where usage said; null: none, or not said.
+    images: Mapped[int | None] = mapped_column(SmallInteger)
+    image_tokens: Mapped[int | None]
 
 
 class TelemetrySample(Base):

@@ -27,8 +27,8 @@ from infercost.jobs.arrivals import Arrival
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
 #: What requests carry beyond a prompt (workload.features); they combine.
-Feature = Literal["reasoning", "tools", "structured"]
-FEATURES: tuple[str, ...] = ("reasoning", "tools", "structured")
+Feature = Literal["reasoning", "tools", "structured", "image"]
+FEATURES: tuple[str, ...] = ("reasoning", "tools", "structured", "image")
 #: Worker processes per level: a number, or "auto" (each level as many as it needs).
 Shards = int | Literal["auto"]
 
@@ -90,6 +90,14 @@ class ModelWeight(msgspec.Struct, frozen=True):
     weight: float
 
 
+class ImageSpec(msgspec.Struct, frozen=True):
+    """Images of each request of the `image` feature: how many, and their size in pixels."""
+
+    count: int = 1
+    width: int = 512
+    height: int = 512
+
+
 class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What each request sends (the job's `workload` column), every field resolved."""
 
@@ -105,6 +113,7 @@ class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     seed: int
     features: list[Feature]
     models: list[ModelWeight] | None
+    images: ImageSpec | None
 
     def has(self, feature: str) -> bool:
         """Whether the workload asks for `feature` (workload.features)."""
@@ -369,6 +378,7 @@ LEGACY_WORKLOAD: Mapping[str, Any] = {
     "seed": 0,
     "features": [],
     "models": None,
+    "images": None,
 }
 
 

@@ -322,6 +322,16 @@ def distinct_models(plan: Plan, limits: ServerLimits) -> None:
         seen.add(model.name)
 
 
+def images_with_feature(plan: Plan, limits: ServerLimits) -> None:
+    """workload.images sizes the images of the image feature: alone it would send none."""
+    workload = plan.workload
+    if workload.images is not None and not workload.has("image"):
+        raise InvalidInput(
+            "workload.images",
+            'images are sent only with the image feature: add "image" to workload.features',
+        )
+
+
 Rule = Callable[[Plan, ServerLimits], None]
 
 #: Every rule a plan meets before its endpoint is looked up, in the order they are answered.
@@ -338,6 +348,7 @@ RULES: tuple[Rule, ...] = (
     sessions_mode,
     prefix_room,
     distinct_models,
+    images_with_feature,
 )
 
 

@@ -59,6 +59,8 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
             t.tool_calls_valid,
             t.structured_valid,
             t.invalid_reasons,
+            t.images,
+            t.image_tokens,
         )
         for t in timings
     ]
@@ -123,4 +125,6 @@ def timing_of(sample: RequestSample) -> RequestTiming:
         tool_calls_valid=sample.tool_calls_valid,
         structured_valid=sample.structured_valid,
         invalid_reasons=sample.invalid_reasons,
+        images=sample.images,
+        image_tokens=sample.image_tokens,
     )

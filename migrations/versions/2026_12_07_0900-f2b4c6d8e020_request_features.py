@@ -1,7 +1,7 @@
 """Request features (issue 29): reasoning tokens apart from answer tokens, per request and
 per run, as columns where they are queried (the rates, a sample's counts and times) and the
 per-request detail as a JSONB block; the model each request asked for (workload.models) and
-each run's per-model figures; tool calls and structured answers judged valid or not.
+each run's per-model figures; tool calls and structured answers judged valid or not; images sent and their tokens.
 
 Revision ID: f2b4c6d8e020
 Revises: e9a3b6c1f018
@@ -48,9 +48,17 @@ def upgrade() -> None:
         "request_samples",
         sa.Column("invalid_reasons", postgresql.ARRAY(sa.String(length=16)), nullable=True),
     )
+    op.add_column(
+        "runs", sa.Column("image", postgresql.JSONB(astext_type=sa.Text()), nullable=True)
+    )
+    op.add_column("request_samples", sa.Column("images", sa.SmallInteger(), nullable=True))
+    op.add_column("request_samples", sa.Column("image_tokens", sa.Integer(), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("request_samples", "image_tokens")
+    op.drop_column("request_samples", "images")
+    op.drop_column("runs", "image")
     for column in ("invalid_reasons", "structured_valid", "tool_calls_valid", "tool_calls"):
         op.drop_column("request_samples", column)
     for column in ("structured", "tools", "structured_valid_share", "tool_calls_valid_share"):

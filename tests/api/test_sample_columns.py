@@ -23,6 +23,7 @@ CSV_HEADER = (
     "cached_tokens", "server_source", "server_prefill_ms", "server_tpot_ms", "server_queue_ms",
     "server_n_out", "server_n_prefilled", "cap_wait_ms", "n_reasoning", "ttfr_ms",
     "reasoning_source", "model", "tool_calls", "tool_calls_valid", "structured_valid",
+    "images", "image_tokens",
 )  # fmt: skip
 
 

@@ -251,3 +251,37 @@ async def test_structured_answers_are_judged_valid_against_the_schema(
     }
     samples = await team.samples(run["id"])
     assert sorted(s["structured_valid"] for s in samples) == [False] * 10 + [True] * 30
+
+
+async def test_an_image_job_reports_image_tokens_and_their_prefill(team: TeamClient) -> None:
+    """Two 300 x 200 images a request: the simulator counts ceil(300/28) x ceil(200/28) =
+    11 x 8 = 88 tokens each and spends 30 ms per image before the first token (fixed mode,
+    TTFT 10 ms): no first token before 70 ms, and 176 image tokens of every prompt."""
+    config = SimConfig(port=0, ttft_ms=10.0, itl_ms=2.0, image_prefill_ms=30.0)
+    with sim_process(config) as sim:
+        endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+        body = job(endpoint, features=["image"], images={"count": 2, "width": 300, "height": 200})
+        done = await team.run_job(body)
+        plain = await team.run_job(job(endpoint))
+    (run,) = done["runs"]
+    image = run["image"]
+    assert (image["requests"], image["images"], image["requests_reporting_tokens"]) == (16, 32, 16)
+    assert image["image_tokens"]["min"] == image["image_tokens"]["max"] == 176
+    samples = await team.samples(run["id"])
+    assert {(s["images"], s["image_tokens"]) for s in samples} == {(2, 176)}
+    # the prompt's text is 32 tokens (one a word, as the simulator counts), the rest images
+    assert {s["n_in"] - s["image_tokens"] for s in samples} == {32}
+    assert image["image_token_share"] == pytest.approx(176 / (176 + 32))
+    # Image prefill: no first token before TTFT + 2 x 30 ms (the simulator's own schedule);
+    # the same lengths without images carry no image block
+    assert min(s["ttft_ms"] for s in samples) >= 70.0
+    assert image["ttft_ms"]["count"] == 16 and image["ttft_ms"]["min"] >= 70.0
+    (text_only,) = plain["runs"]
+    assert text_only["image"] is None
+
+
+async def test_images_without_the_feature_are_refused(team: TeamClient, sim: SimProcess) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    answer = await team.submit(job(endpoint, images={"count": 1}))
+    assert answer.status_code == 422, answer.text
+    assert "image feature" in answer.json()["detail"]

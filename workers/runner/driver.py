@@ -113,6 +113,7 @@ async def plan_level(
     requests = await source.requests(target, known, rng, level_index, mine)
     requests.models = models
     requests.judge = source.judge
+    requests.images = 0 if source.images is None else source.images.count
     then = requests.on_done
 
     def on_done(rec: RawRequest) -> None:
@@ -273,6 +274,8 @@ def _label(timings: list[RequestTiming], requests: LevelRequests) -> None:
     for t in timings:
         if models is not None:
             t.model = models[t.seq]
+        if requests.images:
+            t.images = requests.images
         checked = t.seq < len(exact) and exact[t.seq]
         # A checked prompt stays exact only if the server's own count agrees.
         t.prompt_length = EXACT if checked and t.n_in == t.n_in_target else APPROXIMATE

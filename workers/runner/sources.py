@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from infercost.jobs.plan import WorkloadPlan
+from infercost.jobs.plan import ImageSpec, WorkloadPlan
+from infercost.workload.images import image_part
 from infercost.workload.models import ModelDraws
 from infercost.workload.synthetic import LengthDraws, PromptMaker
 from infercost.workload.tools import STRUCTURED_SCHEMA, TOOLS, Judge, response_format
@@ -67,6 +68,8 @@ class LevelRequests:
     models: ModelDraws | None = None
     # Judges each answer after the level (workload.features tools, structured); None: none.
     judge: Judge | None = None
+    # Images each request carries (workload.features image); 0: none.
+    images: int = 0
 
 
 class RequestSource:
@@ -88,6 +91,10 @@ class RequestSource:
             self.features["tool_choice"] = "required"
         if workload.has("structured"):
             self.features["response_format"] = response_format(STRUCTURED_SCHEMA)
+        # The image feature: images per request and their size (workload.images).
+        self.images = None
+        if workload.has("image"):
+            self.images = workload.images or ImageSpec()
         self.judge = (
             Judge(
                 TOOLS if workload.has("tools") else None,
@@ -138,6 +145,10 @@ class RequestSource:
         """Request `seq`'s JSON body with the workload's stream, ignore_eos and temperature,
         to its drawn model (workload.models) or the endpoint's."""
         workload = self.workload
+        if self.images is not None:
+            messages = with_images(
+                messages or [{"role": "user", "content": prompt}], self.images, seq
+            )
         return request_body(
             target,
             prompt,
@@ -167,6 +178,21 @@ class RequestSource:
             self._counter = (await PROBES.get(self.rt.http, target)).tokenizer
             self._counter_probed = True
         return self._counter
+
+
+def with_images(
+    messages: list[dict[str, Any]], images: ImageSpec, seq: int
+) -> list[dict[str, Any]]:
+    """`messages` with request `seq`'s images (made here, one per request and position) after
+    the text of its last user message."""
+    *before, last = messages
+    text = last.get("content")
+    parts: list[dict[str, Any]] = (
+        list(text) if isinstance(text, list) else [{"type": "text", "text": text or ""}]
+    )
+    for i in range(images.count):
+        parts.append(image_part(images.width, images.height, seq * images.count + i))
+    return [*before, {**last, "content": parts}]
 
 
 def _lengths(spec: Any, known: int, rng: np.random.Generator, what: str) -> LengthDraws:

@@ -174,6 +174,7 @@ def run_summary(
         models=_model_figures(run.models, cost.usd_per_hour),
         tools=run.tools or None,
         structured=run.structured or None,
+        image=run.image or None,
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
     )

@@ -159,6 +159,21 @@ class ModelShare(msgspec.Struct, forbid_unknown_fields=True):
     ] = 1.0
 
 
+class Images(msgspec.Struct, forbid_unknown_fields=True):
+    """The images each request of the `image` feature carries, made locally: PNG files of
+    this size, a different one per request."""
+
+    count: Annotated[
+        int, msgspec.Meta(ge=1, le=16, description="Images per request", examples=[1])
+    ] = 1
+    width: Annotated[
+        int, msgspec.Meta(ge=16, le=4096, description="Width in pixels", examples=[512])
+    ] = 512
+    height: Annotated[
+        int, msgspec.Meta(ge=16, le=4096, description="Height in pixels", examples=[512])
+    ] = 512
+
+
 class Workload(msgspec.Struct, forbid_unknown_fields=True):
     """What each request asks for: prompt and output lengths, sampling, streaming.
 
@@ -264,7 +279,9 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
             "tokens counted apart from answer tokens, with their own first-token time and "
             "rate), tools (tool definitions and tool_choice required; the share of calls valid "
             "against their schema), structured (response_format with a JSON schema; the share "
-            "of answers valid against it); empty: plain requests",
+            "of answers valid against it), image (chat with image parts made locally at "
+            "workload.images' size; image tokens where usage reports them); empty: plain "
+            "requests",
             examples=[["reasoning"]],
         ),
     ] = []
@@ -276,6 +293,14 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
             "same model); every run then has per-model figures. Absent: every request asks for "
             "the endpoint's model",
             examples=[[{"name": "base", "weight": 3}, {"name": "lora-a", "weight": 1}]],
+        ),
+    ] = None
+    images: Annotated[
+        Images | None,
+        msgspec.Meta(
+            description="With the image feature: images per request and their size (absent: "
+            "one of 512 x 512)",
+            examples=[{"count": 1, "width": 512, "height": 512}],
         ),
     ] = None
 

@@ -354,6 +354,36 @@ class StructuredBlock(msgspec.Struct):
     ]
 
 
+class ImageBlock(msgspec.Struct):
+    """Requests with images (workload.features image), over the measured, successful ones:
+    images sent, their prompt tokens where usage reported them, and TTFT (which holds the
+    images' prefill)."""
+
+    requests: Annotated[int, msgspec.Meta(description="Requests with images", examples=[200])]
+    images: Annotated[int, msgspec.Meta(description="Images they carried", examples=[200])]
+    requests_reporting_tokens: Annotated[
+        int,
+        msgspec.Meta(
+            description="Of those, requests whose usage reported image tokens", examples=[200]
+        ),
+    ]
+    image_tokens: Annotated[
+        Distribution,
+        msgspec.Meta(description="Image tokens per request, where reported", examples=[{}]),
+    ]
+    image_token_share: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Image tokens / prompt tokens of the requests that reported them",
+            examples=[0.8],
+        ),
+    ]
+    ttft_ms: Annotated[
+        Distribution,
+        msgspec.Meta(description="TTFT of the requests with images, in ms", examples=[{}]),
+    ]
+
+
 class CacheBlock(msgspec.Struct):
     """Prompt tokens the server served from its prefix cache, over the measured, successful
     requests that reported it (usage.prompt_tokens_details.cached_tokens, or the engine's
@@ -1381,6 +1411,14 @@ class RunSummary(msgspec.Struct):
         float | None,
         msgspec.Meta(description="structured.valid_share, as a column", examples=[None]),
     ] = None
+    image: Annotated[
+        ImageBlock | None,
+        msgspec.Meta(
+            description="Requests with images: images, image tokens, TTFT; null unless "
+            "workload.features has image",
+            examples=[None],
+        ),
+    ] = None
     # Equal on runs that sent the same kind of requests (README, "Workload fingerprints").
     workload_fingerprint: Annotated[
         str | None,
@@ -1569,6 +1607,9 @@ class Sample(msgspec.Struct):
     tool_calls_valid: int | None = None
     structured_valid: bool | None = None
     invalid_reasons: list[str] | None = None
+    # Images it carried and their prompt tokens, where usage said.
+    images: int | None = None
+    image_tokens: int | None = None
 
 
 class SamplePage(msgspec.Struct):
