@@ -347,6 +347,11 @@ _MODES = click.Choice(["concurrency", "rate", "burst"])
     help="Spread requests over models on the endpoint by weight (workload.models): "
     "name=weight, comma-separated, e.g. base=3,lora-a=1.",
 )
+@click.option(
+    "--images",
+    help="With --feature image: images per request and their size, COUNTxWIDTHxHEIGHT "
+    "(e.g. 2x640x480) [default: 1x512x512].",
+)
 @click.option("--watch", is_flag=True, help="Follow the job until it ends.")
 @click.option("--idempotency-key", help="Submitting again with the same key returns the same job.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
@@ -369,6 +374,7 @@ def jobs_submit(  # click passes every option by name
     slo_tpot_p95: float | None,
     features: tuple[str, ...],
     models: str | None,
+    images: str | None,
     watch: bool,
     idempotency_key: str | None,
     force: bool,
@@ -402,6 +408,7 @@ def jobs_submit(  # click passes every option by name
             slo_tpot_p95=slo_tpot_p95,
             features=list(features),
             models=None if models is None else parse_models(models),
+            images=None if images is None else parse_images(images),
         )
     _submit(
         client,
@@ -438,6 +445,15 @@ def parse_models(text: str) -> list[dict[str, Any]]:
     return models
 
 
+def parse_images(text: str) -> dict[str, int]:
+    """'2x640x480' as workload.images."""
+    try:
+        count, width, height = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"'{text}' is not COUNTxWIDTHxHEIGHT, e.g. 1x512x512") from None
+    return {"count": count, "width": width, "height": height}
+
+
 def job_body(
     endpoint: str,
     *,
@@ -454,13 +470,14 @@ def job_body(
     slo_tpot_p95: float | None = None,
     features: list[str] | None = None,
     models: list[dict[str, Any]] | None = None,
+    images: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The POST /v1/jobs body the options describe (`endpoint` resolved later)."""
-    workload: dict[str, Any] = {}
-    if features:
-        workload["features"] = features
-    if models:
-        workload["models"] = models
+    workload: dict[str, Any] = {
+        key: value
+        for key, value in (("features", features), ("models", models), ("images", images))
+        if value
+    }
     if preset:
         workload["preset"] = preset
     if input_tokens is not None:

@@ -1,7 +1,7 @@
 """Request features (issue 29): reasoning tokens apart from answer tokens, per request and
 per run, as columns where they are queried (the rates, a sample's counts and times) and the
 per-request detail as a JSONB block; the model each request asked for (workload.models) and
-each run's per-model figures; tool calls and structured answers judged valid or not; images sent and their tokens.
+each run's per-model figures; tool calls and structured answers judged valid or not; images sent and their tokens; a dataset item's own request features.
 
 Revision ID: f2b4c6d8e020
 Revises: e9a3b6c1f018
@@ -53,9 +53,14 @@ def upgrade() -> None:
     )
     op.add_column("request_samples", sa.Column("images", sa.SmallInteger(), nullable=True))
     op.add_column("request_samples", sa.Column("image_tokens", sa.Integer(), nullable=True))
+    op.add_column(
+        "dataset_items",
+        sa.Column("features", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
+    )
 
 
 def downgrade() -> None:
+    op.drop_column("dataset_items", "features")
     op.drop_column("request_samples", "image_tokens")
     op.drop_column("request_samples", "images")
     op.drop_column("runs", "image")

@@ -10,6 +10,7 @@ the figures a job reports equal what the simulator sent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -285,3 +286,67 @@ async def test_images_without_the_feature_are_refused(team: TeamClient, sim: Sim
     answer = await team.submit(job(endpoint, images={"count": 1}))
     assert answer.status_code == 422, answer.text
     assert "image feature" in answer.json()["detail"]
+
+
+async def test_dataset_items_carry_their_own_tools_schema_and_images(
+    team: TeamClient, sim: SimProcess
+) -> None:
+    """Each item's own request features go with it and judge its answer: a tool that the
+    simulator's arguments (a string where an integer is asked for) fail, a schema its JSON
+    fits, an image by URL (the simulator counts an image it cannot read as 512 x 512)."""
+    strict = {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "parameters": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"],
+            },
+        },
+    }
+    picky = {
+        "type": "function",
+        "function": {
+            "name": "count",
+            "parameters": {
+                "type": "object",
+                "properties": {"n": {"type": "string", "enum": ["one"]}},
+                "required": ["n", "missing"],
+            },
+        },
+    }
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    user = [{"role": "user", "content": "hello there"}]
+    rows = [
+        {"messages": user, "max_tokens": 24, "tools": [strict], "tool_choice": "required"},
+        {"messages": user, "max_tokens": 24, "tools": [picky], "tool_choice": "required"},
+        {
+            "messages": user,
+            "max_tokens": 24,
+            "response_format": {"type": "json_schema", "json_schema": {"schema": schema}},
+        },
+        {"messages": user, "max_tokens": 24, "images": ["https://img.example/cat.png"]},
+    ]
+    body = "\n".join(json.dumps(row) for row in rows).encode()
+    response = await team.http.post(
+        "/v1/datasets", content=body, headers={"Content-Type": "application/x-ndjson"}
+    )
+    assert response.status_code == 201, response.text
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    done = await team.run_job(
+        {
+            "endpoint_id": endpoint["id"],
+            "workload": {"dataset_id": response.json()["id"]},
+            "load": {"mode": "concurrency", "levels": [2], "requests_per_level": 8},
+        }
+    )
+    (run,) = done["runs"]
+    # Each item twice: its own tool judged by its own schema ("lookup" fits; "count" lacks
+    # "missing", which the simulator cannot make up), its JSON answer valid
+    assert run["tools"]["calls"] == 4 and run["tools"]["valid_calls"] == 2
+    assert run["tools"]["invalid"] == {"schema": 2}
+    assert run["structured"] == {"answers": 2, "valid": 2, "valid_share": 1.0, "invalid": {}}
+    samples = await team.samples(run["id"])
+    # 2 words of text and one image of 512 x 512 (19 x 19 = 361 tokens) in the image item
+    assert sorted(s["n_in"] for s in samples).count(2 + 361) == 2

@@ -113,6 +113,7 @@ async def plan_level(
     requests = await source.requests(target, known, rng, level_index, mine)
     requests.models = models
     requests.judge = source.judge
+    judging = requests.judge is not None or requests.judge_for is not None
     requests.images = 0 if source.images is None else source.images.count
     then = requests.on_done
 
@@ -132,7 +133,7 @@ async def plan_level(
             on_done,
             keep_text,
             max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
-            keep_parts=requests.judge is not None,
+            keep_parts=judging,
         )
     else:
         plan = LevelPlan(
@@ -146,7 +147,7 @@ async def plan_level(
             warmup_s=warmup_s,
             keep_text=keep_text,
             keep_answer=requests.keep_answer,
-            keep_parts=requests.judge is not None,
+            keep_parts=judging,
         )
     return plan, requests
 
@@ -241,18 +242,24 @@ async def drive_level(
         await count_outputs(rt.http, requests.tokenizer, done)
     timings = [r.timing(origin) for r in done]
     _label(timings, requests)
-    if requests.judge is not None:
-        _judge_answers(done, timings, requests.judge)
+    if requests.judge is not None or requests.judge_for is not None:
+        judge_for = requests.judge_for or (lambda _seq: requests.judge)
+        _judge_answers(done, timings, judge_for)
     return DrivenLevel(timings, cpu_util, reading, telemetry, origin / 1e9)
 
 
-def _judge_answers(done: list[RawRequest], timings: list[RequestTiming], judge: Judge) -> None:
+def _judge_answers(
+    done: list[RawRequest],
+    timings: list[RequestTiming],
+    judge_for: Callable[[int], Judge | None],
+) -> None:
     """Each answer judged now that the level's clock has stopped (workload.features tools,
     structured): its tool calls (valid when they name an offered tool and their arguments
     are JSON of its schema) and its structured answer (JSON of the schema asked for)."""
     for rec, t in zip(done, timings, strict=True):
         parts = rec.parts
-        if parts is None or t.error_class is not None:
+        judge = judge_for(t.seq)
+        if parts is None or judge is None or t.error_class is not None:
             continue
         calls = parts.tool_calls()
         if judge.tools:

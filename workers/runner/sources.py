@@ -68,6 +68,9 @@ class LevelRequests:
     models: ModelDraws | None = None
     # Judges each answer after the level (workload.features tools, structured); None: none.
     judge: Judge | None = None
+    # A dataset's judge of request seq (an item's own tools and response format); None: the
+    # level's `judge` for every request.
+    judge_for: Callable[[int], Judge | None] | None = None
     # Images each request carries (workload.features image); 0: none.
     images: int = 0
 
@@ -141,10 +144,18 @@ class RequestSource:
         messages: list[dict[str, Any]] | None = None,
         *,
         seq: int,
+        own: dict[str, Any] | None = None,
     ) -> bytes:
         """Request `seq`'s JSON body with the workload's stream, ignore_eos and temperature,
         to its drawn model (workload.models) or the endpoint's."""
         workload = self.workload
+        features = self.features
+        if own:
+            # A dataset item's own features: its fields win over the workload's.
+            features = {**features, **{k: v for k, v in own.items() if k != "images"}}
+            if own.get("images"):
+                asked = messages or [{"role": "user", "content": prompt}]
+                messages = with_image_urls(asked, own["images"])
         if self.images is not None:
             messages = with_images(
                 messages or [{"role": "user", "content": prompt}], self.images, seq
@@ -158,7 +169,7 @@ class RequestSource:
             temperature=workload.temperature,
             messages=messages,
             model=None if self.models is None else self.models[seq],
-            features=self.features,
+            features=features,
         )
 
     async def replay(self) -> Replay:
@@ -193,6 +204,30 @@ def with_images(
     for i in range(images.count):
         parts.append(image_part(images.width, images.height, seq * images.count + i))
     return [*before, {**last, "content": parts}]
+
+
+def with_image_urls(messages: list[dict[str, Any]], urls: list[str]) -> list[dict[str, Any]]:
+    """`messages` with a dataset item's images (their URLs as given) after the text of its
+    last user message."""
+    *before, last = messages
+    text = last.get("content")
+    parts: list[dict[str, Any]] = (
+        list(text) if isinstance(text, list) else [{"type": "text", "text": text or ""}]
+    )
+    parts.extend({"type": "image_url", "image_url": {"url": url}} for url in urls)
+    return [*before, {**last, "content": parts}]
+
+
+def item_judge(features: dict[str, Any] | None, default: Judge | None) -> Judge | None:
+    """The judge of a dataset item's answer: by its own tools and response format where it
+    has them, else the workload's."""
+    if not features or not ("tools" in features or "response_format" in features):
+        return default
+    response = features.get("response_format") or {}
+    schema = None
+    if response.get("type") == "json_schema":
+        schema = (response.get("json_schema") or {}).get("schema") or {}
+    return Judge(features.get("tools"), schema)
 
 
 def _lengths(spec: Any, known: int, rng: np.random.Generator, what: str) -> LengthDraws:
@@ -315,13 +350,27 @@ class ReplaySource(RequestSource):
                 # output_tokens is given.
                 assert outputs is not None
                 max_tokens = outputs[seq]
-            body = self.body(target, item.prompt, max_tokens, item.messages, seq=seq)
+            body = self.body(
+                target, item.prompt, max_tokens, item.messages, seq=seq, own=item.features
+            )
             return body, item.local_tokens
+
+        judges: dict[int, Judge | None] = {}
+
+        def judge_for(seq: int) -> Judge | None:
+            item = replay[seq]
+            if id(item) not in judges:
+                judges[id(item)] = item_judge(item.features, self.judge)
+            return judges[id(item)]
 
         # Dataset prompts have no drawn length to check; the tokenizer route, where there is
         # one, still counts output when the server sends no usage.
+        own = any(item.features for item in replay.items)
         return LevelRequests(
-            make_request, tokenizer=await self.output_counter(target), from_dataset=True
+            make_request,
+            tokenizer=await self.output_counter(target),
+            from_dataset=True,
+            judge_for=judge_for if own else None,
         )
 
 
