@@ -358,6 +358,24 @@ def check_plan(plan: Plan, limits: ServerLimits) -> None:
         rule(plan, limits)
 
 
+#: Request features only a chat request can carry (tools, a response format, image parts).
+CHAT_FEATURES = ("tools", "structured", "image")
+
+
+def check_features_for_api(plan: Plan, api: str) -> None:
+    """Request features the endpoint's API can carry: reasoning goes anywhere text streams;
+    tools, structured answers and images need chat requests."""
+    if api == "openai-chat":
+        return
+    for feature in plan.workload.features:
+        if feature in CHAT_FEATURES or api == "openai-embeddings":
+            raise InvalidInput(
+                "workload.features",
+                f"the {feature} feature needs chat requests: register the endpoint with api "
+                f"openai-chat (this one is {api})",
+            )
+
+
 def check_for_embeddings(plan: Plan) -> None:
     """An embeddings endpoint's job: its requests have no tokens out, so an SLO may limit
     e2e_ms only, and a workload of chat sessions has nothing to send."""

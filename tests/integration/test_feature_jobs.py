@@ -350,3 +350,14 @@ async def test_dataset_items_carry_their_own_tools_schema_and_images(
     samples = await team.samples(run["id"])
     # 2 words of text and one image of 512 x 512 (19 x 19 = 361 tokens) in the image item
     assert sorted(s["n_in"] for s in samples).count(2 + 361) == 2
+
+
+async def test_chat_features_need_a_chat_endpoint(team: TeamClient, sim: SimProcess) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url, api="openai-completions")
+    answer = await team.submit(job(endpoint, features=["tools"]))
+    assert answer.status_code == 422, answer.text
+    assert "needs chat requests" in answer.json()["detail"]
+    # reasoning streams on completions too
+    accepted = await team.submit(job(endpoint, features=["reasoning"]))
+    assert accepted.status_code == 202, accepted.text
+    await team.http.post(f"/v1/jobs/{accepted.json()['id']}/cancel")

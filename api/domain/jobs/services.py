@@ -46,7 +46,12 @@ from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.plan import Plan, read_load, resolve_plan
 from infercost.jobs.repository import JobRepository
-from infercost.jobs.rules import ServerLimits, check_for_embeddings, check_plan
+from infercost.jobs.rules import (
+    ServerLimits,
+    check_features_for_api,
+    check_for_embeddings,
+    check_plan,
+)
 from infercost.planning.presets import get_preset
 from infercost.planning.roofline import Hardware, ModelFacts
 from infercost.webhooks.outbox import record_job_finished
@@ -258,6 +263,7 @@ class JobService:
             refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
         if endpoint.api == "openai-embeddings":
             check_for_embeddings(plan)
+        check_features_for_api(plan, endpoint.api)
         dataset = await workload_dataset(self.session, self.team_id, plan.workload, endpoint.api)
         workload = plan.encode()["workload"]
         return PlannedJob(
