@@ -352,6 +352,13 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     default=None,
     help="Report image tokens in usage.prompt_tokens_details.image_tokens [default: yes].",
 )
+@click.option(
+    "--reasoning-format",
+    type=click.Choice(["auto", "deepseek", "none"]),
+    default=None,
+    help="llamacpp: where reasoning goes unless a request's reasoning_format says; none: in "
+    "content between <think> tags [default: auto, reasoning_content].",
+)
 def sim(  # click passes options by keyword
     *,
     host: str,

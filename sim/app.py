@@ -436,6 +436,9 @@ class SimApp:
             model=req.model if req.model in self._speeds else None,
         )
         if isinstance(req, wire.ChatRequest):
+            if job.reasoning and self.config.engine == "llamacpp":
+                form = req.reasoning_format or self.config.reasoning_format
+                job.inline_reasoning = form == "none"
             self._shape_answer(req, job)
         if job.stream and self.config.stream_end in ("abrupt", "error"):
             after = self.config.fault_after_tokens
@@ -454,11 +457,21 @@ class SimApp:
         schema = None
         if req.response_format and req.response_format.get("type") == "json_schema":
             schema = (req.response_format.get("json_schema") or {}).get("schema") or {}
-        if not tools and schema is None:
-            return
         fmt = self._formats[True]
         cycle = len(fmt.tokens)
         thinking = [fmt.reasoning[j % cycle] for j in range(job.reasoning)]
+        if job.inline_reasoning:
+            text = wire.response_text(job.reasoning)
+            words = [text[a:b] for a, b in _token_spans(job.reasoning)]
+            words[0], words[-1] = "<think>" + words[0], words[-1] + "</think>"
+            thinking = [fmt.delta({"content": word}) for word in words]
+        if not tools and schema is None:
+            if job.inline_reasoning:
+                job.pieces = [
+                    *thinking,
+                    *(fmt.tokens[j % cycle] for j in range(job.reasoning, job.n)),
+                ]
+            return
         length = job.n - job.reasoning
         if tools:
             tool = tools[self._tool_turn % len(tools)].get("function") or {}
@@ -791,7 +804,9 @@ class SimApp:
         tool call or JSON when the request asked for one."""
         cut = len(wire.response_text(job.reasoning))
         message: dict[str, Any] = {"role": "assistant", "content": text[cut:]}
-        if job.reasoning:
+        if job.inline_reasoning:
+            message["content"] = f"<think>{text[:cut]}</think>{text[cut:]}"
+        elif job.reasoning:
             message[self.config.reasoning_field] = text[:cut]
         if job.json_text is not None:
             message["content"] = job.json_text
@@ -869,6 +884,17 @@ class SimApp:
 # TGI's router/src/server.rs `tokenize` (a list of SimpleToken id, text, start, stop) and
 # llama-server's tokenize handler (`{"tokens": [...]}`, or `{"id", "piece"}` objects with
 # with_pieces; no `content` gives an empty list).
+
+
+def _token_spans(n: int) -> list[tuple[int, int]]:
+    """(start, stop) of each of the first n tokens in wire.response_text(n)."""
+    spans = []
+    at = 0
+    for i in range(n):
+        size = len(wire.TOKEN_TEXTS[i % len(wire.TOKEN_TEXTS)])
+        spans.append((at, at + size))
+        at += size
+    return spans
 
 
 def _tokenize_vllm(req: wire.TokenizeRequest, *, with_strs: bool) -> dict[str, Any]:

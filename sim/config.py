@@ -188,6 +188,10 @@ class SimConfig:
     reasoning_tokens: int = 0
     reasoning_field: ReasoningField = "reasoning"
     reasoning_usage: bool = True
+    # llama.cpp's --reasoning-format (a request's `reasoning_format` wins): "none" leaves the
+    # reasoning in content between <think> and </think>, as the model wrote it; "auto" and
+    # "deepseek" put it in reasoning_content. Other engines ignore it.
+    reasoning_format: Literal["auto", "deepseek", "none"] = "auto"
     # More model names served beside `model`, each at its own fixed-mode speed:
     # "name:ttft_ms:itl_ms" comma-separated (several adapters of one base on one endpoint).
     served_models: str = ""
@@ -484,6 +488,7 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "reasoning_tokens": 0,
     "reasoning_field": "reasoning",
     "reasoning_usage": True,
+    "reasoning_format": "auto",
     "served_models": "",
     "tool_call_invalid_share": 0.0,
     "structured_invalid_share": 0.0,

@@ -61,6 +61,8 @@ class Job:
     pieces: list[bytes] | None = None
     call: tuple[str, str] | None = None
     json_text: str | None = None
+    # llama.cpp with reasoning_format "none": the reasoning is content, in think tags.
+    inline_reasoning: bool = False
     # Image parts: their prompt tokens (within prompt_tokens) and, in fixed mode, the
     # prefill time they add before the first token (s).
     images: int = 0

@@ -73,6 +73,8 @@ class ChatRequest(msgspec.Struct):
     tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
     response_format: dict[str, Any] | None = None
+    # llama.cpp: where reasoning goes ("none": in content, between think tags).
+    reasoning_format: str | None = None
 
 
 class CompletionRequest(msgspec.Struct):

@@ -153,3 +153,31 @@ async def test_reasoning_is_counted_apart_from_the_answer(
     assert timing.reasoning_source == ("usage" if engine == "default" else "events")
     assert timing.t_first_reasoning == pytest.approx((1 + role) * 1e-9)
     assert timing.t_first_content == pytest.approx((5 + role) * 1e-9)
+
+
+async def test_llamacpp_reasoning_left_in_content_is_no_reasoning() -> None:
+    """llama.cpp asked for reasoning_format "none" leaves the thinking in content, between
+    think tags: a client can no longer tell it apart (the default puts it in
+    reasoning_content)."""
+    config = SimConfig.for_engine(
+        "llamacpp", port=0, ttft_ms=0.0, itl_ms=0.0, model="m", reasoning_tokens=3
+    )
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "one two three"}],
+        "max_tokens": 6,
+        "stream": True,
+        "reasoning_format": "none",
+    }
+    async with serve_in_loop(SimApp(config)) as url, httpx.AsyncClient() as client:
+        inline = await client.post(f"{url}/v1/chat/completions", content=msgspec.json.encode(body))
+        del body["reasoning_format"]
+        apart = await client.post(f"{url}/v1/chat/completions", content=msgspec.json.encode(body))
+        whole = await client.post(
+            f"{url}/v1/chat/completions", content=msgspec.json.encode({**body, "stream": False})
+        )
+    seen = assert_identical(inline.content)
+    assert (len(seen["chunk_ns"]), seen["reasoning_events"]) == (6, 0)
+    assert b"<think> the" in inline.content and b"says</think>" in inline.content
+    assert assert_identical(apart.content)["reasoning_events"] == 3
+    assert whole.json()["choices"][0]["message"]["reasoning_content"] == " the sim says"
