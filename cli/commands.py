@@ -35,7 +35,7 @@ from cli.watch import (
     summary_table,
     watch_job,
 )
-from infercost.jobs.plan import read_load
+from infercost.jobs.plan import FEATURES, read_load
 from infercost.reports.data import level_label
 
 #: Figures `compare` shows when --figures is not given (the CSV has them all).
@@ -345,6 +345,23 @@ _MODES = click.Choice(["concurrency", "rate", "burst"])
 )
 @click.option("--slo-ttft-p95", type=float, help="SLO: TTFT p95 in ms.")
 @click.option("--slo-tpot-p95", type=float, help="SLO: TPOT p95 in ms.")
+@click.option(
+    "--feature",
+    "features",
+    type=click.Choice(FEATURES),
+    multiple=True,
+    help="What requests carry beyond a prompt (workload.features); repeat to combine.",
+)
+@click.option(
+    "--models",
+    help="Spread requests over models on the endpoint by weight (workload.models): "
+    "name=weight, comma-separated, e.g. base=3,lora-a=1.",
+)
+@click.option(
+    "--images",
+    help="With --feature image: images per request and their size, COUNTxWIDTHxHEIGHT "
+    "(e.g. 2x640x480) [default: 1x512x512].",
+)
 @click.option("--watch", is_flag=True, help="Follow the job until it ends.")
 @click.option("--idempotency-key", help="Submitting again with the same key returns the same job.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
@@ -366,6 +383,9 @@ def jobs_submit(  # click passes every option by name
     max_concurrency: int | None,
     slo_ttft_p95: float | None,
     slo_tpot_p95: float | None,
+    features: tuple[str, ...],
+    models: str | None,
+    images: str | None,
     watch: bool,
     idempotency_key: str | None,
     force: bool,
@@ -398,6 +418,9 @@ def jobs_submit(  # click passes every option by name
             max_concurrency=max_concurrency,
             slo_ttft_p95=slo_ttft_p95,
             slo_tpot_p95=slo_tpot_p95,
+            features=list(features),
+            models=None if models is None else parse_models(models),
+            images=None if images is None else parse_images(images),
         )
     _submit(
         client,
@@ -421,6 +444,29 @@ def parse_levels(text: str) -> list[float]:
     return [int(v) if v.is_integer() else v for v in values]
 
 
+def parse_models(text: str) -> list[dict[str, Any]]:
+    """'base=3,lora-a=1' as workload.models (a name without =weight weighs 1)."""
+    models: list[dict[str, Any]] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, eq, weight = item.partition("=")
+        try:
+            models.append({"name": name, "weight": float(weight) if eq else 1.0})
+        except ValueError:
+            raise click.BadParameter(f"'{item}' is not name=weight, e.g. lora-a=1") from None
+    if not models:
+        raise click.BadParameter("give at least one model, e.g. base=3,lora-a=1")
+    return models
+
+
+def parse_images(text: str) -> dict[str, int]:
+    """'2x640x480' as workload.images."""
+    try:
+        count, width, height = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"'{text}' is not COUNTxWIDTHxHEIGHT, e.g. 1x512x512") from None
+    return {"count": count, "width": width, "height": height}
+
+
 def job_body(
     endpoint: str,
     *,
@@ -435,9 +481,16 @@ def job_body(
     max_concurrency: int | None = None,
     slo_ttft_p95: float | None = None,
     slo_tpot_p95: float | None = None,
+    features: list[str] | None = None,
+    models: list[dict[str, Any]] | None = None,
+    images: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The POST /v1/jobs body the options describe (`endpoint` resolved later)."""
-    workload: dict[str, Any] = {}
+    workload: dict[str, Any] = {
+        key: value
+        for key, value in (("features", features), ("models", models), ("images", images))
+        if value
+    }
     if preset:
         workload["preset"] = preset
     if input_tokens is not None:

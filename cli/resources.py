@@ -465,9 +465,54 @@ def runs_show(run: str, as_json: bool, client: ApiClient) -> None:
         ("USD per hour", num(cost.get("usd_per_hour"), 2)),
         ("USD per million output tokens", num(cost.get("per_million_output_tokens_usd"), 2)),
         ("SLO", {None: "-", True: "pass", False: "fail"}[summary.get("slo_passed")]),
+        *_feature_rows(summary),
     ):
         figures.add_row(*cells(name, value))
     out.print(figures)
+    models = summary.get("models")
+    if models:
+        per_model = table("model", "requests", "failed", "TTFT p50 ms", "tokens/s", "USD/h", ids=())
+        for m in models:
+            per_model.add_row(
+                *cells(
+                    m["model"],
+                    str(m["requests"]["total"]),
+                    str(m["requests"]["failed"]),
+                    num((m.get("ttft_ms") or {}).get("p50"), 1),
+                    num(m.get("output_tokens_per_s")),
+                    num((m.get("cost") or {}).get("usd_per_hour"), 2),
+                )
+            )
+        out.print(per_model)
+
+
+def _feature_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows of the request features a run measured (reasoning, tools, structured, images)."""
+    rows: list[tuple[str, str]] = []
+    reasoning = summary.get("reasoning")
+    if reasoning:
+        ttfr = (summary.get("ttfr_ms") or {}).get("p50")
+        ttfo = (summary.get("ttfo_ms") or {}).get("p50")
+        cost = summary.get("cost") or {}
+        rows += [
+            ("first reasoning / answer token p50 ms", f"{num(ttfr, 1)} / {num(ttfo, 1)}"),
+            (
+                "reasoning / answer tokens/s",
+                f"{num(summary.get('reasoning_tokens_per_s'))} / "
+                f"{num(summary.get('answer_tokens_per_s'))}",
+            ),
+            ("USD per million answer tokens", num(cost.get("per_million_answer_tokens_usd"), 2)),
+        ]
+    tools = summary.get("tools")
+    if tools:
+        rows.append(("valid tool calls", f"{tools['valid_calls']} of {tools['calls']}"))
+    structured = summary.get("structured")
+    if structured:
+        rows.append(("valid JSON answers", f"{structured['valid']} of {structured['answers']}"))
+    image = summary.get("image")
+    if image:
+        rows.append(("images sent", str(image["images"])))
+    return rows
 
 
 def _pct(share: float | None) -> float | None:

@@ -8,6 +8,7 @@ import click
 
 from sim.config import (
     MetricsFlavor,
+    ReasoningField,
     RoleChunk,
     SimConfig,
     SimEngine,
@@ -293,6 +294,70 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     type=click.IntRange(min=0),
     default=None,
     help="Retry-After seconds of an overload answer [default: 1].",
+)
+@click.option(
+    "--reasoning-tokens",
+    type=click.IntRange(min=0),
+    default=None,
+    help="A reasoning model: the first N tokens of each chat answer are reasoning text "
+    "(all but one at most) [default: 0].",
+)
+@click.option(
+    "--reasoning-field",
+    type=click.Choice(get_args(ReasoningField)),
+    default=None,
+    help="The delta field of reasoning text [default: reasoning; vllm, sglang, llamacpp: "
+    "reasoning_content].",
+)
+@click.option(
+    "--reasoning-usage/--no-reasoning-usage",
+    default=None,
+    help="Count reasoning in usage.completion_tokens_details.reasoning_tokens [default: yes; "
+    "vllm, sglang, llamacpp: no].",
+)
+@click.option(
+    "--served-models",
+    default=None,
+    help="More model names served beside --model, each at its own fixed-mode speed: "
+    "name:ttft_ms:itl_ms, comma-separated (e.g. lora-a:80:12,lora-b:30:6).",
+)
+@click.option(
+    "--tool-call-invalid-share",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Share of tool-call answers (requests with tools) cut one character short: "
+    "arguments that are no JSON [default: 0].",
+)
+@click.option(
+    "--structured-invalid-share",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="Share of JSON answers (a json_schema response_format) cut one character short "
+    "[default: 0].",
+)
+@click.option(
+    "--image-prefill-ms",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Fixed mode: more time before the first token per image part [default: 20].",
+)
+@click.option(
+    "--image-patch-px",
+    type=click.IntRange(min=1),
+    default=None,
+    help="An image costs one prompt token per square of this many pixels [default: 28].",
+)
+@click.option(
+    "--image-usage/--no-image-usage",
+    default=None,
+    help="Report image tokens in usage.prompt_tokens_details.image_tokens [default: yes].",
+)
+@click.option(
+    "--reasoning-format",
+    type=click.Choice(["auto", "deepseek", "none"]),
+    default=None,
+    help="llamacpp: where reasoning goes unless a request's reasoning_format says; none: in "
+    "content between <think> tags [default: auto, reasoning_content].",
 )
 def sim(  # click passes options by keyword
     *,

@@ -24,8 +24,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
 from infercost.engines.catalog import OPENAI_FIELDS
-from sim import wire
-from sim.config import MAX_MODEL_LEN, SimConfig
+from sim import answers, wire
+from sim.config import MAX_MODEL_LEN, SimConfig, served_model_speeds
 from sim.embeddings import decode_embeddings, input_tokens, latency_s, response_body
 from sim.gpu import GpuEngine
 from sim.lateness import Lateness
@@ -131,9 +131,21 @@ class SimApp:
         self._inflight: set[Inflight] = set()
         self._closing = False
         self._model_json = wire.encode(config.model)
+        # served_models: more names beside config.model, each at its own speed (fixed mode).
+        self._speeds = {
+            name: (ttft_ms / 1000.0, itl_ms / 1000.0)
+            for name, (ttft_ms, itl_ms) in served_model_speeds(config.served_models).items()
+        }
+        self._model_jsons = {name: wire.encode(name) for name in self._speeds}
+        # Which answers of tools and response formats are cut short (sim.answers.Share).
+        self._invalid_calls = answers.Share(config.tool_call_invalid_share)
+        self._invalid_json = answers.Share(config.structured_invalid_share)
+        self._tool_turn = 0
         llamacpp = config.engine == "llamacpp"
         self._formats = {
-            True: wire.StreamFormat(chat=True, llamacpp=llamacpp),
+            True: wire.StreamFormat(
+                chat=True, llamacpp=llamacpp, reasoning_field=config.reasoning_field
+            ),
             False: wire.StreamFormat(chat=False, llamacpp=llamacpp),
         }
         self._sse_headers = _SSE_HEADERS + (_KEEP_ALIVE_HEADERS if llamacpp else ())
@@ -165,13 +177,14 @@ class SimApp:
                 "object": "list",
                 "data": [
                     {
-                        "id": config.model,
+                        "id": name,
                         "object": "model",
                         "created": created,
                         "owned_by": "infercost-sim",
                         "root": config.model,
                         "max_model_len": MAX_MODEL_LEN,
                     }
+                    for name in (config.model, *self._speeds)
                 ],
             }
         )
@@ -290,7 +303,7 @@ class SimApp:
         return metrics
 
     def _unknown_model(self, model: str | None) -> str | None:
-        if model is None or model == self.config.model:
+        if model is None or model == self.config.model or model in self._speeds:
             return None
         return f"The model `{model}` does not exist."
 
@@ -378,8 +391,10 @@ class SimApp:
             else:
                 await _send_bytes(send, 400, wire.openai_refusal(unknown), _JSON_HEADERS)
             return
+        images: list[tuple[int, int]] = []
         if isinstance(req, wire.ChatRequest):
             words = wire.message_words(req.messages)
+            images = wire.image_sizes(req.messages)
             asked = req.max_completion_tokens or req.max_tokens
         else:
             words = wire.prompt_words(req.prompt)
@@ -395,9 +410,14 @@ class SimApp:
         if eos is not None and eos < n and not (forced[0] is not None and forced[0] >= n):
             # The length was not forced: the model reaches its end of sequence first.
             n, reason = max(eos, forced[0] or 0), "stop"
+        patch = self.config.image_patch_px
+        image_tokens = sum(-(-w // patch) * -(-h // patch) for w, h in images)
         job = Job(
             chat=chat,
-            prompt_tokens=max(1, len(words)),
+            prompt_tokens=max(1, len(words) + image_tokens),
+            images=len(images),
+            image_tokens=image_tokens,
+            image_s=len(images) * self.config.image_prefill_ms / 1000.0,
             n=n,
             reason=reason,
             stream=bool(req.stream),
@@ -411,7 +431,15 @@ class SimApp:
             ),
             keys=self.prefix_cache.keys(words) if self.prefix_cache is not None else [],
             n_out=n,
+            reasoning=min(self.config.reasoning_tokens, n - 1) if chat else 0,
+            speed=self._speeds.get(req.model or ""),
+            model=req.model if req.model in self._speeds else None,
         )
+        if isinstance(req, wire.ChatRequest):
+            if job.reasoning and self.config.engine == "llamacpp":
+                form = req.reasoning_format or self.config.reasoning_format
+                job.inline_reasoning = form == "none"
+            self._shape_answer(req, job)
         if job.stream and self.config.stream_end in ("abrupt", "error"):
             after = self.config.fault_after_tokens
             job.n_out = n if after is None else min(after, n)
@@ -420,6 +448,63 @@ class SimApp:
         await self._generate(
             scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )
+
+    def _shape_answer(self, req: wire.ChatRequest, job: Job) -> None:
+        """An answer of one tool call (the request offers tools) or of JSON (its
+        response_format has a json_schema), after any reasoning: its n - reasoning tokens
+        are the pieces of that text."""
+        tools = req.tools if req.tool_choice != "none" else None
+        schema = None
+        if req.response_format and req.response_format.get("type") == "json_schema":
+            schema = (req.response_format.get("json_schema") or {}).get("schema") or {}
+        fmt = self._formats[True]
+        cycle = len(fmt.tokens)
+        thinking = [fmt.reasoning[j % cycle] for j in range(job.reasoning)]
+        if job.inline_reasoning:
+            text = wire.response_text(job.reasoning)
+            words = [text[a:b] for a, b in _token_spans(job.reasoning)]
+            words[0], words[-1] = "<think>" + words[0], words[-1] + "</think>"
+            thinking = [fmt.delta({"content": word}) for word in words]
+        if not tools and schema is None:
+            if job.inline_reasoning:
+                job.pieces = [
+                    *thinking,
+                    *(fmt.tokens[j % cycle] for j in range(job.reasoning, job.n)),
+                ]
+            return
+        length = job.n - job.reasoning
+        if tools:
+            tool = tools[self._tool_turn % len(tools)].get("function") or {}
+            self._tool_turn += 1
+            name = str(tool.get("name", ""))
+            text = answers.answer_text(
+                tool.get("parameters") or {}, invalid=self._invalid_calls.next()
+            )
+            parts = answers.pieces(text, length)
+            call_id = f"call_{uuid.uuid4().hex[:24]}"
+            first = {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": parts[0]},
+                    }
+                ]
+            }
+            rest = [
+                fmt.delta({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+                for piece in parts[1:]
+            ]
+            job.pieces = [*thinking, fmt.delta(first), *rest]
+            job.call, job.reason = (name, text), "tool_calls"
+        else:
+            text = answers.answer_text(schema or {}, invalid=self._invalid_json.next())
+            job.pieces = [
+                *thinking,
+                *(fmt.delta({"content": p}) for p in answers.pieces(text, length)),
+            ]
+            job.json_text = text
 
     def _forced(
         self, req: wire.ChatRequest | wire.CompletionRequest
@@ -540,7 +625,8 @@ class SimApp:
         fmt = self._formats[job.chat]
         # llama-server names completion streams chatcmpl-... too (completions-stream-usage.sse).
         kind = "chatcmpl" if job.chat or self.config.engine == "llamacpp" else "cmpl"
-        return fmt.prefix(f"{kind}-{uuid.uuid4().hex}", int(time.time()), self._model_json)
+        model_json = self._model_json if job.model is None else self._model_jsons[job.model]
+        return fmt.prefix(f"{kind}-{uuid.uuid4().hex}", int(time.time()), model_json)
 
     async def _start_stream(self, send: Send, prefix: bytes, job: Job) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self._sse_headers})
@@ -551,8 +637,24 @@ class SimApp:
 
     def _usage_extra(self, job: Job, completion_tokens: int) -> bytes:
         return b',"usage":' + wire.usage_json(
-            job.prompt_tokens, completion_tokens, self._cached_report(job)
+            job.prompt_tokens,
+            completion_tokens,
+            self._cached_report(job),
+            self._reasoning_report(job, completion_tokens),
+            self._image_report(job),
         )
+
+    def _image_report(self, job: Job) -> int | None:
+        """prompt_tokens_details.image_tokens, or None to leave it out: a request with images,
+        with image_usage."""
+        return job.image_tokens if job.images and self.config.image_usage else None
+
+    def _reasoning_report(self, job: Job, completion_tokens: int) -> int | None:
+        """usage's completion_tokens_details.reasoning_tokens, or None to leave it out: only
+        with reasoning_usage, for a chat answer of a reasoning model (reasoning_tokens)."""
+        if not (job.chat and self.config.reasoning_usage and self.config.reasoning_tokens):
+            return None
+        return min(job.reasoning, completion_tokens)
 
     def _cached_report(self, job: Job) -> int | None:
         """prompt_tokens_details.cached_tokens, or None to leave it out: llama.cpp always
@@ -566,19 +668,28 @@ class SimApp:
         return wire.event(prefix, self._formats[job.chat].role, extras)
 
     async def _send_tokens(self, send: Send, prefix: bytes, job: Job, k: int, end: int) -> None:
-        """Write content events k..end-1 in one write (the role chunk first when due)."""
-        choices = self._formats[job.chat].tokens
-        cycle = len(choices)
+        """Write content events k..end-1 in one write (the role chunk first when due); a
+        reasoning model's first job.reasoning tokens are reasoning text."""
+        fmt = self._formats[job.chat]
+        tokens = fmt.tokens
+        cycle = len(tokens)
+        if job.pieces is not None:
+            choices = job.pieces[k:end]
+        elif k < job.reasoning:
+            side = (fmt.reasoning, tokens)
+            choices = [side[j >= job.reasoning][j % cycle] for j in range(k, end)]
+        else:
+            choices = [tokens[j % cycle] for j in range(k, end)]
         if job.continuous_usage:
             body = b"".join(
-                wire.event(prefix, choices[j % cycle], self._usage_extra(job, j + 1))
-                for j in range(k, end)
+                wire.event(prefix, choice, self._usage_extra(job, j + 1))
+                for j, choice in zip(range(k, end), choices, strict=True)
             )
-        elif end - k == 1:
-            body = prefix + choices[k % cycle] + wire.EVENT_SUFFIX
+        elif len(choices) == 1:
+            body = prefix + choices[0] + wire.EVENT_SUFFIX
         else:
             suffix = wire.EVENT_SUFFIX
-            body = b"".join([prefix + choices[j % cycle] + suffix for j in range(k, end)])
+            body = b"".join([prefix + choice + suffix for choice in choices])
         if k == 0 and job.chat:
             role = self.config.role_chunk
             if role == "separate":
@@ -684,6 +795,33 @@ class SimApp:
         generation.answered()
         return True
 
+    def _model_name(self, job: Job) -> str:
+        """The model name an answer gives: the one asked for, of those served."""
+        return job.model or self.config.model
+
+    def _message(self, job: Job, text: str) -> dict[str, Any]:
+        """A whole chat answer's message: its reasoning text apart, when it reasoned; its
+        tool call or JSON when the request asked for one."""
+        cut = len(wire.response_text(job.reasoning))
+        message: dict[str, Any] = {"role": "assistant", "content": text[cut:]}
+        if job.inline_reasoning:
+            message["content"] = f"<think>{text[:cut]}</think>{text[cut:]}"
+        elif job.reasoning:
+            message[self.config.reasoning_field] = text[:cut]
+        if job.json_text is not None:
+            message["content"] = job.json_text
+        if job.call is not None:
+            name, arguments = job.call
+            message["content"] = None
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:24]}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+            ]
+        return message
+
     def _completion_body(self, job: Job, prompt_s: float, predicted_s: float) -> bytes:
         """The non-streaming response to a request for n tokens."""
         text = wire.response_text(job.n)
@@ -695,6 +833,12 @@ class SimApp:
         cached = self._cached_report(job)
         if cached is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        image_tokens = self._image_report(job)
+        if image_tokens is not None:
+            usage.setdefault("prompt_tokens_details", {})["image_tokens"] = image_tokens
+        reasoning = self._reasoning_report(job, job.n)
+        if reasoning is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
         created = int(time.time())
         payload: dict[str, Any]
         if job.chat:
@@ -702,11 +846,11 @@ class SimApp:
                 "id": f"chatcmpl-{uuid.uuid4().hex}",
                 "object": "chat.completion",
                 "created": created,
-                "model": self.config.model,
+                "model": self._model_name(job),
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
+                        "message": self._message(job, text),
                         "logprobs": None,
                         "finish_reason": job.reason,
                     }
@@ -718,7 +862,7 @@ class SimApp:
                 "id": f"cmpl-{uuid.uuid4().hex}",
                 "object": "text_completion",
                 "created": created,
-                "model": self.config.model,
+                "model": self._model_name(job),
                 "choices": [
                     {"index": 0, "text": text, "logprobs": None, "finish_reason": job.reason}
                 ],
@@ -740,6 +884,17 @@ class SimApp:
 # TGI's router/src/server.rs `tokenize` (a list of SimpleToken id, text, start, stop) and
 # llama-server's tokenize handler (`{"tokens": [...]}`, or `{"id", "piece"}` objects with
 # with_pieces; no `content` gives an empty list).
+
+
+def _token_spans(n: int) -> list[tuple[int, int]]:
+    """(start, stop) of each of the first n tokens in wire.response_text(n)."""
+    spans = []
+    at = 0
+    for i in range(n):
+        size = len(wire.TOKEN_TEXTS[i % len(wire.TOKEN_TEXTS)])
+        spans.append((at, at + size))
+        at += size
+    return spans
 
 
 def _tokenize_vllm(req: wire.TokenizeRequest, *, with_strs: bool) -> dict[str, Any]:

@@ -30,6 +30,9 @@ StreamEnd = Literal["done", "no_done", "abrupt", "error"]
 TokenizeFlavor = Literal["default", "llamacpp", "vllm", "sglang", "tgi", "none"]
 MetricsFlavor = Literal["default", "llamacpp", "vllm", "vllm-v0", "sglang", "tgi", "none"]
 FinishReason = Literal["length", "stop"]
+#: Where a chat delta carries reasoning text: vLLM, SGLang and llama.cpp's
+#: `reasoning_content`, or the OpenAI-style `reasoning` (OpenRouter, gpt-oss servers).
+ReasoningField = Literal["reasoning_content", "reasoning"]
 
 # What /tokenize reports and the largest max_tokens a request may ask for.
 MAX_MODEL_LEN = 131072
@@ -39,6 +42,27 @@ MAX_MODEL_LEN = 131072
 # (Llama-3.1 8B: 32 x 8 x 128; 70B: 80 x 8 x 128), a power law through both in between.
 _KV_BF16_AT_8B: Final = 131072
 _KV_EXPONENT: Final = math.log(327680 / 131072) / math.log(70 / 8)
+
+
+def served_model_speeds(text: str) -> dict[str, tuple[float, float]]:
+    """The extra models of `served_models`, "name:ttft_ms:itl_ms" comma-separated, as
+    {name: (ttft_ms, itl_ms)}; ValueError saying what is wrong otherwise."""
+    speeds: dict[str, tuple[float, float]] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, times = item.partition(":")
+        ttft, _, itl = times.partition(":")
+        try:
+            pair = (float(ttft), float(itl))
+        except ValueError:
+            raise ValueError(
+                f"served_models: {item!r} is not name:ttft_ms:itl_ms (e.g. lora-a:80:12)"
+            ) from None
+        if not name or not all(math.isfinite(v) and v >= 0 for v in pair):
+            raise ValueError(f"served_models: {item!r} needs a name and times >= 0 in ms")
+        if name in speeds:
+            raise ValueError(f"served_models: {name!r} is given twice")
+        speeds[name] = pair
+    return speeds
 
 
 def gpu_spec(name: str) -> GpuSpec:
@@ -157,6 +181,32 @@ class SimConfig:
     # counted from 0 in each level); a later request under a key already taken is recorded
     # as `key#2`, then `key#3`, ...
     record_writes: bool = False
+    # Reasoning models: the first this many tokens of every chat answer are reasoning text
+    # (at most all but one: an answer keeps at least one token of content), sent in the delta
+    # field `reasoning_field`; usage counts them in completion_tokens_details.reasoning_tokens
+    # when `reasoning_usage` (the OpenAI API does; vLLM, SGLang and llama.cpp do not).
+    reasoning_tokens: int = 0
+    reasoning_field: ReasoningField = "reasoning"
+    reasoning_usage: bool = True
+    # llama.cpp's --reasoning-format (a request's `reasoning_format` wins): "none" leaves the
+    # reasoning in content between <think> and </think>, as the model wrote it; "auto" and
+    # "deepseek" put it in reasoning_content. Other engines ignore it.
+    reasoning_format: Literal["auto", "deepseek", "none"] = "auto"
+    # More model names served beside `model`, each at its own fixed-mode speed:
+    # "name:ttft_ms:itl_ms" comma-separated (several adapters of one base on one endpoint).
+    served_models: str = ""
+    # Requests with `tools` (tool_choice not "none") are answered with one tool call, to the
+    # tools offered in turn, whose arguments fit its schema; with a json_schema
+    # response_format, with JSON that fits it. These shares of them (exactly, counted as they
+    # come) are cut one character short instead: invalid JSON.
+    tool_call_invalid_share: float = 0.0
+    structured_invalid_share: float = 0.0
+    # Image parts: each costs one prompt token per image_patch_px x image_patch_px square
+    # (28: Qwen2-VL's merged patches) and, in fixed mode, image_prefill_ms more before the
+    # first token; usage reports them in prompt_tokens_details.image_tokens when image_usage.
+    image_patch_px: int = 28
+    image_prefill_ms: float = 20.0
+    image_usage: bool = True
 
     @classmethod
     def for_engine(cls, engine: SimEngine, **overrides: Any) -> SimConfig:
@@ -208,6 +258,7 @@ class SimConfig:
             ("tokenize", self.tokenize, get_args(TokenizeFlavor)),
             ("metrics", self.metrics, get_args(MetricsFlavor)),
             ("overload_status", self.overload_status, (429, 503)),
+            ("reasoning_field", self.reasoning_field, get_args(ReasoningField)),
         )
         for name, value, allowed in choices:
             if value not in allowed:
@@ -228,6 +279,22 @@ class SimConfig:
                 )
         if self.retry_after_s < 0:
             raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
+        if self.model in served_model_speeds(self.served_models):
+            raise ValueError(f"served_models: {self.model!r} is already the main model")
+        self._check_feature_fields()
+
+    def _check_feature_fields(self) -> None:
+        """The switches of request features: reasoning, served models, invalid shares."""
+        for name in ("tool_call_invalid_share", "structured_invalid_share"):
+            share = getattr(self, name)
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} must be in 0..1, got {share}")
+        if self.reasoning_tokens < 0:
+            raise ValueError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens}")
+        if self.image_patch_px < 1:
+            raise ValueError(f"image_patch_px must be >= 1, got {self.image_patch_px}")
+        if not (math.isfinite(self.image_prefill_ms) and self.image_prefill_ms >= 0):
+            raise ValueError(f"image_prefill_ms must be >= 0, got {self.image_prefill_ms}")
         if self.eos_after_tokens is not None and self.eos_after_tokens < 1:
             raise ValueError(f"eos_after_tokens must be >= 1, got {self.eos_after_tokens}")
 
@@ -317,6 +384,10 @@ class SimConfig:
             text += f", max queue {self.max_queue} ({self.overload_status})"
         if self.sse_multiline_crlf:
             text += ", multi-line data with CRLF"
+        if self.reasoning_tokens:
+            text += f", {self.reasoning_tokens} reasoning tokens in {self.reasoning_field}"
+        if self.served_models:
+            text += f", also serving {', '.join(served_model_speeds(self.served_models))}"
         return text
 
 
@@ -338,6 +409,9 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "tokenize": "llamacpp",
         "metrics": "llamacpp",
         "overload_status": 503,
+        # --reasoning-format deepseek (its default, "auto"): reasoning_content, not in usage.
+        "reasoning_field": "reasoning_content",
+        "reasoning_usage": False,
     },
     "vllm": {
         "role_chunk": "separate",
@@ -347,6 +421,8 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "prefix_cache_block": 16,
         "tokenize": "vllm",
         "metrics": "vllm",
+        "reasoning_field": "reasoning_content",
+        "reasoning_usage": False,
     },
     "sglang": {
         "role_chunk": "separate",
@@ -356,6 +432,8 @@ ENGINE_PROFILES: Final[dict[str, dict[str, Any]]] = {
         "prefix_cache_block": 1,
         "tokenize": "sglang",
         "metrics": "sglang",
+        "reasoning_field": "reasoning_content",
+        "reasoning_usage": False,
     },
     "transformers": {
         # Hugging Face `transformers serve` (src/transformers/cli/serving): 422 "Unexpected
@@ -407,4 +485,14 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "generation_config": False,
     "eos_after_tokens": None,
     "sse_multiline_crlf": False,
+    "reasoning_tokens": 0,
+    "reasoning_field": "reasoning",
+    "reasoning_usage": True,
+    "reasoning_format": "auto",
+    "served_models": "",
+    "tool_call_invalid_share": 0.0,
+    "structured_invalid_share": 0.0,
+    "image_patch_px": 28,
+    "image_prefill_ms": 20.0,
+    "image_usage": True,
 }

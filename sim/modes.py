@@ -48,6 +48,26 @@ class Job:
     n_out: int = 0  # tokens sent before the stream ends: n, or fewer for a fault
     # record_writes: [arrival, then the loop time of each content write] (GET /stats).
     writes: list[float] | None = None
+    # Of the n tokens, the first this many are reasoning text (chat with reasoning_tokens).
+    reasoning: int = 0
+    # Fixed mode: this request's model's own (ttft, itl) in seconds (served_models); None:
+    # the config's.
+    speed: tuple[float, float] | None = None
+    # The model it asked for, when one of served_models (its events name it); None: the
+    # config's.
+    model: str | None = None
+    # An answer of tool calls or JSON (sim.answers): each token's pre-encoded choice, the
+    # reasoning ones first; and, for a whole answer, the call (name, arguments) or the text.
+    pieces: list[bytes] | None = None
+    call: tuple[str, str] | None = None
+    json_text: str | None = None
+    # llama.cpp with reasoning_format "none": the reasoning is content, in think tags.
+    inline_reasoning: bool = False
+    # Image parts: their prompt tokens (within prompt_tokens) and, in fixed mode, the
+    # prefill time they add before the first token (s).
+    images: int = 0
+    image_tokens: int = 0
+    image_s: float = 0.0
 
 
 class Inflight:
@@ -273,7 +293,7 @@ class FixedMode:
 class FixedGeneration:
     """A request on the fixed schedule: token k due at first + k x itl."""
 
-    __slots__ = ("first", "job", "mode", "prompt_s")
+    __slots__ = ("first", "itl_s", "job", "mode", "prompt_s")
 
     def __init__(self, mode: FixedMode, job: Job, arrival: float) -> None:
         self.mode = mode
@@ -283,7 +303,11 @@ class FixedGeneration:
         metrics.running_max_tokens += job.prompt_tokens + job.n
         # TTFT with a prefix-cache hit: ttft x uncached / prompt tokens (prefill time is
         # taken as proportional to the tokens computed).
-        self.prompt_s = mode.ttft_s * (job.prompt_tokens - job.cached) / job.prompt_tokens
+        ttft_s = mode.ttft_s if job.speed is None else job.speed[0]
+        self.itl_s = mode.itl_s if job.speed is None else job.speed[1]
+        text_tokens = job.prompt_tokens - job.image_tokens
+        self.prompt_s = ttft_s * max(0, text_tokens - job.cached) / max(1, text_tokens)
+        self.prompt_s += job.image_s
         self.first = arrival + self.prompt_s
         asyncio.get_running_loop().call_at(self.first, mode.remember, job)
 
@@ -297,7 +321,7 @@ class FixedGeneration:
         mode = self.mode
         metrics = mode.metrics
         record = mode.lateness.record
-        itl = mode.itl_s
+        itl = self.itl_s
         burst = mode.burst
         first = self.first
         writes = self.job.writes
@@ -323,7 +347,7 @@ class FixedGeneration:
     async def complete(self, inflight: Inflight) -> bool:
         """Until first + (n-1) x itl, when a stream would have ended."""
         loop = asyncio.get_running_loop()
-        due = self.first + (self.job.n - 1) * self.mode.itl_s
+        due = self.first + (self.job.n - 1) * self.itl_s
         await inflight.sleep_until(loop, due)
         if inflight.stopped:
             return False
@@ -338,7 +362,7 @@ class FixedGeneration:
 
     def times(self) -> tuple[float, float]:
         """The schedule's: the (cache-shortened) TTFT, and (n-1) x itl."""
-        return self.prompt_s, (self.job.n - 1) * self.mode.itl_s
+        return self.prompt_s, (self.job.n - 1) * self.itl_s
 
     def close(self) -> None:
         """No longer generating (admission counts it out of the running)."""

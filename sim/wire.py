@@ -8,9 +8,10 @@ gives the same number.
 
 from __future__ import annotations
 
+import base64
 import re
 import zlib
-from typing import Annotated, Final, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
@@ -25,11 +26,20 @@ class RequestError(ValueError):
     """A request body the simulator rejects with 400 invalid_request_error."""
 
 
+class ImageUrl(msgspec.Struct):
+    """An image part's `image_url`: a data URL (or any URL, taken as an image of unknown
+    size)."""
+
+    url: str
+
+
 class ContentPart(msgspec.Struct):
-    """One part of a multi-part chat message; only `text` parts count as prompt tokens."""
+    """One part of a multi-part chat message: `text` parts count as prompt tokens by their
+    words, `image_url` parts by their size (image_sizes)."""
 
     type: str
     text: str | None = None
+    image_url: ImageUrl | None = None
 
 
 class ChatMessage(msgspec.Struct):
@@ -59,6 +69,12 @@ class ChatRequest(msgspec.Struct):
     ignore_eos: bool | None = None
     # transformers serve: a JSON string of GenerationConfig keyword arguments.
     generation_config: str | None = None
+    # Tools offered and whether to call one; the answer's format (a json_schema).
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    response_format: dict[str, Any] | None = None
+    # llama.cpp: where reasoning goes ("none": in content, between think tags).
+    reasoning_format: str | None = None
 
 
 class CompletionRequest(msgspec.Struct):
@@ -238,6 +254,31 @@ def message_words(messages: list[ChatMessage]) -> list[str]:
     return words
 
 
+#: The size taken for an image whose size cannot be read (a URL, not a PNG data URL).
+UNKNOWN_IMAGE_SIZE: Final = (512, 512)
+
+
+def image_sizes(messages: list[ChatMessage]) -> list[tuple[int, int]]:
+    """(width, height) of every image part, read from a PNG data URL's header (the first
+    bytes of its base64 are enough)."""
+    sizes: list[tuple[int, int]] = []
+    for message in messages:
+        if isinstance(message.content, str) or message.content is None:
+            continue
+        for part in message.content:
+            if part.image_url is None:
+                continue
+            url = part.image_url.url
+            _, comma, data = url.partition(",")
+            size = UNKNOWN_IMAGE_SIZE
+            if comma and url.startswith("data:image/png"):
+                head = base64.b64decode(data[:44] + "=" * (-len(data[:44]) % 4))
+                if head[12:16] == b"IHDR":
+                    size = (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"))
+            sizes.append(size)
+    return sizes
+
+
 def prompt_words(prompt: str | list[str | int]) -> list[str]:
     """Words of a completion prompt; a token id in a list counts as one word."""
     if isinstance(prompt, str):
@@ -298,18 +339,30 @@ def event_prefix(object_name: str, request_id: str, created: int, model_json: by
 
 
 def usage_json(
-    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+    image_tokens: int | None = None,
 ) -> bytes:
     """The OpenAI `usage` object, pre-encoded; with `prompt_tokens_details.cached_tokens`
-    unless `cached_tokens` is None."""
+    unless `cached_tokens` is None, `completion_tokens_details.reasoning_tokens` unless
+    `reasoning_tokens` is None."""
     base = b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d' % (
         prompt_tokens,
         completion_tokens,
         prompt_tokens + completion_tokens,
     )
-    if cached_tokens is None:
-        return base + b"}"
-    return base + b',"prompt_tokens_details":{"cached_tokens":%d}}' % cached_tokens
+    details = []
+    if cached_tokens is not None:
+        details.append(b'"cached_tokens":%d' % cached_tokens)
+    if image_tokens is not None:
+        details.append(b'"image_tokens":%d' % image_tokens)
+    if details:
+        base += b',"prompt_tokens_details":{' + b",".join(details) + b"}"
+    if reasoning_tokens is not None:
+        base += b',"completion_tokens_details":{"reasoning_tokens":%d}' % reasoning_tokens
+    return base + b"}"
 
 
 def usage_event(prefix: bytes, prompt_tokens: int, completion_tokens: int) -> bytes:
@@ -341,35 +394,60 @@ class StreamFormat:
     `system_fingerprint`.
     """
 
-    __slots__ = ("chat", "fingerprint", "finish", "object_name", "role", "tokens")
+    __slots__ = (
+        "chat",
+        "fingerprint",
+        "finish",
+        "llamacpp",
+        "object_name",
+        "reasoning",
+        "role",
+        "tokens",
+    )
 
-    def __init__(self, *, chat: bool, llamacpp: bool) -> None:
+    def __init__(self, *, chat: bool, llamacpp: bool, reasoning_field: str = "reasoning") -> None:
         self.chat = chat
+        self.llamacpp = llamacpp
         self.object_name = "chat.completion.chunk" if chat else "text_completion"
         self.fingerprint = (
             b',"system_fingerprint":' + encode(LLAMACPP_FINGERPRINT) if llamacpp else b""
         )
-        reasons = ("length", "stop")
+        reasons = ("length", "stop", "tool_calls")
         if chat and llamacpp:
             self.role = _llama_choice(b'"delta":{"role":"assistant","content":null}')
             self.tokens = tuple(
                 _llama_choice(b'"delta":{"content":' + encode(t) + b"}") for t in TOKEN_TEXTS
             )
             self.finish = {r: _llama_choice(b'"delta":{}', encode(r)) for r in reasons}
+            self.reasoning = tuple(
+                _llama_choice(b'"delta":{"%s":%s}' % (reasoning_field.encode(), encode(t)))
+                for t in TOKEN_TEXTS
+            )
         elif chat:
             self.role = CHAT_ROLE_CHOICE
             self.tokens = CHAT_TOKEN_CHOICES
+            self.reasoning = tuple(
+                _choice(b'"delta":{"%s":%s}' % (reasoning_field.encode(), encode(t)))
+                for t in TOKEN_TEXTS
+            )
             self.finish = {
                 r: b'{"index":0,"delta":{},"logprobs":null,"finish_reason":%s}' % encode(r)
                 for r in reasons
             }
         else:
             self.role = b""
+            self.reasoning = ()
             self.tokens = COMPLETION_TOKEN_CHOICES
             self.finish = {
                 r: b'{"index":0,"text":"","logprobs":null,"finish_reason":%s}' % encode(r)
                 for r in reasons
             }
+
+    def delta(self, body: Any) -> bytes:
+        """A chat choice whose delta is `body` (encoded here), in this dialect."""
+        if self.llamacpp:
+            return _llama_choice(b'"delta":' + encode(body))
+        return _choice(b'"delta":' + encode(body))
 
     def prefix(self, request_id: str, created: int, model_json: bytes) -> bytes:
         """`data: {...,"choices":[` for one stream."""

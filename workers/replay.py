@@ -26,6 +26,8 @@ class ReplayItem:
     local_tokens: int
     # The item's messages as uploaded: what a multi-turn session replays turn by turn.
     conversation: list[dict[str, Any]] | None = None
+    # Its own request features (tools, tool_choice, response_format, images); None: none.
+    features: dict[str, Any] | None = None
 
 
 def _first_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,6 +43,7 @@ def _item(
     messages: list[dict[str, Any]] | None,
     max_tokens: int | None,
     sharegpt: bool,
+    features: dict[str, Any] | None = None,
 ) -> ReplayItem:
     conversation = messages
     if messages is not None and sharegpt:
@@ -54,6 +57,7 @@ def _item(
         max_tokens=max_tokens,
         local_tokens=estimate_tokens(chars),
         conversation=conversation,
+        features=features,
     )
 
 
@@ -87,5 +91,5 @@ async def load_replay(
             raise LookupError(f"dataset {dataset_id} no longer exists")
         sharegpt = dataset.format == "sharegpt"
         rows = await repo.items(dataset_id)
-        items = [_item(r.prompt, r.messages, r.max_tokens, sharegpt) for r in rows]
+        items = [_item(r.prompt, r.messages, r.max_tokens, sharegpt, r.features) for r in rows]
     return Replay(items, seed)

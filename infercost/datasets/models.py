@@ -71,3 +71,6 @@ class DatasetItem(Base):
     # [{"role": "system"|"user"|"assistant", "content": "..."}, ...] as uploaded.
     messages: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB(none_as_null=True))
     max_tokens: Mapped[int | None]
+    # Request features of its own (tools, tool_choice, response_format, images), as uploaded:
+    # free-form request fields, sent with it; null: none.
+    features: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))

@@ -1,7 +1,10 @@
 """Parse an uploaded dataset into items, or say which line is wrong and why.
 
 JSONL (`jsonl`): one object a line, either a completion prompt `{"prompt": "...",
-"max_tokens"?: n}` or chat `{"messages": [{"role", "content"}, ...], "max_tokens"?: n}`.
+"max_tokens"?: n}` or chat `{"messages": [{"role", "content"}, ...], "max_tokens"?: n}`. A
+chat item may carry request features of its own (FEATURE_FIELDS): "tools" (function
+definitions) with "tool_choice", "response_format" (a json_schema) and "images" (image URLs,
+data URLs included), sent with it and judged by them.
 ShareGPT (`sharegpt`): a JSON array (or JSONL) of `{"conversations": [{"from": "human" |
 "gpt" | "system", "value": "..."}]}`; conversations without a human turn are skipped (real
 ShareGPT dumps hold empty ones), everything else malformed is refused.
@@ -50,6 +53,8 @@ class Item:
     prompt: str | None = None
     messages: list[dict[str, str]] | None = None
     max_tokens: int | None = None
+    # Request features of its own (FEATURE_FIELDS), as uploaded and checked; None: none.
+    features: dict[str, Any] | None = None
 
     @property
     def user_turns(self) -> int:
@@ -82,15 +87,61 @@ def _max_tokens(obj: dict[str, Any]) -> int | None:
     return value
 
 
+#: Fields a chat item may carry beyond its messages: its own request features.
+FEATURE_FIELDS = ("tools", "tool_choice", "response_format", "images")
+
+
+def _features(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """An item's own request features, checked; None when it has none."""
+    given = {k: obj[k] for k in FEATURE_FIELDS if k in obj}
+    if not given:
+        return None
+    if "messages" not in obj:
+        raise ValueError(f'"{next(iter(given))}" goes with chat items ("messages") only')
+    tools = given.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list)
+        or not tools
+        or not all(
+            isinstance(t, dict)
+            and isinstance(t.get("function"), dict)
+            and isinstance(t["function"].get("name"), str)
+            and isinstance(t["function"].get("parameters", {}), dict)
+            for t in tools
+        )
+    ):
+        raise ValueError(
+            '"tools" must be a non-empty list of {"type": "function", "function": {"name", '
+            '"parameters"}}'
+        )
+    if "tool_choice" in given and not isinstance(given["tool_choice"], str | dict):
+        raise ValueError('"tool_choice" must be "auto", "required", "none" or an object')
+    response = given.get("response_format")
+    if response is not None and not (
+        isinstance(response, dict) and isinstance(response.get("type"), str)
+    ):
+        raise ValueError('"response_format" must be an object with a "type"')
+    images = given.get("images")
+    if images is not None and (
+        not isinstance(images, list)
+        or not images
+        or not all(isinstance(url, str) and url for url in images)
+    ):
+        raise ValueError('"images" must be a non-empty list of image URLs (data URLs too)')
+    return given
+
+
 def _jsonl_item(obj: Any) -> Item:
     if not isinstance(obj, dict):
         raise ValueError('expected an object with "prompt" or "messages"')
-    unknown = set(obj) - {"prompt", "messages", "max_tokens"}
+    unknown = set(obj) - {"prompt", "messages", "max_tokens", *FEATURE_FIELDS}
     if unknown:
         raise ValueError(
             f'unknown field "{sorted(unknown)[0]}"; expected "prompt" or "messages", '
-            'and optionally "max_tokens"'
+            'and optionally "max_tokens" (and, with messages, "tools", "tool_choice", '
+            '"response_format", "images")'
         )
+    features = _features(obj)
     has_prompt, has_messages = "prompt" in obj, "messages" in obj
     if has_prompt == has_messages:
         raise ValueError('give exactly one of "prompt" (completions) or "messages" (chat)')
@@ -114,7 +165,7 @@ def _jsonl_item(obj: Any) -> Item:
         clean.append({"role": m["role"], "content": m["content"]})
     if not any(m["role"] == "user" for m in clean):
         raise ValueError('"messages" needs at least one message with role "user"')
-    return Item(messages=clean, max_tokens=_max_tokens(obj))
+    return Item(messages=clean, max_tokens=_max_tokens(obj), features=features)
 
 
 def _sharegpt_item(obj: Any) -> Item | None:

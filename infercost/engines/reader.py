@@ -55,6 +55,7 @@ class _Function(msgspec.Struct, gc=False):
 
 
 class _ToolCall(msgspec.Struct, gc=False):
+    index: int | None = None
     function: _Function | None = None
 
 
@@ -74,12 +75,18 @@ class _Choice(msgspec.Struct, gc=False):
 
 class _PromptDetails(msgspec.Struct, gc=False):
     cached_tokens: int | None = None
+    image_tokens: int | None = None
+
+
+class _CompletionDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
 
 
 class LlamacppTimings(msgspec.Struct, gc=False):
@@ -128,6 +135,43 @@ _decode_brief: Final = msgspec.json.Decoder(Brief).decode
 _decode_briefs: Final = msgspec.json.Decoder(list[Brief]).decode
 
 
+class AnswerParts:
+    """An answer's content and tool calls, put together from its events, for a request whose
+    answer is judged after the level (workload.features tools, structured): collected only
+    for such requests, from events that take the judged path (their text is kept)."""
+
+    __slots__ = ("calls", "content")
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        # By the call's index: its name and its argument text, piece by piece.
+        self.calls: dict[int, tuple[list[str], list[str]]] = {}
+
+    def take(self, event: Event | Brief) -> None:
+        """An event's answer text and tool-call deltas (reasoning left out)."""
+        for choice in event.choices:
+            part = choice.delta or choice.message
+            if part is None:
+                if choice.text:
+                    self.content.append(choice.text)
+                continue
+            if part.content:
+                self.content.append(part.content)
+            for call in part.tool_calls or ():
+                function = call.function
+                if function is None:
+                    continue
+                name, arguments = self.calls.setdefault(call.index or 0, ([], []))
+                if function.name:
+                    name.append(function.name)
+                if function.arguments:
+                    arguments.append(function.arguments)
+
+    def tool_calls(self) -> list[tuple[str, str]]:
+        """Each call as (name, argument text), in index order."""
+        return [("".join(n), "".join(a)) for _, (n, a) in sorted(self.calls.items())]
+
+
 class RawRequest:
     """One request's observations in perf_counter_ns, filled in place on the hot path."""
 
@@ -139,11 +183,15 @@ class RawRequest:
         "error",
         "error_class",
         "finished",
+        "image_tokens",
         "keep_answer",
         "llamacpp_timings",
         "n_in",
         "n_in_target",
         "n_out",
+        "n_reasoning",
+        "parts",
+        "reasoning_events",
         "seq",
         "server",
         "status",
@@ -168,6 +216,7 @@ class RawRequest:
         *,
         keep_text: bool = False,
         keep_answer: bool = False,
+        keep_parts: bool = False,
     ) -> None:
         self.seq = seq
         self.warmup = warmup
@@ -189,6 +238,11 @@ class RawRequest:
         self.n_in: int | None = n_in_local
         self.n_in_target = n_in_local
         self.n_out = 0
+        # Events of reasoning text alone before the first answer content (reasoning models
+        # think first), and the reasoning tokens usage reported
+        # (completion_tokens_details.reasoning_tokens; None: it did not say).
+        self.reasoning_events = 0
+        self.n_reasoning: int | None = None
         self.count_source = "events"
         self.status: int | None = None
         self.error_class: str | None = None
@@ -197,6 +251,8 @@ class RawRequest:
         self.finished = False
         # Prompt tokens the server says came from its prefix cache (usage or its timings).
         self.cached_tokens: int | None = None
+        # Prompt tokens of its images, where usage says (prompt_tokens_details.image_tokens).
+        self.image_tokens: int | None = None
         # The server's own timings of this request, where it reports them (ServerTimings);
         # llama.cpp's come in its events, kept as sent until the body ends (settle_timings).
         self.server: ServerTimings | None = None
@@ -205,6 +261,10 @@ class RawRequest:
         # server sent no usage (dropped by the first event that carries usage); None: not
         # collected. keep_answer keeps the text even with usage: a multi-turn session sends
         # it back as the assistant's message of the next turn.
+        # keep_parts: the answer's content and tool calls apart (AnswerParts), judged after
+        # the level; it keeps the text too, so every event takes the path that collects them.
+        self.parts = AnswerParts() if keep_parts else None
+        keep_answer = keep_answer or keep_parts
         self.keep_answer = keep_answer
         self.text: list[str] | None = [] if keep_text or keep_answer else None
 
@@ -231,8 +291,29 @@ class RawRequest:
             chunk_tokens=list(self.chunk_tokens) if self.chunk_tokens else None,
             n_in_target=self.n_in_target,
             cached_tokens=self.cached_tokens,
+            image_tokens=self.image_tokens,
             server=self.server,
+            **self._reasoning(origin_ns),
         )
+
+    def _reasoning(self, origin_ns: int) -> dict[str, Any]:
+        """The reasoning figures of the request (RequestTiming.n_reasoning and friends): its
+        reasoning tokens from usage where the server counted them, else from its events of
+        reasoning text (one token each, or what continuous usage said they carried)."""
+        events = self.reasoning_events
+        if not events and self.n_reasoning is None:
+            return {}
+        if self.n_reasoning is not None:
+            tokens, source = self.n_reasoning, "usage"
+        elif self.chunk_tokens and len(self.chunk_tokens) == len(self.chunk_ns):
+            tokens, source = sum(self.chunk_tokens[:events]), "events"
+        else:
+            tokens, source = events, "events"
+        return {
+            "n_reasoning": min(tokens, self.n_out) if self.n_out else tokens,
+            "reasoning_source": source,
+            "t_first_reasoning": (self.chunk_ns[0] - origin_ns) * _NS if events else None,
+        }
 
 
 #: What an event carries: no text, reasoning text only, or visible content; and, as a flag
@@ -349,33 +430,47 @@ def on_event(event: Event, kind: int, rec: RawRequest, now: int) -> None:
     """Record a decoded event (its `kind` from `judge`) arriving at `now`."""
     if kind & TEXT:
         rec.chunk_ns.append(now)
-        if kind & CONTENT and rec.t_content is None:
-            rec.t_content = now
+        if rec.t_content is None:
+            if kind & CONTENT:
+                rec.t_content = now
+            else:
+                rec.reasoning_events += 1
     if kind & FINISHED:
         rec.finished = True
     if event.timings is not None:
         # Kept as sent; turned into ServerTimings once, when the request ends.
         rec.llamacpp_timings = event.timings
-    usage = event.usage
-    if usage is not None:
-        completion = usage.completion_tokens
-        if completion is not None:
-            if kind & TEXT:
-                # Continuous usage: the tokens this event carried (and any that came in
-                # events without text since the last one that had text).
-                rec.chunk_tokens.append(completion - rec.tokens_at_chunk)
-                rec.tokens_at_chunk = completion
-            rec.n_out = completion
-            rec.count_source = "usage"
-            if not rec.keep_answer:
-                # Counted by the server: the text is no longer needed, and later events
-                # skip collecting it.
-                rec.text = None
-        if usage.prompt_tokens is not None:
-            rec.n_in = usage.prompt_tokens
-        details = usage.prompt_tokens_details
-        if details is not None and details.cached_tokens is not None:
+    if event.usage is not None:
+        _on_usage(event.usage, kind, rec)
+
+
+def _on_usage(usage: _Usage, kind: int, rec: RawRequest) -> None:
+    """Record what an event's usage says: output and prompt tokens, cached prompt tokens and
+    reasoning tokens."""
+    completion = usage.completion_tokens
+    if completion is not None:
+        if kind & TEXT:
+            # Continuous usage: the tokens this event carried (and any that came in
+            # events without text since the last one that had text).
+            rec.chunk_tokens.append(completion - rec.tokens_at_chunk)
+            rec.tokens_at_chunk = completion
+        rec.n_out = completion
+        rec.count_source = "usage"
+        if not rec.keep_answer:
+            # Counted by the server: the text is no longer needed, and later events
+            # skip collecting it.
+            rec.text = None
+    if usage.prompt_tokens is not None:
+        rec.n_in = usage.prompt_tokens
+    details = usage.prompt_tokens_details
+    if details is not None:
+        if details.cached_tokens is not None:
             rec.cached_tokens = details.cached_tokens
+        if details.image_tokens is not None:
+            rec.image_tokens = details.image_tokens
+    completion_details = usage.completion_tokens_details
+    if completion_details is not None and completion_details.reasoning_tokens is not None:
+        rec.n_reasoning = completion_details.reasoning_tokens
 
 
 def settle_timings(rec: RawRequest) -> None:
@@ -459,6 +554,8 @@ class StreamReader:
                 return False  # an event with empty data carries nothing (a keep-alive)
         if self.decode_all:
             event = parse(data)
+            if self.rec.parts is not None:
+                self.rec.parts.take(event)
             on_event(event, judge(event, self.rec.text), self.rec, now)
             return False
         try:
@@ -491,16 +588,29 @@ class StreamReader:
                         if choice.finish_reason:
                             rec.finished = True
                         continue
-                what = judge(brief, rec.text)
-                if what & TEXT:
-                    rec.chunk_ns.append(now)
-                    if what & CONTENT and rec.t_content is None:
-                        rec.t_content = now
-                if what & FINISHED:
-                    rec.finished = True
+                self._judged(brief, now)
             else:
                 event = _carrying(brief)
+                if rec.parts is not None:
+                    rec.parts.take(event)
                 on_event(event, judge(event, rec.text), rec, now)
+
+    def _judged(self, brief: Brief, now: int) -> None:
+        """An event without usage, timings or error, judged in full (`judge`): reasoning,
+        tool calls, several choices, or text kept."""
+        rec = self.rec
+        what = judge(brief, rec.text)
+        if rec.parts is not None:
+            rec.parts.take(brief)
+        if what & TEXT:
+            rec.chunk_ns.append(now)
+            if rec.t_content is None:
+                if what & CONTENT:
+                    rec.t_content = now
+                else:
+                    rec.reasoning_events += 1
+        if what & FINISHED:
+            rec.finished = True
 
     def feed_reads(self, stamps: list[int], pieces: list[bytes]) -> None:
         """Reads as a slot's connection hands them on: each piece with its read's stamp."""

@@ -54,10 +54,12 @@ def generation_body(
     exact_length: bool,
     temperature: float | None,
     messages: list[dict[str, Any]] | None = None,
+    features: dict[str, Any] | None = None,
 ) -> bytes:
     """The JSON body of one chat (`api` openai-chat) or completion request: `messages` when
     given (a dataset's chat item), else `prompt` as one user message; usage asked for when
-    streaming; an exact length asked the engine's way when `exact_length`."""
+    streaming; an exact length asked the engine's way when `exact_length`; `features` the
+    fields of workload.features (tools and tool_choice, response_format), as sent."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": stream}
     if api == "openai-chat":
         body["messages"] = messages or [{"role": "user", "content": prompt}]
@@ -73,6 +75,8 @@ def generation_body(
         body.update(exact_length_fields(engine, max_tokens))
     if temperature is not None:
         body["temperature"] = temperature
+    if features:
+        body.update(features)
     return msgspec.json.encode(_accepted(body, known))
 
 

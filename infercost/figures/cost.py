@@ -100,6 +100,7 @@ class CostFigures:
     output_usd_per_million_tokens: float | None = None
     blended_usd_per_million_tokens: float | None = None
     per_million_input_tokens_usd: float | None = None
+    per_million_answer_tokens_usd: float | None = None
 
 
 def run_cost(
@@ -111,9 +112,11 @@ def run_cost(
     goodput_output_tokens_per_s: float | None,
     reason: str | None = None,
     input_tokens_per_s: float | None = None,
+    answer_tokens_per_s: float | None = None,
 ) -> CostFigures:
     """Cost per million output, input and total tokens, per thousand requests, and at the
-    SLO."""
+    SLO; for a reasoning model also per million answer tokens (what a user reads: reasoning
+    tokens are paid for but not shown)."""
     per_request = per_million(usd_per_hour, requests_per_s)
     if usd_per_hour is None and reason is None:
         reason = (
@@ -133,6 +136,7 @@ def run_cost(
         at_slo_per_million_output_tokens_usd=per_million(usd_per_hour, goodput_output_tokens_per_s),
         reason=reason,
         per_million_input_tokens_usd=per_million(usd_per_hour, input_tokens_per_s),
+        per_million_answer_tokens_usd=per_million(usd_per_hour, answer_tokens_per_s),
     )
 
 
@@ -145,6 +149,7 @@ def hosted_run_cost(
     total_tokens_per_s: float | None,
     requests_per_s: float | None,
     goodput_output_tokens_per_s: float | None,
+    answer_tokens_per_s: float | None = None,
 ) -> CostFigures:
     """The cost block of a run against a hosted API priced per token."""
     usd_per_hour = None
@@ -164,6 +169,7 @@ def hosted_run_cost(
         goodput_output_tokens_per_s=goodput_output_tokens_per_s,
         reason=None if usd_per_hour is not None else "no tokens were measured",
         input_tokens_per_s=input_tokens_per_s,
+        answer_tokens_per_s=answer_tokens_per_s,
     )
     return replace(
         figures,

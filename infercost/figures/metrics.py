@@ -142,6 +142,37 @@ class RequestTiming:
     # (load.max_concurrency): part of its queue delay that the plan, not the client, caused.
     # None when the level had no cap.
     cap_wait: float | None = None
+    # Reasoning models: the output tokens that were reasoning (usage's
+    # completion_tokens_details.reasoning_tokens, else counted from the events of reasoning
+    # text before the answer), where they came from ("usage" or "events"), and the arrival of
+    # the first reasoning event; None when the request showed no reasoning.
+    n_reasoning: int | None = None
+    reasoning_source: str | None = None
+    t_first_reasoning: float | None = None
+    # The model it asked for, when the workload spreads requests over several
+    # (workload.models); None: the endpoint's.
+    model: str | None = None
+    # Tool calls and structured answers (workload.features tools, structured), judged after the
+    # level: calls made and how many were valid, whether the answer matched its schema, and
+    # why what was not valid was not (not_json, schema, unknown_tool). None: not judged.
+    tool_calls: int | None = None
+    tool_calls_valid: int | None = None
+    structured_valid: bool | None = None
+    invalid_reasons: list[str] | None = None
+    # Images it carried (workload.features image) and their prompt tokens where usage said
+    # (prompt_tokens_details.image_tokens); None: none sent, or not said.
+    images: int | None = None
+    image_tokens: int | None = None
+
+    @property
+    def n_answer(self) -> int:
+        """Output tokens that were the answer (content and tool calls): n_out - n_reasoning."""
+        return max(0, self.n_out - (self.n_reasoning or 0))
+
+    @property
+    def ttfr(self) -> float | None:
+        """Time to first reasoning token: its event's arrival - t_send."""
+        return None if self.t_first_reasoning is None else self.t_first_reasoning - self.t_send
 
     @property
     def succeeded(self) -> bool:
@@ -596,6 +627,145 @@ def cache_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     }
 
 
+def reasoning_block(
+    ok: Sequence[RequestTiming], output_tokens_per_s: float | None
+) -> tuple[dict[str, Any], float | None, float | None]:
+    """Reasoning and answer tokens of the measured, successful requests (METRICS.md, as
+    docs/figures.md states it): per request, how many of each; the share of output that was
+    reasoning; and, from it, the reasoning and answer tokens per second, which add up to
+    output_tokens_per_s. Also (reasoning/s, answer/s) for the run's columns."""
+    reasoning = [t.n_reasoning or 0 for t in ok]
+    answer = [t.n_answer for t in ok]
+    out = sum(t.n_out for t in ok)
+    share = sum(reasoning) / out if out else None
+    sources = Counter(t.reasoning_source for t in ok if t.reasoning_source is not None)
+    source = None if not sources else next(iter(sources)) if len(sources) == 1 else "mixed"
+    reasoning_per_s = answer_per_s = None
+    if output_tokens_per_s is not None and share is not None:
+        reasoning_per_s = output_tokens_per_s * share
+        answer_per_s = output_tokens_per_s - reasoning_per_s
+    block = {
+        "requests_with_reasoning": sum(1 for n in reasoning if n),
+        "reasoning_tokens": distribution(reasoning),
+        "answer_tokens": distribution(answer),
+        "reasoning_share": share,
+        "reasoning_tokens_per_s": reasoning_per_s,
+        "answer_tokens_per_s": answer_per_s,
+        "source": source,
+    }
+    return block, reasoning_per_s, answer_per_s
+
+
+def models_block(
+    timings: Sequence[RequestTiming], window: tuple[float, float] | None
+) -> list[dict[str, Any]]:
+    """Each model's figures (workload.models), in the order the models first appear by seq:
+    its measured requests and failures, TTFT, TPOT and E2E statistics, and its tokens and
+    requests per second over the run's own window and duration, so that the models' counts
+    and rates add up to the run's. `token_share` (its input and output tokens in the window
+    / all of them) splits the run's cost between the models."""
+    by_model: dict[str, list[RequestTiming]] = {}
+    for t in sorted(timings, key=lambda t: t.seq):
+        if t.model is not None:
+            by_model.setdefault(t.model, []).append(t)
+    duration = None if window is None or window[1] <= window[0] else window[1] - window[0]
+    tokens = {
+        name: (0.0, 0.0) if window is None else tokens_in_window(group, *window)
+        for name, group in by_model.items()
+    }
+    all_tokens = sum(out + inp for out, inp in tokens.values())
+
+    def per_s(amount: float) -> float | None:
+        return None if duration is None else amount / duration
+
+    blocks = []
+    for name, group in by_model.items():
+        measured = [t for t in group if not t.warmup]
+        ok = [t for t in measured if t.succeeded]
+        errors = Counter(t.error_class for t in measured if t.error_class is not None)
+        out, inp = tokens[name]
+        blocks.append(
+            {
+                "model": name,
+                "requests": {
+                    "total": len(measured),
+                    "succeeded": len(ok),
+                    "failed": len(measured) - len(ok),
+                    "errors": {cls: errors[cls] for cls in ERROR_CLASSES if errors[cls]},
+                },
+                "ttft_ms": distribution(_ms(t.ttft for t in ok)),
+                "tpot_ms": distribution(_ms(t.tpot for t in ok)),
+                "e2e_ms": distribution(_ms(t.e2e for t in ok)),
+                "output_tokens_per_s": per_s(out),
+                "input_tokens_per_s": per_s(inp),
+                "requests_per_s": per_s(len(ok)),
+                "error_rate": (len(measured) - len(ok)) / len(measured) if measured else None,
+                "token_share": (out + inp) / all_tokens if all_tokens else None,
+            }
+        )
+    return blocks
+
+
+def tools_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """Tool calls of the measured, successful requests whose answers were judged: calls made,
+    the share valid (arguments that parse as JSON and match the named tool's schema), answers
+    without any call, and the reasons of the invalid ones. None when none was judged."""
+    judged = [t for t in ok if t.tool_calls is not None]
+    if not judged:
+        return None
+    calls = sum(t.tool_calls or 0 for t in judged)
+    valid = sum(t.tool_calls_valid or 0 for t in judged)
+    # A request judged as a structured answer (it made no call) has that answer's reasons.
+    reasons = Counter(
+        r for t in judged if t.structured_valid is None for r in t.invalid_reasons or ()
+    )
+    return {
+        "requests": len(judged),
+        "calls": calls,
+        "valid_calls": valid,
+        "valid_share": valid / calls if calls else None,
+        "requests_without_call": sum(1 for t in judged if not t.tool_calls),
+        "invalid": dict(sorted(reasons.items())),
+    }
+
+
+def structured_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """Structured answers of the measured, successful requests: how many, the share valid
+    against the schema asked for, why the others were not (not_json, schema). None when none
+    was judged."""
+    judged = [t for t in ok if t.structured_valid is not None]
+    if not judged:
+        return None
+    valid = sum(1 for t in judged if t.structured_valid)
+    reasons = Counter(r for t in judged if not t.structured_valid for r in t.invalid_reasons or ())
+    return {
+        "answers": len(judged),
+        "valid": valid,
+        "valid_share": valid / len(judged),
+        "invalid": dict(sorted(reasons.items())),
+    }
+
+
+def image_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
+    """Requests with images among the measured, successful ones: images sent, their prompt
+    tokens where usage reported them (statistics per request, and their share of the prompt
+    tokens), and TTFT, which holds their prefill. None when no request carried images."""
+    sent = [t for t in ok if t.images]
+    if not sent:
+        return None
+    reported = [t for t in sent if t.image_tokens is not None]
+    prompt = sum(t.n_in or 0 for t in reported)
+    image_tokens = sum(t.image_tokens or 0 for t in reported)
+    return {
+        "requests": len(sent),
+        "images": sum(t.images or 0 for t in sent),
+        "requests_reporting_tokens": len(reported),
+        "image_tokens": distribution([t.image_tokens or 0 for t in reported]),
+        "image_token_share": image_tokens / prompt if prompt else None,
+        "ttft_ms": distribution(_ms(t.ttft for t in sent)),
+    }
+
+
 def _slo_limits(slo: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
     """The per-request limit of each SLO figure: the loosest limit stated for it."""
     if not slo:
@@ -652,6 +822,22 @@ class RunFigures:
     # A level with a cap on requests in flight (load.max_concurrency): whether it was
     # reached and how often requests waited (concurrency_cap_block); None without a cap.
     concurrency_cap: dict[str, Any] | None = None
+    # Reasoning models (workload.features "reasoning", or reasoning seen): reasoning and
+    # answer tokens apart (reasoning_block); the rates are columns of their own.
+    reasoning: dict[str, Any] | None = None
+    reasoning_tokens_per_s: float | None = None
+    answer_tokens_per_s: float | None = None
+    # Several models on one endpoint (workload.models): each model's figures (models_block);
+    # None when every request asked for the endpoint's model.
+    models: list[dict[str, Any]] | None = None
+    # Tool calls and structured answers judged (tools_block, structured_block), and their
+    # valid shares as columns of their own; None where none was judged.
+    tools: dict[str, Any] | None = None
+    structured: dict[str, Any] | None = None
+    tool_calls_valid_share: float | None = None
+    structured_valid_share: float | None = None
+    # Requests with images (image_block); None when none carried any.
+    image: dict[str, Any] | None = None
 
     def stat(self, name: str, key: str) -> float | None:
         """One statistic of one distribution, e.g. stat("ttft_ms", "p50")."""
@@ -659,7 +845,7 @@ class RunFigures:
         return None if value is None else float(value)
 
 
-def summarize(
+def summarize(  # noqa: PLR0915 - one figure after another, each defined once
     timings: Sequence[RequestTiming],
     *,
     target_concurrency: int | None = None,
@@ -672,6 +858,7 @@ def summarize(
     embeddings: bool = False,
     max_concurrency: int | None = None,
     capacity_short: str | None = None,
+    reasoning: bool = False,
 ) -> RunFigures:
     """The run's figures from its requests; warm-up requests are excluded from every figure.
 
@@ -697,6 +884,10 @@ def summarize(
     client-bound) and on the rate of its effective schedule (t_sched + cap_wait), and the
     `concurrency_cap` block says whether the cap was reached and how often requests waited.
     Without a cap send_late is the queue delay, so nothing changes.
+
+    `reasoning` (workload.features "reasoning") asks for the `reasoning` block and its rates
+    even where no request reasoned (they then say 0); without it they come only when some
+    request sent reasoning text or usage counted reasoning tokens.
 
     `capacity_short` says why the level got fewer load-generating processes than its
     expected events needed (load.shards "auto", infercost/shards/auto.py): decided before it
@@ -729,6 +920,7 @@ def summarize(
     stats = {
         "ttft_ms": distribution(_ms(t.ttft for t in ok)),
         "ttfo_ms": distribution(_ms(t.ttfo for t in ok)),
+        "ttfr_ms": distribution(_ms(t.ttfr for t in ok)),
         "tpot_ms": distribution(_ms(tpot)),
         "itl_ms": distribution(_ms(itl), itl_weights),
         "e2e_ms": distribution(_ms(t.e2e for t in ok)),
@@ -794,6 +986,11 @@ def summarize(
     }
     error_rate = (len(measured) - len(ok)) / len(measured) if measured else None
     cache = cache_block(ok)
+    output_per_s = None if embeddings else per_s(out_tokens)
+    tools, structured = tools_block(ok), structured_block(ok)
+    thinking: tuple[dict[str, Any] | None, float | None, float | None] = (None, None, None)
+    if reasoning or any(t.n_reasoning for t in ok):
+        thinking = reasoning_block(ok, output_per_s)
     return RunFigures(
         requests_total=len(measured),
         requests_succeeded=len(ok),
@@ -801,7 +998,7 @@ def summarize(
         errors={cls: errors[cls] for cls in ERROR_CLASSES if errors[cls]},
         duration_s=duration,
         count_source=count_source,
-        output_tokens_per_s=None if embeddings else per_s(out_tokens),
+        output_tokens_per_s=output_per_s,
         input_tokens_per_s=per_s(in_tokens),
         total_tokens_per_s=per_s(out_tokens + in_tokens),
         requests_per_s=per_s(len(ok)),
@@ -829,4 +1026,13 @@ def summarize(
         ),
         not_measured=dict(EMBEDDINGS_NOT_MEASURED) if embeddings else None,
         concurrency_cap=concurrency_cap_block(timings, max_concurrency),
+        reasoning=thinking[0],
+        reasoning_tokens_per_s=thinking[1],
+        answer_tokens_per_s=thinking[2],
+        models=models_block(timings, window) if any(t.model for t in timings) else None,
+        tools=tools,
+        structured=structured,
+        tool_calls_valid_share=None if tools is None else tools["valid_share"],
+        structured_valid_share=None if structured is None else structured["valid_share"],
+        image=image_block(ok),
     )

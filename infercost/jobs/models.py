@@ -268,6 +268,22 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     # Retention (INFERCOST_SAMPLE_RETENTION_DAYS): when the maintenance process deleted the
     # run's raw request and telemetry samples; its summary (every column above) stays.
     samples_pruned_at: Mapped[datetime | None]
+    # Reasoning models: reasoning and answer tokens per second are columns (comparisons sort
+    # by what a user reads); the per-request detail is the `reasoning` block.
+    reasoning_tokens_per_s: Mapped[float | None]
+    answer_tokens_per_s: Mapped[float | None]
+    reasoning: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Several models on one endpoint (workload.models): each model's figures, a list of
+    # blocks (infercost.figures.metrics.models_block); null for one model.
+    models: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    # Tool calls and structured answers judged (workload.features tools, structured): the
+    # valid shares are columns (compared across engines and loads), the detail JSONB.
+    tool_calls_valid_share: Mapped[float | None]
+    structured_valid_share: Mapped[float | None]
+    tools: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    structured: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # Requests with images (workload.features image): images, their tokens, TTFT.
+    image: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
 
 class RequestSample(Base):
@@ -314,6 +330,22 @@ class RequestSample(Base):
     # How long it waited for a slot under the level's load.max_concurrency (part of its
     # queue delay, asked for by the plan); null without a cap.
     cap_wait_ms: Mapped[float | None]
+    # Reasoning tokens of the answer and the time to its first reasoning event (ms from
+    # t_send); null when it showed no reasoning.
+    n_reasoning: Mapped[int | None]
+    ttfr_ms: Mapped[float | None]
+    reasoning_source: Mapped[str | None] = mapped_column(String(16))
+    # The model it asked for (workload.models); null: the endpoint's.
+    model: Mapped[str | None] = mapped_column(String(256))
+    # Its tool calls and how many were valid, whether its structured answer matched the
+    # schema, and why what was not valid was not; null where not judged.
+    tool_calls: Mapped[int | None]
+    tool_calls_valid: Mapped[int | None]
+    structured_valid: Mapped[bool | None]
+    invalid_reasons: Mapped[list[str] | None] = mapped_column(ARRAY(String(16)))
+    # Images it carried and their prompt tokens where usage said; null: none, or not said.
+    images: Mapped[int | None] = mapped_column(SmallInteger)
+    image_tokens: Mapped[int | None]
 
 
 class TelemetrySample(Base):

@@ -26,6 +26,9 @@ import msgspec
 from infercost.jobs.arrivals import Arrival
 
 Mode = Literal["concurrency", "rate", "burst", "sweep"]
+#: What requests carry beyond a prompt (workload.features); they combine.
+Feature = Literal["reasoning", "tools", "structured", "image"]
+FEATURES: tuple[str, ...] = ("reasoning", "tools", "structured", "image")
 #: Worker processes per level: a number, or "auto" (each level as many as it needs).
 Shards = int | Literal["auto"]
 
@@ -80,6 +83,21 @@ class PrefixSpec(msgspec.Struct, frozen=True):
     tokens: int
 
 
+class ModelWeight(msgspec.Struct, frozen=True):
+    """One model (or adapter) of workload.models and its share of the requests."""
+
+    name: str
+    weight: float
+
+
+class ImageSpec(msgspec.Struct, frozen=True):
+    """Images of each request of the `image` feature: how many, and their size in pixels."""
+
+    count: int = 1
+    width: int = 512
+    height: int = 512
+
+
 class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What each request sends (the job's `workload` column), every field resolved."""
 
@@ -93,6 +111,13 @@ class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
     stream: bool
     temperature: float | None
     seed: int
+    features: list[Feature]
+    models: list[ModelWeight] | None
+    images: ImageSpec | None
+
+    def has(self, feature: str) -> bool:
+        """Whether the workload asks for `feature` (workload.features)."""
+        return feature in self.features
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +376,9 @@ LEGACY_WORKLOAD: Mapping[str, Any] = {
     "stream": True,
     "temperature": None,
     "seed": 0,
+    "features": [],
+    "models": None,
+    "images": None,
 }
 
 

@@ -303,6 +303,35 @@ def prefix_room(plan: Plan, limits: ServerLimits) -> None:
         )
 
 
+def distinct_models(plan: Plan, limits: ServerLimits) -> None:
+    """workload.models names each model once: a name twice would split one model's figures."""
+    models = plan.workload.models
+    if models is None:
+        return
+    if not models:
+        raise InvalidInput(
+            "workload.models", "give at least one model, or leave models out to send the endpoint's"
+        )
+    seen: set[str] = set()
+    for index, model in enumerate(models):
+        if model.name in seen:
+            raise InvalidInput(
+                f"workload.models[{index}].name",
+                f"model {model.name!r} is named twice: give each model once, with its whole weight",
+            )
+        seen.add(model.name)
+
+
+def images_with_feature(plan: Plan, limits: ServerLimits) -> None:
+    """workload.images sizes the images of the image feature: alone it would send none."""
+    workload = plan.workload
+    if workload.images is not None and not workload.has("image"):
+        raise InvalidInput(
+            "workload.images",
+            'images are sent only with the image feature: add "image" to workload.features',
+        )
+
+
 Rule = Callable[[Plan, ServerLimits], None]
 
 #: Every rule a plan meets before its endpoint is looked up, in the order they are answered.
@@ -318,6 +347,8 @@ RULES: tuple[Rule, ...] = (
     rate_duration,
     sessions_mode,
     prefix_room,
+    distinct_models,
+    images_with_feature,
 )
 
 
@@ -325,6 +356,24 @@ def check_plan(plan: Plan, limits: ServerLimits) -> None:
     """Run RULES on a resolved plan; the first broken one raises InvalidInput."""
     for rule in RULES:
         rule(plan, limits)
+
+
+#: Request features only a chat request can carry (tools, a response format, image parts).
+CHAT_FEATURES = ("tools", "structured", "image")
+
+
+def check_features_for_api(plan: Plan, api: str) -> None:
+    """Request features the endpoint's API can carry: reasoning goes anywhere text streams;
+    tools, structured answers and images need chat requests."""
+    if api == "openai-chat":
+        return
+    for feature in plan.workload.features:
+        if feature in CHAT_FEATURES or api == "openai-embeddings":
+            raise InvalidInput(
+                "workload.features",
+                f"the {feature} feature needs chat requests: register the endpoint with api "
+                f"openai-chat (this one is {api})",
+            )
 
 
 def check_for_embeddings(plan: Plan) -> None:

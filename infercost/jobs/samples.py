@@ -51,6 +51,16 @@ def sample_rows(run_id: uuid.UUID, timings: Sequence[RequestTiming]) -> list[tup
             t.cached_tokens,
             *_server_columns(t.server),
             _ms(t.cap_wait),
+            t.n_reasoning,
+            _ms(t.ttfr),
+            t.reasoning_source,
+            t.model,
+            t.tool_calls,
+            t.tool_calls_valid,
+            t.structured_valid,
+            t.invalid_reasons,
+            t.images,
+            t.image_tokens,
         )
         for t in timings
     ]
@@ -107,4 +117,14 @@ def timing_of(sample: RequestSample) -> RequestTiming:
             n_prefilled=sample.server_n_prefilled,
         ),
         cap_wait=None if sample.cap_wait_ms is None else sample.cap_wait_ms / MS_PER_S,
+        n_reasoning=sample.n_reasoning,
+        reasoning_source=sample.reasoning_source,
+        t_first_reasoning=at(sample.ttfr_ms),
+        model=sample.model,
+        tool_calls=sample.tool_calls,
+        tool_calls_valid=sample.tool_calls_valid,
+        structured_valid=sample.structured_valid,
+        invalid_reasons=sample.invalid_reasons,
+        images=sample.images,
+        image_tokens=sample.image_tokens,
     )

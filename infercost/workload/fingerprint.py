@@ -42,6 +42,9 @@ def workload_fingerprint(workload: Mapping[str, Any], dataset_sha256: str | None
     every workload field except `seed` and `dataset_id`, defaults filled in, plus the
     dataset's content hash when the workload replays a dataset."""
     fields = {**DEFAULTS, **{k: v for k, v in workload.items() if k not in EXCLUDED}}
+    if not fields.get("features"):
+        # No request features: plain requests, as every workload sent before they existed.
+        fields.pop("features", None)
     for name in ("input_tokens", "output_tokens"):
         if isinstance(fields.get(name), Mapping):
             fields[name] = {"distribution": "normal", **fields[name]}

@@ -21,7 +21,9 @@ CSV_HEADER = (
     "seq", "warmup", "t_sched", "t_send", "ttfb_ms", "ttft_ms", "e2e_ms", "n_in", "n_out",
     "count_source", "status", "error_class", "ttfo_ms", "n_in_target", "prompt_length",
     "cached_tokens", "server_source", "server_prefill_ms", "server_tpot_ms", "server_queue_ms",
-    "server_n_out", "server_n_prefilled", "cap_wait_ms",
+    "server_n_out", "server_n_prefilled", "cap_wait_ms", "n_reasoning", "ttfr_ms",
+    "reasoning_source", "model", "tool_calls", "tool_calls_valid", "structured_valid",
+    "images", "image_tokens",
 )  # fmt: skip
 
 
@@ -33,7 +35,7 @@ def test_the_api_serves_every_stored_column_but_the_run_and_tpot() -> None:
 def test_the_csv_has_the_samples_fields_but_the_error_text_and_event_lists() -> None:
     assert CSV_COLUMNS == CSV_HEADER
     left_out = [name for name in Sample.__struct_fields__ if name not in CSV_COLUMNS]
-    assert left_out == ["error", "chunk_times_ms", "chunk_tokens"]
+    assert left_out == ["error", "chunk_times_ms", "chunk_tokens", "invalid_reasons"]
 
 
 def test_a_written_row_reads_back_as_the_sample_the_api_serves() -> None:
@@ -47,7 +49,7 @@ def test_a_written_row_reads_back_as_the_sample_the_api_serves() -> None:
             source="tgi", prefill_ms=7.0, per_token_ms=8.0, queue_ms=9.0, n_out=2,
             n_prefilled=6,
         ),
-        cap_wait=0.003,
+        cap_wait=0.003, n_reasoning=1, reasoning_source="events", t_first_reasoning=2.05,
     )  # fmt: skip
     (row,) = sample_rows(uuid.UUID(int=5), [timing])
     assert len(row) == len(SAMPLE_COLUMNS)
@@ -72,9 +74,12 @@ def test_a_written_row_reads_back_as_the_sample_the_api_serves() -> None:
     assert (served["server_queue_ms"], served["server_n_out"], served["server_n_prefilled"]) == (
         9.0, 2, 6,
     )  # fmt: skip
-    # Durations in ms from t_send: first byte 10, first token 50, content 60, end 100, wait 3.
+    assert (served["n_reasoning"], served["reasoning_source"]) == (1, "events")
+    # Durations in ms from t_send: first byte 10, first token (reasoning) 50, content 60, end
+    # 100, wait 3.
     for name, ms in {
         "ttfb_ms": 10.0, "ttft_ms": 50.0, "ttfo_ms": 60.0, "e2e_ms": 100.0, "cap_wait_ms": 3.0,
+        "ttfr_ms": 50.0,
     }.items():  # fmt: skip
         assert abs(served[name] - ms) < 1e-9, name
     assert [round(x, 9) for x in served["chunk_times_ms"]] == [50.0, 80.0]

@@ -106,3 +106,31 @@ def test_api_hints_name_the_commands_own_flags() -> None:
     )
     check = "check again (POST /v1/endpoints/8b58/check, or GET /v1/endpoints/8b58)"
     assert in_cli_words(check, {}) == check
+def test_the_feature_options_make_the_workload() -> None:
+    from cli.commands import job_body, parse_images, parse_models
+
+    body = job_body(
+        "sim-fixed",
+        mode="concurrency",
+        levels=[1],
+        input_tokens=64,
+        output_tokens=16,
+        features=["reasoning", "tools"],
+        models=parse_models("base=3, lora-a"),
+        images=parse_images("2x640x480"),
+    )
+    assert body["workload"] == {
+        "features": ["reasoning", "tools"],
+        "models": [{"name": "base", "weight": 3.0}, {"name": "lora-a", "weight": 1.0}],
+        "images": {"count": 2, "width": 640, "height": 480},
+        "input_tokens": {"mean": 64},
+        "output_tokens": {"mean": 16},
+    }
+    # none given: the workload a job without features has always had
+    plain = job_body("sim-fixed", mode="concurrency", levels=[1], input_tokens=8, output_tokens=8)
+    assert plain["workload"] == {"input_tokens": {"mean": 8}, "output_tokens": {"mean": 8}}
+    result = CliRunner().invoke(
+        main,
+        ["jobs", "submit", "--endpoint", "x", "--images", "big", "--url", "http://127.0.0.1:9"],
+    )
+    assert result.exit_code == 2 and "COUNTxWIDTHxHEIGHT" in result.output

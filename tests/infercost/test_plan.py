@@ -60,6 +60,9 @@ def test_a_row_as_the_first_api_stored_it_decodes_with_that_apis_values() -> Non
         stream=True,
         temperature=None,
         seed=0,
+        features=[],
+        models=None,
+        images=None,
     )
     load = plan.load
     assert (load.mode, load.levels, load.requests_per_level, load.warmup_requests) == (
@@ -177,7 +180,8 @@ def test_the_row_stores_every_key_with_whole_levels_as_integers() -> None:
         "output_tokens": {"distribution": "normal", "mean": 128.0, "std": None, "min": None,
                           "max": None},
         "dataset_id": None, "preset": None, "sessions": None, "prefix": None,
-        "ignore_eos": True, "stream": True, "temperature": None, "seed": 42,
+        "ignore_eos": True, "stream": True, "temperature": None, "seed": 42, "features": [],
+        "models": None, "images": None,
     }  # fmt: skip
     assert stored["slo"] == {"ttft_ms": {"p95": 500.0}}
     # What it stores decodes to the same plan; a template keeps no seed, and each job made

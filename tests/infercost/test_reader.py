@@ -52,6 +52,8 @@ def observed(body: bytes, cuts: list[int], *, decode_all: bool) -> dict[str, Any
         "count_source": rec.count_source,
         "cached": rec.cached_tokens,
         "server": rec.server,
+        "reasoning_events": rec.reasoning_events,
+        "n_reasoning": rec.n_reasoning,
         "failure": failure,
     }
 
@@ -109,3 +111,73 @@ async def test_every_simulator_profile_reads_the_same_both_ways(
     if continuous and engine in ("default", "vllm", "sglang", "llamacpp", "tgi"):
         # usage on every event (the simulator honours it under usage "requested")
         assert seen["chunk_tokens"] == [1] * 6
+
+
+@pytest.mark.parametrize("engine", ["default", "vllm", "sglang", "llamacpp"])
+@pytest.mark.parametrize("continuous", [False, True])
+async def test_reasoning_is_counted_apart_from_the_answer(
+    engine: SimEngine, continuous: bool
+) -> None:
+    """A reasoning model's stream (each profile's own field: reasoning_content or reasoning):
+    its reasoning events and usage's reasoning_tokens where the engine reports them, both
+    decodes alike, and the request's figures equal what the simulator sent (4 of 10)."""
+    config = SimConfig.for_engine(
+        engine, port=0, ttft_ms=0.0, itl_ms=0.0, model="m", reasoning_tokens=4
+    )
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "one two three"}],
+        "max_tokens": 10,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": continuous},
+    }
+    async with serve_in_loop(SimApp(config)) as url, httpx.AsyncClient() as client:
+        answer = await client.post(f"{url}/v1/chat/completions", content=msgspec.json.encode(body))
+    field = b'"reasoning_content"' if engine != "default" else b'"reasoning"'
+    assert answer.content.count(field) == 4
+    seen = assert_identical(answer.content)
+    assert seen["failure"] is None
+    assert seen["reasoning_events"] == 4
+    # Only the OpenAI-style profile counts reasoning in usage
+    assert seen["n_reasoning"] == (4 if engine == "default" else None)
+    # Reads stamped one per event: the first reasoning at read 1, the answer at read 5
+    rec = RawRequest(0, False, 0, 3)
+    reader = StreamReader(rec)
+    ends = [i + 2 for i in range(len(answer.content)) if answer.content[i : i + 2] == b"\n\n"]
+    for stamp, (a, b) in enumerate(itertools.pairwise([0, *ends]), start=1):
+        reader.feed(answer.content[a:b], stamp)
+    reader.finish(len(ends) + 1)
+    timing = rec.timing(0)
+    role = 1 if config.role_chunk in ("arrival", "separate") else 0
+    assert timing.n_reasoning == 4 and timing.n_answer == 6
+    assert timing.reasoning_source == ("usage" if engine == "default" else "events")
+    assert timing.t_first_reasoning == pytest.approx((1 + role) * 1e-9)
+    assert timing.t_first_content == pytest.approx((5 + role) * 1e-9)
+
+
+async def test_llamacpp_reasoning_left_in_content_is_no_reasoning() -> None:
+    """llama.cpp asked for reasoning_format "none" leaves the thinking in content, between
+    think tags: a client can no longer tell it apart (the default puts it in
+    reasoning_content)."""
+    config = SimConfig.for_engine(
+        "llamacpp", port=0, ttft_ms=0.0, itl_ms=0.0, model="m", reasoning_tokens=3
+    )
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "one two three"}],
+        "max_tokens": 6,
+        "stream": True,
+        "reasoning_format": "none",
+    }
+    async with serve_in_loop(SimApp(config)) as url, httpx.AsyncClient() as client:
+        inline = await client.post(f"{url}/v1/chat/completions", content=msgspec.json.encode(body))
+        del body["reasoning_format"]
+        apart = await client.post(f"{url}/v1/chat/completions", content=msgspec.json.encode(body))
+        whole = await client.post(
+            f"{url}/v1/chat/completions", content=msgspec.json.encode({**body, "stream": False})
+        )
+    seen = assert_identical(inline.content)
+    assert (len(seen["chunk_ns"]), seen["reasoning_events"]) == (6, 0)
+    assert b"<think> the" in inline.content and b"says</think>" in inline.content
+    assert assert_identical(apart.content)["reasoning_events"] == 3
+    assert whole.json()["choices"][0]["message"]["reasoning_content"] == " the sim says"

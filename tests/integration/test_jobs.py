@@ -214,8 +214,20 @@ async def test_fixed_sim_figures_match_ground_truth(
         "server_n_out",
         "server_n_prefilled",
         "cap_wait_ms",
+        "n_reasoning",
+        "ttfr_ms",
+        "reasoning_source",
+        "model",
+        "tool_calls",
+        "tool_calls_valid",
+        "structured_valid",
+        "images",
+        "image_tokens",
     ]
     assert len(table) == 54
+    # a plain job: no request feature says anything (empty cells)
+    for name in ("n_reasoning", "ttfr_ms", "model", "tool_calls", "structured_valid", "images"):
+        assert {row[name] for row in table} == {""}, name
     # no load.max_concurrency: no request waited for a slot (an empty cell, not 0)
     assert {row["cap_wait_ms"] for row in table} == {""}
     # the default simulator reports no cache and no timings of its own: empty cells

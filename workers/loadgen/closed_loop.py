@@ -42,6 +42,8 @@ class LevelPlan:
     warmup_s: float | None = None
     keep_text: bool = False
     keep_answer: bool = False
+    # The answer's content and tool calls apart, judged after the level (AnswerParts).
+    keep_parts: bool = False
     ramp_s: float | None = None
 
     @property
@@ -75,6 +77,7 @@ async def run_closed_loop(
     deadline = sys.maxsize if plan.duration_s is None else warm_until + round(plan.duration_s * 1e9)
     keep_text = plan.keep_text
     keep_answer = plan.keep_answer
+    keep_parts = plan.keep_parts
 
     total = plan.total
     users = plan.concurrency if total is None else min(plan.concurrency, total)
@@ -96,7 +99,15 @@ async def run_closed_loop(
             seq = next_seq
             next_seq += 1
             body, n_in = plan.make_request(seq)
-            rec = RawRequest(seq, warm, t_sched, n_in, keep_text=keep_text, keep_answer=keep_answer)
+            rec = RawRequest(
+                seq,
+                warm,
+                t_sched,
+                n_in,
+                keep_text=keep_text,
+                keep_answer=keep_answer,
+                keep_parts=keep_parts,
+            )
             await send(client, target, body, rec, stream=plan.stream, slot=slot)
             done.append(rec)
             plan.on_done(rec)

@@ -43,6 +43,8 @@ class RatePlan:
     on_done: Callable[[RawRequest], None]
     keep_text: bool = False
     max_concurrency: int | None = None
+    # The answer's content and tool calls apart, judged after the level (AnswerParts).
+    keep_parts: bool = False
 
     @property
     def total(self) -> int:
@@ -143,7 +145,14 @@ async def run_open_loop(
         for seq, offset in enumerate(plan.offsets_ns):
             due = start + offset
             await wait_until(due)
-            rec = RawRequest(seq, seq < plan.warmup, due, n_in, keep_text=plan.keep_text)
+            rec = RawRequest(
+                seq,
+                seq < plan.warmup,
+                due,
+                n_in,
+                keep_text=plan.keep_text,
+                keep_parts=plan.keep_parts,
+            )
             if cap is not None:
                 rec.t_slot = await cap.take(due)
             if free_slots:

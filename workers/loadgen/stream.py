@@ -146,16 +146,19 @@ def request_body(
     ignore_eos: bool,
     temperature: float | None,
     messages: list[dict[str, Any]] | None = None,
+    model: str | None = None,
+    features: dict[str, Any] | None = None,
 ) -> bytes:
     """The JSON body for one request (infercost/engines/requests.py): usage asked for in the
     stream, an exact length asked the engine's way when `ignore_eos`. Chat endpoints get
     `messages` when given (a dataset's chat item), else `prompt` as one user message. An
-    embeddings endpoint gets `prompt` as its one input."""
+    embeddings endpoint gets `prompt` as its one input. `model` (one of workload.models)
+    replaces the endpoint's."""
     if target.api == EMBEDDINGS_API:
-        return embeddings_body(target.model, prompt)
+        return embeddings_body(model or target.model, prompt)
     return generation_body(
         api=target.api,
-        model=target.model,
+        model=model or target.model,
         engine=target.engine,
         prompt=prompt,
         max_tokens=max_tokens,
@@ -163,6 +166,7 @@ def request_body(
         exact_length=ignore_eos,
         temperature=temperature,
         messages=messages,
+        features=features,
     )
 
 
@@ -353,6 +357,8 @@ async def _read_whole(response: httpx.Response, rec: RawRequest) -> None:
         event = decode_event(body)
     except msgspec.DecodeError as exc:
         raise RequestFailure("protocol", f"malformed response body: {str(exc)[:200]}") from None
+    if rec.parts is not None:
+        rec.parts.take(event)
     on_event(event, judge(event, rec.text), rec, rec.t_end)
     settle_timings(rec)
 

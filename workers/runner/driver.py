@@ -26,6 +26,7 @@ from infercost.figures.metrics import RequestTiming
 from infercost.jobs.arrivals import arrival_offsets, level_cap
 from infercost.jobs.plan import LoadPlan, Mode
 from infercost.net.outbound import Policy
+from infercost.workload.tools import Judge
 from workers.live import LiveLevel
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
 from workers.loadgen.open_loop import RatePlan, run_open_loop
@@ -108,7 +109,12 @@ async def plan_level(
         # Unknown until the level ends; more are drawn on demand.
         known = int(measured or 0) + warmup + 1024
     rng = np.random.default_rng([seed, level_index])
+    models = source.draw_models(known, level_index)
     requests = await source.requests(target, known, rng, level_index, mine)
+    requests.models = models
+    requests.judge = source.judge
+    judging = requests.judge is not None or requests.judge_for is not None
+    requests.images = 0 if source.images is None else source.images.count
     then = requests.on_done
 
     def on_done(rec: RawRequest) -> None:
@@ -127,6 +133,7 @@ async def plan_level(
             on_done,
             keep_text,
             max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
+            keep_parts=judging,
         )
     else:
         plan = LevelPlan(
@@ -140,6 +147,7 @@ async def plan_level(
             warmup_s=warmup_s,
             keep_text=keep_text,
             keep_answer=requests.keep_answer,
+            keep_parts=judging,
         )
     return plan, requests
 
@@ -233,12 +241,51 @@ async def drive_level(
         # that the level's clock has stopped.
         await count_outputs(rt.http, requests.tokenizer, done)
     timings = [r.timing(origin) for r in done]
+    _label(timings, requests)
+    if requests.judge is not None or requests.judge_for is not None:
+        judge_for = requests.judge_for or (lambda _seq: requests.judge)
+        _judge_answers(done, timings, judge_for)
+    return DrivenLevel(timings, cpu_util, reading, telemetry, origin / 1e9)
+
+
+def _judge_answers(
+    done: list[RawRequest],
+    timings: list[RequestTiming],
+    judge_for: Callable[[int], Judge | None],
+) -> None:
+    """Each answer judged now that the level's clock has stopped (workload.features tools,
+    structured): its tool calls (valid when they name an offered tool and their arguments
+    are JSON of its schema) and its structured answer (JSON of the schema asked for)."""
+    for rec, t in zip(done, timings, strict=True):
+        parts = rec.parts
+        judge = judge_for(t.seq)
+        if parts is None or judge is None or t.error_class is not None:
+            continue
+        calls = parts.tool_calls()
+        if judge.tools:
+            verdict = judge.calls(calls)
+            t.tool_calls, t.tool_calls_valid = verdict.calls, verdict.valid
+            t.invalid_reasons = list(verdict.why)
+        if judge.structured and not calls:
+            verdict = judge.answer("".join(parts.content))
+            t.structured_valid = bool(verdict.valid)
+            t.invalid_reasons = [*(t.invalid_reasons or []), *verdict.why]
+        rec.parts = None
+
+
+def _label(timings: list[RequestTiming], requests: LevelRequests) -> None:
+    """What each request's figures need from how it was made: whether its prompt had exactly
+    its drawn length, and the model it asked for (workload.models)."""
     exact = requests.exact
+    models = requests.models
     for t in timings:
+        if models is not None:
+            t.model = models[t.seq]
+        if requests.images:
+            t.images = requests.images
         checked = t.seq < len(exact) and exact[t.seq]
         # A checked prompt stays exact only if the server's own count agrees.
         t.prompt_length = EXACT if checked and t.n_in == t.n_in_target else APPROXIMATE
         if requests.from_dataset:
             # Taken from a dataset: no length was drawn for it.
             t.prompt_length, t.n_in_target = DATASET, None
-    return DrivenLevel(timings, cpu_util, reading, telemetry, origin / 1e9)

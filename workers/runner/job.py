@@ -236,6 +236,7 @@ class JobRunner:
                 ),
                 embeddings=target.api == EMBEDDINGS_API,
                 capacity_short=decision.reason if decision and decision.client_bound else None,
+                reasoning=self.plan.workload.has("reasoning"),
             )
             if decision is not None:
                 figures.client["sharding"] = decision.block()

@@ -20,8 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from infercost.jobs.plan import WorkloadPlan
+from infercost.jobs.plan import ImageSpec, WorkloadPlan
+from infercost.workload.images import image_part
+from infercost.workload.models import ModelDraws
 from infercost.workload.synthetic import LengthDraws, PromptMaker
+from infercost.workload.tools import STRUCTURED_SCHEMA, TOOLS, Judge, response_format
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.tokenize import (
     CALIBRATIONS,
@@ -52,7 +55,7 @@ class LevelRequests:
     seq, which prompts were checked to be exactly their drawn length; `prompt_tokenizer` is
     the run's prompt_tokenizer block (None: not synthetic); `from_dataset` marks prompts taken
     from a dataset (no length was drawn); `keep_answer` keeps each answer's text (sessions
-    send it back)."""
+    send it back); `models` the model each request asked for (workload.models)."""
 
     make_request: Callable[[int], tuple[bytes, int]]
     on_done: Callable[[RawRequest], None] | None = None
@@ -61,6 +64,15 @@ class LevelRequests:
     prompt_tokenizer: dict[str, Any] | None = None
     from_dataset: bool = False
     keep_answer: bool = False
+    # The model of each request by seq (workload.models); None: the endpoint's.
+    models: ModelDraws | None = None
+    # Judges each answer after the level (workload.features tools, structured); None: none.
+    judge: Judge | None = None
+    # A dataset's judge of request seq (an item's own tools and response format); None: the
+    # level's `judge` for every request.
+    judge_for: Callable[[int], Judge | None] | None = None
+    # Images each request carries (workload.features image); 0: none.
+    images: int = 0
 
 
 class RequestSource:
@@ -73,6 +85,43 @@ class RequestSource:
         self._replay: Replay | None = None
         self._counter: Tokenizer | None = None
         self._counter_probed = False
+        # The level's model of each request (workload.models), drawn by `draw_models`.
+        self.models: ModelDraws | None = None
+        # The fields workload.features adds to every request, and the judge of its answers.
+        self.features: dict[str, Any] = {}
+        if workload.has("tools"):
+            self.features["tools"] = TOOLS
+            self.features["tool_choice"] = "required"
+        if workload.has("structured"):
+            self.features["response_format"] = response_format(STRUCTURED_SCHEMA)
+        # The image feature: images per request and their size (workload.images).
+        self.images = None
+        if workload.has("image"):
+            self.images = workload.images or ImageSpec()
+        self.judge = (
+            Judge(
+                TOOLS if workload.has("tools") else None,
+                STRUCTURED_SCHEMA if workload.has("structured") else None,
+            )
+            if self.features
+            else None
+        )
+
+    def draw_models(self, known: int, level_index: int) -> ModelDraws | None:
+        """The model each request of level `level_index` asks for (workload.models), from a
+        generator of its own (seed, level, 2): drawing them never shifts the lengths or
+        prompts. None without models: every request asks for the endpoint's."""
+        models = self.workload.models
+        if models is None:
+            self.models = None
+        else:
+            self.models = ModelDraws(
+                [m.name for m in models],
+                [m.weight for m in models],
+                known,
+                np.random.default_rng([self.workload.seed, level_index, 2]),
+            )
+        return self.models
 
     async def requests(
         self,
@@ -93,9 +142,24 @@ class RequestSource:
         prompt: str,
         max_tokens: int,
         messages: list[dict[str, Any]] | None = None,
+        *,
+        seq: int,
+        own: dict[str, Any] | None = None,
     ) -> bytes:
-        """One request's JSON body with the workload's stream, ignore_eos and temperature."""
+        """Request `seq`'s JSON body with the workload's stream, ignore_eos and temperature,
+        to its drawn model (workload.models) or the endpoint's."""
         workload = self.workload
+        features = self.features
+        if own:
+            # A dataset item's own features: its fields win over the workload's.
+            features = {**features, **{k: v for k, v in own.items() if k != "images"}}
+            if own.get("images"):
+                asked = messages or [{"role": "user", "content": prompt}]
+                messages = with_image_urls(asked, own["images"])
+        if self.images is not None:
+            messages = with_images(
+                messages or [{"role": "user", "content": prompt}], self.images, seq
+            )
         return request_body(
             target,
             prompt,
@@ -104,6 +168,8 @@ class RequestSource:
             ignore_eos=workload.ignore_eos,
             temperature=workload.temperature,
             messages=messages,
+            model=None if self.models is None else self.models[seq],
+            features=features,
         )
 
     async def replay(self) -> Replay:
@@ -123,6 +189,45 @@ class RequestSource:
             self._counter = (await PROBES.get(self.rt.http, target)).tokenizer
             self._counter_probed = True
         return self._counter
+
+
+def with_images(
+    messages: list[dict[str, Any]], images: ImageSpec, seq: int
+) -> list[dict[str, Any]]:
+    """`messages` with request `seq`'s images (made here, one per request and position) after
+    the text of its last user message."""
+    *before, last = messages
+    text = last.get("content")
+    parts: list[dict[str, Any]] = (
+        list(text) if isinstance(text, list) else [{"type": "text", "text": text or ""}]
+    )
+    for i in range(images.count):
+        parts.append(image_part(images.width, images.height, seq * images.count + i))
+    return [*before, {**last, "content": parts}]
+
+
+def with_image_urls(messages: list[dict[str, Any]], urls: list[str]) -> list[dict[str, Any]]:
+    """`messages` with a dataset item's images (their URLs as given) after the text of its
+    last user message."""
+    *before, last = messages
+    text = last.get("content")
+    parts: list[dict[str, Any]] = (
+        list(text) if isinstance(text, list) else [{"type": "text", "text": text or ""}]
+    )
+    parts.extend({"type": "image_url", "image_url": {"url": url}} for url in urls)
+    return [*before, {**last, "content": parts}]
+
+
+def item_judge(features: dict[str, Any] | None, default: Judge | None) -> Judge | None:
+    """The judge of a dataset item's answer: by its own tools and response format where it
+    has them, else the workload's."""
+    if not features or not ("tools" in features or "response_format" in features):
+        return default
+    response = features.get("response_format") or {}
+    schema = None
+    if response.get("type") == "json_schema":
+        schema = (response.get("json_schema") or {}).get("schema") or {}
+    return Judge(features.get("tools"), schema)
 
 
 def _lengths(spec: Any, known: int, rng: np.random.Generator, what: str) -> LengthDraws:
@@ -172,7 +277,8 @@ class SyntheticSource(RequestSource):
             else:
                 words = prompts.words_for(n_in)
             sent_words[seq] = words + pad
-            return self.body(target, prompts.make(seq, words, pad), outputs[seq]), n_in
+            body = self.body(target, prompts.make(seq, words, pad), outputs[seq], seq=seq)
+            return body, n_in
 
         def on_done(rec: RawRequest) -> None:
             if rec.count_source == "usage" and rec.n_in:
@@ -244,12 +350,27 @@ class ReplaySource(RequestSource):
                 # output_tokens is given.
                 assert outputs is not None
                 max_tokens = outputs[seq]
-            return self.body(target, item.prompt, max_tokens, item.messages), item.local_tokens
+            body = self.body(
+                target, item.prompt, max_tokens, item.messages, seq=seq, own=item.features
+            )
+            return body, item.local_tokens
+
+        judges: dict[int, Judge | None] = {}
+
+        def judge_for(seq: int) -> Judge | None:
+            item = replay[seq]
+            if id(item) not in judges:
+                judges[id(item)] = item_judge(item.features, self.judge)
+            return judges[id(item)]
 
         # Dataset prompts have no drawn length to check; the tokenizer route, where there is
         # one, still counts output when the server sends no usage.
+        own = any(item.features for item in replay.items)
         return LevelRequests(
-            make_request, tokenizer=await self.output_counter(target), from_dataset=True
+            make_request,
+            tokenizer=await self.output_counter(target),
+            from_dataset=True,
+            judge_for=judge_for if own else None,
         )
 
 
@@ -311,7 +432,7 @@ class SessionSource(RequestSource):
                 # The API asks for output_tokens unless every item gives max_tokens.
                 assert outputs is not None
                 max_tokens = outputs[seq]
-            return self.body(target, "", max_tokens, messages), local_tokens
+            return self.body(target, "", max_tokens, messages, seq=seq), local_tokens
 
         def on_done(rec: RawRequest) -> None:
             ok = rec.error_class is None and bool(rec.text)

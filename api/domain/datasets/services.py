@@ -75,7 +75,13 @@ class DatasetService:
             "skipped_items": parsed.skipped,
         }
         rows = [
-            {"prompt": i.prompt, "messages": i.messages, "max_tokens": i.max_tokens} for i in items
+            {
+                "prompt": i.prompt,
+                "messages": i.messages,
+                "max_tokens": i.max_tokens,
+                "features": i.features,
+            }
+            for i in items
         ]
         try:
             async with self.session.begin_nested():

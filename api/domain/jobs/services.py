@@ -47,14 +47,19 @@ from infercost.endpoints.preflight import refuse_if_failed
 from infercost.endpoints.pricing import HourlyPrice, hourly_price, rfc3339
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import Conflict, Gone, InvalidInput, NotFound
-from infercost.figures.cost import hosted_run_cost, run_cost
+from infercost.figures.cost import hosted_run_cost, per_million, run_cost
 from infercost.figures.metrics import distribution
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.foresight import foreseen_inadequacy
 from infercost.jobs.models import Job, RequestSample, Run
 from infercost.jobs.plan import Plan, read_load, resolve_plan
 from infercost.jobs.repository import JobRepository
-from infercost.jobs.rules import ServerLimits, check_for_embeddings, check_plan
+from infercost.jobs.rules import (
+    ServerLimits,
+    check_features_for_api,
+    check_for_embeddings,
+    check_plan,
+)
 from infercost.planning.presets import get_preset
 from infercost.planning.roofline import Hardware, ModelFacts
 from infercost.webhooks.outbox import record_job_finished
@@ -92,12 +97,35 @@ def stored_price(run: Run) -> HourlyPrice:
 _DISTRIBUTIONS = (
     "ttft_ms",
     "ttfo_ms",
+    "ttfr_ms",
     "tpot_ms",
     "itl_ms",
     "e2e_ms",
     "queue_delay_ms",
     "per_user_tokens_per_s",
 )
+
+
+def _model_figures(
+    blocks: list[dict[str, Any]] | None, usd_per_hour: float | None
+) -> list[dict[str, Any]] | None:
+    """A run's per-model figures (workload.models), each with its part of the cost: the
+    run's USD per hour split by the tokens each model used."""
+    if not blocks:
+        return None
+    figures = []
+    for block in blocks:
+        share = block.get("token_share")
+        hourly = None if usd_per_hour is None or share is None else usd_per_hour * share
+        out, inp = block.get("output_tokens_per_s"), block.get("input_tokens_per_s")
+        total = None if out is None or inp is None else out + inp
+        cost = {
+            "usd_per_hour": hourly,
+            "per_million_output_tokens_usd": per_million(hourly, out),
+            "per_million_total_tokens_usd": per_million(hourly, total),
+        }
+        figures.append({**block, "cost": cost})
+    return figures
 
 
 def run_summary(
@@ -116,6 +144,7 @@ def run_summary(
             total_tokens_per_s=run.total_tokens_per_s,
             requests_per_s=run.requests_per_s,
             goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
+            answer_tokens_per_s=run.answer_tokens_per_s,
         )
     else:
         cost = run_cost(
@@ -126,6 +155,7 @@ def run_summary(
             goodput_output_tokens_per_s=run.goodput_output_tokens_per_s,
             reason=price.note,
             input_tokens_per_s=run.input_tokens_per_s,
+            answer_tokens_per_s=run.answer_tokens_per_s,
         )
     # The run's columns of the same name (its figures, and the JSONB blocks that become
     # their structs) are converted by msgspec; given here is only what the row keeps under
@@ -153,6 +183,11 @@ def run_summary(
         cache=run.cache or None,
         adequacy=run.adequacy or None,
         concurrency_cap=run.concurrency_cap or None,
+        reasoning=run.reasoning or None,
+        models=_model_figures(run.models, cost.usd_per_hour),
+        tools=run.tools or None,
+        structured=run.structured or None,
+        image=run.image or None,
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
     )
@@ -255,6 +290,7 @@ class JobService:
             refuse_if_failed(endpoint.id, endpoint.name, endpoint.check, endpoint.checked_at)
         if endpoint.api == "openai-embeddings":
             check_for_embeddings(plan)
+        check_features_for_api(plan, endpoint.api)
         dataset = await workload_dataset(self.session, self.team_id, plan.workload, endpoint.api)
         workload = plan.encode()["workload"]
         return PlannedJob(

@@ -8,9 +8,11 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from infercost.jobs.plan import Feature
 from infercost.jobs.sweep import MAX_LEVELS
 from infercost.limits import MAX_RATE, MAX_TOKENS, MIN_RATE
 from infercost.shards.split import MAX_SHARDS
+from infercost.workload.models import MAX_MODELS
 
 TokenCount = Annotated[float, msgspec.Meta(gt=0, le=MAX_TOKENS)]
 SloLimit = Annotated[float, msgspec.Meta(gt=0)]
@@ -134,6 +136,44 @@ class Prefix(msgspec.Struct, forbid_unknown_fields=True):
     ]
 
 
+class ModelShare(msgspec.Struct, forbid_unknown_fields=True):
+    """One model or adapter served by the endpoint, and its weight among workload.models."""
+
+    name: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=256,
+            description="The model name requests ask for (the body's `model`)",
+            examples=["llama-3.1-8b-lora-support"],
+        ),
+    ]
+    weight: Annotated[
+        float,
+        msgspec.Meta(
+            gt=0,
+            le=1e6,
+            description="Its share of the requests: weight / the sum of the weights",
+            examples=[3.0],
+        ),
+    ] = 1.0
+
+
+class Images(msgspec.Struct, forbid_unknown_fields=True):
+    """The images each request of the `image` feature carries, made locally: PNG files of
+    this size, a different one per request."""
+
+    count: Annotated[
+        int, msgspec.Meta(ge=1, le=16, description="Images per request", examples=[1])
+    ] = 1
+    width: Annotated[
+        int, msgspec.Meta(ge=16, le=4096, description="Width in pixels", examples=[512])
+    ] = 512
+    height: Annotated[
+        int, msgspec.Meta(ge=16, le=4096, description="Height in pixels", examples=[512])
+    ] = 512
+
+
 class Workload(msgspec.Struct, forbid_unknown_fields=True):
     """What each request asks for: prompt and output lengths, sampling, streaming.
 
@@ -230,6 +270,37 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
             description="Seed of the prompts and their order; absent: a fresh one per job "
             "(returned in the job), so reruns do not hit a warm prefix cache",
             examples=[42],
+        ),
+    ] = None
+    features: Annotated[
+        list[Feature],
+        msgspec.Meta(
+            description="What requests carry beyond a prompt, combined: reasoning (reasoning "
+            "tokens counted apart from answer tokens, with their own first-token time and "
+            "rate), tools (tool definitions and tool_choice required; the share of calls valid "
+            "against their schema), structured (response_format with a JSON schema; the share "
+            "of answers valid against it), image (chat with image parts made locally at "
+            "workload.images' size; image tokens where usage reports them); empty: plain "
+            "requests",
+            examples=[["reasoning"]],
+        ),
+    ] = []
+    models: Annotated[
+        Annotated[list[ModelShare], msgspec.Meta(max_length=MAX_MODELS)] | None,
+        msgspec.Meta(
+            description="Models or adapters on the endpoint to spread requests over: each "
+            "request asks for one drawn by weight (seeded, so a rerun sends each request to the "
+            "same model); every run then has per-model figures. Absent: every request asks for "
+            "the endpoint's model",
+            examples=[[{"name": "base", "weight": 3}, {"name": "lora-a", "weight": 1}]],
+        ),
+    ] = None
+    images: Annotated[
+        Images | None,
+        msgspec.Meta(
+            description="With the image feature: images per request and their size (absent: "
+            "one of 512 x 512)",
+            examples=[{"count": 1, "width": 512, "height": 512}],
         ),
     ] = None
 

@@ -188,6 +188,202 @@ class Adequacy(msgspec.Struct):
     ]
 
 
+class ReasoningBlock(msgspec.Struct):
+    """Reasoning and answer tokens apart (workload.features "reasoning", or a model that
+    reasoned), over the measured, successful requests. Reasoning tokens are usage's
+    completion_tokens_details.reasoning_tokens where the server counts them (`source`
+    usage), else the events of reasoning text before the answer (`source` events); answer
+    tokens are the rest of the output. The rates split output_tokens_per_s by the share."""
+
+    requests_with_reasoning: Annotated[
+        int, msgspec.Meta(description="Requests that sent any reasoning", examples=[200])
+    ]
+    reasoning_tokens: Annotated[
+        Distribution,
+        msgspec.Meta(description="Reasoning tokens per request", examples=[{"p50": 96.0}]),
+    ]
+    answer_tokens: Annotated[
+        Distribution,
+        msgspec.Meta(
+            description="Answer tokens per request (content and tool calls)",
+            examples=[{"p50": 32.0}],
+        ),
+    ]
+    reasoning_share: Annotated[
+        float | None,
+        msgspec.Meta(description="Reasoning tokens / output tokens (0 to 1)", examples=[0.75]),
+    ]
+    reasoning_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="output_tokens_per_s x reasoning_share, in tokens/s", examples=[3000.0]
+        ),
+    ]
+    answer_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="output_tokens_per_s - reasoning_tokens_per_s, in tokens/s",
+            examples=[1000.0],
+        ),
+    ]
+    source: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Where reasoning counts came from: usage, events or mixed; null when no "
+            "request reasoned",
+            examples=["usage"],
+        ),
+    ]
+
+
+class ModelCost(msgspec.Struct):
+    """One model's part of the run's cost: the run's USD per hour split by the tokens (input
+    and output) each model used in the measured window."""
+
+    usd_per_hour: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="The run's usd_per_hour x this model's token_share", examples=[1.75]
+        ),
+    ]
+    per_million_output_tokens_usd: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="usd_per_hour / (its output tokens/s x 3600) x 1e6", examples=[0.24]
+        ),
+    ]
+    per_million_total_tokens_usd: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="usd_per_hour / (its input and output tokens/s x 3600) x 1e6",
+            examples=[0.06],
+        ),
+    ]
+
+
+class ModelFigures(msgspec.Struct):
+    """One model's figures in a run spread over several (workload.models): its measured
+    requests, latencies, and rates over the run's own window, so each count and rate of the
+    models adds up to the run's."""
+
+    model: Annotated[str, msgspec.Meta(description="The model name", examples=["lora-a"])]
+    requests: Annotated[
+        RequestCounts,
+        msgspec.Meta(
+            description="Its measured requests and failures by class",
+            examples=[{"total": 50, "succeeded": 50, "failed": 0, "errors": {}}],
+        ),
+    ]
+    ttft_ms: Annotated[
+        Distribution, msgspec.Meta(description="Its time to first token, in ms", examples=[{}])
+    ]
+    tpot_ms: Annotated[
+        Distribution, msgspec.Meta(description="Its time per output token, in ms", examples=[{}])
+    ]
+    e2e_ms: Annotated[
+        Distribution, msgspec.Meta(description="Its end-to-end latency, in ms", examples=[{}])
+    ]
+    output_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its output tokens in the run's window / duration", examples=[1.0]
+        ),
+    ]
+    input_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its prompt tokens in the run's window / duration", examples=[1.0]
+        ),
+    ]
+    requests_per_s: Annotated[
+        float | None,
+        msgspec.Meta(description="Its successful requests / the run's duration", examples=[1.0]),
+    ]
+    error_rate: Annotated[
+        float | None, msgspec.Meta(description="Its failed / measured requests", examples=[0.0])
+    ]
+    token_share: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Its input and output tokens in the window / all of the run's (0 to 1)",
+            examples=[0.5],
+        ),
+    ]
+    cost: Annotated[
+        ModelCost | None,
+        msgspec.Meta(description="Its part of the run's cost", examples=[None]),
+    ] = None
+
+
+class ToolsBlock(msgspec.Struct):
+    """Tool calls judged (workload.features tools), over the measured, successful requests: a
+    call is valid when it names one of the request's tools and its arguments parse as JSON
+    and match that tool's parameters schema."""
+
+    requests: Annotated[int, msgspec.Meta(description="Answers judged", examples=[200])]
+    calls: Annotated[int, msgspec.Meta(description="Tool calls they made", examples=[200])]
+    valid_calls: Annotated[int, msgspec.Meta(description="Of those, valid", examples=[196])]
+    valid_share: Annotated[
+        float | None,
+        msgspec.Meta(description="valid_calls / calls (0 to 1)", examples=[0.98]),
+    ]
+    requests_without_call: Annotated[
+        int, msgspec.Meta(description="Answers with no tool call", examples=[0])
+    ]
+    invalid: Annotated[
+        dict[str, int],
+        msgspec.Meta(
+            description="Invalid calls by reason: not_json, schema, unknown_tool",
+            examples=[{"not_json": 4}],
+        ),
+    ]
+
+
+class StructuredBlock(msgspec.Struct):
+    """Structured answers judged (workload.features structured): valid when the answer parses
+    as JSON and matches the schema its request asked for in response_format."""
+
+    answers: Annotated[int, msgspec.Meta(description="Answers judged", examples=[200])]
+    valid: Annotated[int, msgspec.Meta(description="Of those, valid", examples=[200])]
+    valid_share: Annotated[
+        float | None, msgspec.Meta(description="valid / answers (0 to 1)", examples=[1.0])
+    ]
+    invalid: Annotated[
+        dict[str, int],
+        msgspec.Meta(description="Invalid answers by reason: not_json, schema", examples=[{}]),
+    ]
+
+
+class ImageBlock(msgspec.Struct):
+    """Requests with images (workload.features image), over the measured, successful ones:
+    images sent, their prompt tokens where usage reported them, and TTFT (which holds the
+    images' prefill)."""
+
+    requests: Annotated[int, msgspec.Meta(description="Requests with images", examples=[200])]
+    images: Annotated[int, msgspec.Meta(description="Images they carried", examples=[200])]
+    requests_reporting_tokens: Annotated[
+        int,
+        msgspec.Meta(
+            description="Of those, requests whose usage reported image tokens", examples=[200]
+        ),
+    ]
+    image_tokens: Annotated[
+        Distribution,
+        msgspec.Meta(description="Image tokens per request, where reported", examples=[{}]),
+    ]
+    image_token_share: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Image tokens / prompt tokens of the requests that reported them",
+            examples=[0.8],
+        ),
+    ]
+    ttft_ms: Annotated[
+        Distribution,
+        msgspec.Meta(description="TTFT of the requests with images, in ms", examples=[{}]),
+    ]
+
+
 class CacheBlock(msgspec.Struct):
     """Prompt tokens the server served from its prefix cache, over the measured, successful
     requests that reported it (usage.prompt_tokens_details.cached_tokens, or the engine's
@@ -374,6 +570,14 @@ class Cost(msgspec.Struct):
             description="USD per million prompt tokens: usd_per_hour / (input tokens/s x 3600) x "
             "1e6; the cost per token of an embeddings endpoint",
             examples=[0.02],
+        ),
+    ] = None
+    per_million_answer_tokens_usd: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="USD per million answer tokens (reasoning excluded): usd_per_hour / "
+            "(answer tokens/s x 3600) x 1e6; null unless the run counted reasoning apart",
+            examples=[None],
         ),
     ] = None
 
@@ -1021,6 +1225,14 @@ class RunSummary(msgspec.Struct):
             examples=[{"count": 200, "p50": 208.0}],
         ),
     ]
+    ttfr_ms: Annotated[
+        Distribution,
+        msgspec.Meta(
+            description="Time to first reasoning token, in ms, over requests that reasoned "
+            "(count 0 when none did)",
+            examples=[{"count": 200, "p50": 180.0}],
+        ),
+    ]
     tpot_ms: Annotated[
         Distribution,
         msgspec.Meta(
@@ -1203,6 +1415,61 @@ class RunSummary(msgspec.Struct):
             description="Figures that are null because this kind of run has none, each with "
             "the reason (an openai-embeddings endpoint: ttft_ms, ttfo_ms, tpot_ms, itl_ms, "
             "per_user_tokens_per_s, output_tokens_per_s); null when every figure applies",
+            examples=[None],
+        ),
+    ] = None
+    reasoning: Annotated[
+        ReasoningBlock | None,
+        msgspec.Meta(
+            description="Reasoning and answer tokens apart; null unless workload.features has "
+            "reasoning or a request reasoned",
+            examples=[None],
+        ),
+    ] = None
+    reasoning_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(description="Reasoning tokens per second (see reasoning)", examples=[None]),
+    ] = None
+    answer_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(description="Answer tokens per second (see reasoning)", examples=[None]),
+    ] = None
+    models: Annotated[
+        list[ModelFigures] | None,
+        msgspec.Meta(
+            description="Several models on one endpoint (workload.models): each model's figures "
+            "and part of the cost; null when every request asked for the endpoint's model",
+            examples=[None],
+        ),
+    ] = None
+    tools: Annotated[
+        ToolsBlock | None,
+        msgspec.Meta(
+            description="Tool calls judged valid or not; null unless workload.features has tools",
+            examples=[None],
+        ),
+    ] = None
+    tool_calls_valid_share: Annotated[
+        float | None,
+        msgspec.Meta(description="tools.valid_share, as a column", examples=[None]),
+    ] = None
+    structured: Annotated[
+        StructuredBlock | None,
+        msgspec.Meta(
+            description="Structured answers judged valid or not; null unless workload.features "
+            "has structured",
+            examples=[None],
+        ),
+    ] = None
+    structured_valid_share: Annotated[
+        float | None,
+        msgspec.Meta(description="structured.valid_share, as a column", examples=[None]),
+    ] = None
+    image: Annotated[
+        ImageBlock | None,
+        msgspec.Meta(
+            description="Requests with images: images, image tokens, TTFT; null unless "
+            "workload.features has image",
             examples=[None],
         ),
     ] = None
@@ -1402,6 +1669,21 @@ class Sample(msgspec.Struct):
     # How long it waited for a slot under load.max_concurrency (part of t_send - t_sched,
     # asked for by the plan); null without a cap.
     cap_wait_ms: float | None = None
+    # Reasoning tokens of the answer (usage's, else its reasoning events) and the time to its
+    # first reasoning event; null when it showed no reasoning.
+    n_reasoning: int | None = None
+    ttfr_ms: float | None = None
+    reasoning_source: str | None = None
+    # The model it asked for (workload.models); null: the endpoint's.
+    model: str | None = None
+    # Tool calls made and valid, whether the structured answer was valid, and why not.
+    tool_calls: int | None = None
+    tool_calls_valid: int | None = None
+    structured_valid: bool | None = None
+    invalid_reasons: list[str] | None = None
+    # Images it carried and their prompt tokens, where usage said.
+    images: int | None = None
+    image_tokens: int | None = None
 
 
 class SamplePage(msgspec.Struct):
@@ -1416,7 +1698,7 @@ class SamplePage(msgspec.Struct):
 
 #: Sample fields the CSV export leaves out: the error's own text, and the per-event lists
 #: (JSON pages carry them).
-CSV_LEFT_OUT = frozenset({"error", "chunk_times_ms", "chunk_tokens"})
+CSV_LEFT_OUT = frozenset({"error", "chunk_times_ms", "chunk_tokens", "invalid_reasons"})
 #: Columns of the CSV export, in order (CONTRACT.md, Raw samples): the sample's fields.
 CSV_COLUMNS: tuple[str, ...] = tuple(
     name for name in Sample.__struct_fields__ if name not in CSV_LEFT_OUT
