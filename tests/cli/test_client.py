@@ -106,6 +106,8 @@ def test_api_hints_name_the_commands_own_flags() -> None:
     )
     check = "check again (POST /v1/endpoints/8b58/check, or GET /v1/endpoints/8b58)"
     assert in_cli_words(check, {}) == check
+
+
 def test_the_feature_options_make_the_workload() -> None:
     from cli.commands import job_body, parse_images, parse_models
 
