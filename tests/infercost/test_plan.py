@@ -169,6 +169,8 @@ def test_the_row_stores_every_key_with_whole_levels_as_integers() -> None:
         "rate_levels": None, "max_concurrency": None, "max_error_rate": None,
         # Splitting decided per level (the default where nothing must stay in one process).
         "shards": "auto",
+        # A trace replay's fields, null for every other mode.
+        "traffic_id": None, "time_scale": None, "window": None, "interval_s": None,
     }  # fmt: skip
     assert [type(x) for x in stored["load"]["levels"]] == [int, float]
     assert stored["workload"] == {

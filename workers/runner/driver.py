@@ -33,7 +33,7 @@ from workers.loadgen.stream import RawRequest, Target, open_connections
 from workers.loadgen.tokenize import APPROXIMATE, EXACT, count_outputs
 from workers.progress import Progress
 from workers.replay import DATASET
-from workers.runner.sources import LevelRequests, Mine, RequestSource
+from workers.runner.sources import LevelRequests, Mine, RequestSource, TraceSource
 from workers.runtime import Runtime
 from workers.telemetry import LevelTelemetry
 
@@ -95,7 +95,14 @@ async def plan_level(
     measured = load.requests_per_level
     duration = load.duration_s
     offsets_ns: list[int] | None = None
-    if mode in ("rate", "burst"):
+    if mode == "trace":
+        if not isinstance(source, TraceSource):
+            raise ValueError("a trace level needs the trace's requests")
+        # The trace's own schedule, compressed by time_scale; every request is measured.
+        offsets_ns = (await source.window()).offsets_ns()
+        warmup = 0
+        known = len(offsets_ns)
+    elif mode in ("rate", "burst"):
         # A generator of its own, so the schedule never shifts the lengths or prompts.
         offsets = level_schedule(load, mode, level, np.random.default_rng([seed, level_index, 1]))
         if warmup_s:
