@@ -14,10 +14,13 @@ from infercost.reports.numbers import rounded
 
 def level_label(level: float, mode: str) -> str:
     """A load level as reports, the API and the CLI name it: '1 user', '8 users' (closed
-    loop), '12.9 req/s' (open loop) or '200 at once' (a burst), rounded to three
+    loop), '12.9 req/s' (open loop), '200 at once' (a burst) or 'trace, 12.9 req/s mean' (a
+    replay: the mean rate its schedule asks for), rounded to three
     significant figures."""
     if mode == "burst":
         return f"{rounded(level)} at once"
+    if mode == "trace":
+        return f"trace, {rounded(level)} req/s mean"
     if mode != "concurrency":
         return f"{rounded(level)} req/s"
     return "1 user" if level == 1 else f"{rounded(level)} users"

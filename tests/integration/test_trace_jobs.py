@@ -7,7 +7,9 @@ small hand-made one whose cache hits are worked out below."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,12 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner, Result
 
+from cli import main
 from sim.config import SimConfig
 from sim.process import SimProcess
-from tests.conftest import TeamClient
+from tests.conftest import Api, TeamClient
 from tests.truth import judge, read_record, recording_sim
 
 pytestmark = pytest.mark.integration
@@ -245,3 +249,67 @@ async def test_a_trace_job_is_checked_when_it_is_submitted(team: TeamClient) -> 
     )
     assert response.status_code == 422
     assert "workload.input_tokens" in response.text
+
+
+@pytest.mark.usefixtures("worker")
+async def test_the_cli_replays_a_trace_and_says_what_it_compressed(
+    api_server: Api, team: TeamClient, cache_sim: SimProcess
+) -> None:
+    endpoint = await team.create_endpoint(base_url=cache_sim.base_url + "/v1")
+    path = TRACES / "azure_conv_300.csv"
+    frame = azure_offsets(path)
+    count = int((frame["offset_s"] < 40).sum())
+
+    def cli(*args: str) -> Result:
+        env = {"INFERCOST_URL": api_server.url, "INFERCOST_TOKEN": team.key}
+        return CliRunner().invoke(main, list(args), env=env)
+
+    imported = await asyncio.to_thread(
+        cli, "traffic", "import", str(path), "--format", "azure", "--name", "conv-slice"
+    )
+    assert imported.exit_code == 0, imported.output
+    refused = await asyncio.to_thread(
+        cli, "jobs", "submit", "--endpoint", endpoint["name"], "--time-scale", "20"
+    )
+    assert refused.exit_code == 2 and "give --trace NAME too" in refused.output
+    watched = await asyncio.to_thread(
+        cli,
+        "jobs", "submit", "--endpoint", endpoint["name"], "--trace", "conv-slice",
+        "--time-scale", "20", "--window-start", "0", "--window-duration", "40",
+        "--interval", "20", "--slo-ttft-p95", "500", "--watch",
+    )  # fmt: skip
+    assert watched.exit_code == 0, watched.output
+    assert "replay: 40 s of the trace sent in 2 s (20x faster than recorded); " in watched.output
+    assert f"{count:,} of the window's {count:,} requests sent" in watched.output
+    assert "SLO attained per 20 s of trace: 100%, 100%" in watched.output
+    job_id = re.search(r"submitted job ([0-9a-f-]{36})", watched.output)
+    assert job_id is not None, watched.output
+    shown = await asyncio.to_thread(cli, "jobs", "show", job_id.group(1))
+    assert shown.exit_code == 0, shown.output
+    assert "trace x20, 0-40 s" in shown.output
+    assert "replay: 40 s of the trace sent in 2 s" in shown.output
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_session_grows_one_conversation_prompt_in_order(
+    team: TeamClient, cache_sim: SimProcess
+) -> None:
+    # Two interleaved sessions in the infercost format, 500 ms apart (50 ms at x10). A
+    # session's request k sends its conversation so far: the first n words of one growing
+    # text, so it finds the session's previous prompt (all of it) in the cache, and nothing
+    # of the other session's.
+    rows = [
+        (0.0, 100, "a"),  # 0
+        (0.5, 80, "b"),  # 0
+        (1.0, 250, "a"),  # a's 100
+        (1.5, 200, "b"),  # b's 80
+        (2.0, 400, "a"),  # a's 250
+    ]
+    lines = ["timestamp,input_tokens,output_tokens,session_id"]
+    lines += [f"{1_764_000_000 + at},{n},4,{session}" for at, n, session in rows]
+    log = await import_log(team, ("\n".join(lines) + "\n").encode(), "infercost", "sessions")
+    endpoint = await team.create_endpoint(base_url=cache_sim.base_url + "/v1")
+    await team.run_job(trace_job(endpoint["id"], log["id"], time_scale=10))
+    got = await received(cache_sim, len(rows))
+    assert [r["prompt_tokens"] for r in got] == [100, 80, 250, 200, 400]
+    assert [r["cached_tokens"] for r in got] == [0, 0, 100, 80, 250]
