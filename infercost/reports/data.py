@@ -124,6 +124,24 @@ class SloLimit:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetSeries:
+    """A trace's demand over time with the fleets that serve it (infercost.planning.fleets):
+    per interval of `interval_s` from `starts_s`, the demand (requests/s of its busiest
+    minute) and the autoscaled fleet's replicas; the fixed fleet's replicas; one replica's
+    capacity at the SLO; the part of the trace the job replayed (`window`, seconds).
+    `why_empty` says why there is nothing to draw (no capacity at the SLO, the log gone)."""
+
+    interval_s: float
+    starts_s: tuple[float, ...] = ()
+    demand_rps: tuple[float, ...] = ()
+    autoscaled: tuple[int, ...] = ()
+    fixed: int = 0
+    capacity_rps: float = 0.0
+    window: tuple[float, float] | None = None
+    why_empty: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobReport:
     """Everything GET /v1/jobs/{id}/report shows."""
 
@@ -136,6 +154,8 @@ class JobReport:
     error: str | None = None
     capacity: str | None = None
     histograms: tuple[Histogram, ...] = ()
+    # A trace replay's report: the trace's demand with the fixed and autoscaled fleets.
+    fleets: FleetSeries | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import numpy as np
 import pandas as pd
@@ -21,9 +23,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli import main
+from infercost.reports.charts import CHART_NAMES, FLEET_CHART
 from sim.config import SimConfig
 from sim.process import SimProcess
 from tests.conftest import Api, TeamClient
+from tests.integration.test_reports import ARTIFACTS, _open
 from tests.truth import judge, read_record, recording_sim
 
 pytestmark = pytest.mark.integration
@@ -313,3 +317,46 @@ async def test_a_session_grows_one_conversation_prompt_in_order(
     got = await received(cache_sim, len(rows))
     assert [r["prompt_tokens"] for r in got] == [100, 80, 250, 200, 400]
     assert [r["cached_tokens"] for r in got] == [0, 0, 100, 80, 250]
+
+
+@pytest.mark.usefixtures("worker")
+async def test_a_trace_report_draws_demand_with_both_fleets(
+    api_server: Api, team: TeamClient, cache_sim: SimProcess, db: asyncpg.Connection
+) -> None:
+    path = TRACES / "azure_code_300.csv"
+    log = await import_log(team, path.read_bytes(), "azure", "azure-report")
+    endpoint = await team.create_endpoint(base_url=cache_sim.base_url + "/v1")
+    # The whole slice (217 s) in two intervals of 120 trace seconds, each with well over
+    # the 50 requests an interval needs to stand as a load point: the job has a capacity.
+    job = await team.run_job(trace_job(endpoint["id"], log["id"], time_scale=10, interval_s=120))
+    # A loaded machine can make the level client-bound (then there is no capacity, and the
+    # chart says so); what this test reads is the chart, so the run is declared adequate.
+    await db.execute(
+        "UPDATE runs SET adequacy = $1, client_bound = false WHERE job_id = $2",
+        json.dumps({"ok": True, "reasons": []}),
+        uuid.UUID(job["id"]),
+    )
+    job = (await team.http.get(f"/v1/jobs/{job['id']}")).json()
+    capacity = job["capacity_at_slo"]
+    assert capacity["requests_per_s"] is not None, json.dumps(capacity)
+    [run] = job["runs"]
+    rates = [i["requests_per_s"] for i in run["replay"]["intervals"]]
+    # The capacity rests on the intervals as load points: within the rates they achieved.
+    assert min(rates) - 1e-9 <= capacity["requests_per_s"] <= max(rates) + 1e-9
+    assert capacity["run_ids"] == [run["id"]]
+
+    html = (await team.http.get(f"/v1/jobs/{job['id']}/report")).text
+    assert "trace replay: 0 to 217 s of a traffic log at 10x its recorded speed" in html
+    drawn = await _open(
+        api_server, team.key, f"/v1/jobs/{job['id']}/report", ARTIFACTS / "trace-report.png"
+    )
+    assert [c["name"] for c in drawn] == [FLEET_CHART, *CHART_NAMES]
+    fleets = drawn[0]
+    assert not fleets["noData"], fleets
+    # Demand, the autoscaled and the fixed fleet, each drawn: the 217 s log is four minutes
+    # (1-minute intervals for a log under half an hour), so five marks on each step line.
+    marks = {s["id"]: s["marks"] for s in fleets["series"]}
+    assert set(marks) == {
+        "series-fleets-demand", "series-fleets-autoscaled", "series-fleets-fixed"
+    }  # fmt: skip
+    assert all(n > 0 for n in marks.values()), marks
