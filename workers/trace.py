@@ -54,7 +54,10 @@ async def load_window(
         repo = TrafficRepository(session)
         traffic = await repo.get_any(load.traffic_id)
         if traffic is None:
-            raise LookupError(f"traffic log {load.traffic_id} no longer exists")
+            raise LookupError(
+                f"traffic log {load.traffic_id} no longer exists: import it again and submit "
+                "a new job"
+            )
         requests = await repo.window(traffic.id, window.start_s, window.duration_s)
     return TraceWindow(
         requests,

@@ -589,7 +589,8 @@ def _failure(job_id: uuid.UUID, exc: Exception) -> str:
         return f"refused by the outbound policy: {exc.detail}"
     if isinstance(exc, socket.gaierror):
         return f"base_url: its host does not resolve ({exc.strerror})"
-    if isinstance(exc, LevelNotStored):
+    if isinstance(exc, LevelNotStored | LookupError):
+        # LookupError: what the job replays is gone (a dataset or traffic log deleted).
         return str(exc)
     log.exception("job %s failed inside the worker", job_id, exc_info=exc)
     return f"the worker failed while running this job ({type(exc).__name__}); see the worker log"
