@@ -130,6 +130,12 @@ def trace_fields(plan: Plan, limits: ServerLimits) -> None:
             "load.arrival",
             "a trace brings its own arrival times: leave arrival and burstiness out",
         )
+    if load.shards != 1:
+        raise InvalidInput(
+            "load.shards",
+            "a trace replay runs in one worker process, so a session's requests keep their "
+            "order: leave shards out",
+        )
     workload = plan.workload
     for name in ("input_tokens", "output_tokens", "dataset_id", "sessions", "prefix"):
         if getattr(workload, name) is not None:

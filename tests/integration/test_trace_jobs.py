@@ -243,6 +243,9 @@ async def test_a_trace_job_is_checked_when_it_is_submitted(team: TeamClient) -> 
     await refused(
         {"mode": "rate", "levels": [1], "time_scale": 10}, "load.time_scale", "only to load.mode"
     )
+    await refused(
+        {"mode": "trace", "traffic_id": log["id"], "shards": "auto"}, "load.shards", "one worker"
+    )
     # The trace gives the lengths: a workload may not.
     response = await team.submit(
         {
