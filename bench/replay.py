@@ -36,8 +36,8 @@ from infercost.traffic.parse import read_all
 from infercost.traffic.repository import WindowRequest
 from sim.config import SimConfig
 from sim.process import start_sim_process
-from workers.loadgen.open_loop import RatePlan, run_open_loop
-from workers.loadgen.stream import RawRequest, Target, request_body
+from workers.loadgen.open_loop import RatePlan, busiest_second, run_open_loop
+from workers.loadgen.stream import RawRequest, Target, open_connections, request_body
 from workers.loadgen.transport import load_client
 from workers.trace import TraceText, TraceWindow
 
@@ -87,6 +87,8 @@ async def replay(base_url: str, window: TraceWindow) -> list[RawRequest]:
     )
     done: list[RawRequest] = []
     async with load_client(1024) as client:
+        # As the worker does: connections for the busiest second, off the clock.
+        await open_connections(client, target, busiest_second(plan.offsets_ns))
         gc.collect()
         gc.freeze()  # as the worker does before a level's clock starts
         await run_open_loop(client, target, plan, done)

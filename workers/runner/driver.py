@@ -28,7 +28,7 @@ from infercost.jobs.plan import LoadPlan, Mode
 from infercost.net.outbound import Policy
 from workers.live import LiveLevel
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
-from workers.loadgen.open_loop import RatePlan, run_open_loop
+from workers.loadgen.open_loop import RatePlan, busiest_second, run_open_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections
 from workers.loadgen.tokenize import APPROXIMATE, EXACT, count_outputs
 from workers.progress import Progress
@@ -191,6 +191,11 @@ async def drive_level(
     elif mode == "burst":
         # Every request goes at once: their connections too are opened off the clock.
         await open_connections(rt.http, target, min(plan.total, plan.max_concurrency or plan.total))
+    elif mode == "trace":
+        # A trace's bursts: as many connections as its busiest second sends, off the clock.
+        await open_connections(
+            rt.http, target, busiest_second(plan.offsets_ns, plan.max_concurrency)
+        )
     # Off the clock: collect now and set aside every object alive (the runtime, earlier
     # levels' data), so the collector's passes during the level walk only what the level
     # itself makes (workers/loadgen/health.py times every pass).
