@@ -84,23 +84,23 @@ def azure_offsets(path: Path) -> pd.DataFrame:
 async def test_replay_sends_the_window_at_its_scaled_times_with_its_lengths(
     team: TeamClient, cache_sim: SimProcess
 ) -> None:
-    path = TRACES / "azure_code_300.csv"
-    log = await import_log(team, path.read_bytes(), "azure", "azure-code-slice")
+    path = TRACES / "azure_conv_300.csv"
+    log = await import_log(team, path.read_bytes(), "azure", "azure-conv-slice")
     endpoint = await team.create_endpoint(base_url=cache_sim.base_url + "/v1")
     frame = azure_offsets(path)
-    # The window [30, 90) s of the trace, ten times faster: 6 s of sending.
-    window = frame[(frame["offset_s"] >= 30) & (frame["offset_s"] < 90)]
+    # The window [5, 65) s of the trace, ten times faster: 6 s of sending.
+    window = frame[(frame["offset_s"] >= 5) & (frame["offset_s"] < 65)]
     job = await team.run_job(
         trace_job(
             endpoint["id"],
             log["id"],
             time_scale=10,
-            window={"start_s": 30, "duration_s": 60},
+            window={"start_s": 5, "duration_s": 60},
             interval_s=20,
         ),
         timeout=120,
     )
-    assert job["load"]["window"] == {"start_s": 30.0, "duration_s": 60.0}
+    assert job["load"]["window"] == {"start_s": 5.0, "duration_s": 60.0}
     assert job["progress"] == {"done": len(window), "total": len(window)}
     [run] = job["runs"]
     assert run["mode"] == "trace"
@@ -119,10 +119,10 @@ async def test_replay_sends_the_window_at_its_scaled_times_with_its_lengths(
     wanted = sorted(zip(window["ContextTokens"], window["GeneratedTokens"], strict=True))
     assert sent == [(int(a), int(b)) for a, b in wanted]
 
-    # Each was due (t_i - t_0 - 30) / 10 after the level started: the client's schedule is
+    # Each was due (t_i - t_0 - 5) / 10 after the level started: the client's schedule is
     # the trace's, to the microsecond it stores.
     rows = await team.samples(run["id"])
-    due = np.sort((window["offset_s"].to_numpy() - 30.0) / 10.0)
+    due = np.sort((window["offset_s"].to_numpy() - 5.0) / 10.0)
     sched = np.sort(np.array([r["t_sched"] for r in rows]))
     assert sched - sched[0] == pytest.approx(due - due[0], abs=2e-6)
     # And the server saw them then: its arrivals, in order, against the due times placed on
@@ -130,7 +130,6 @@ async def test_replay_sends_the_window_at_its_scaled_times_with_its_lengths(
     arrivals = np.sort(np.array([r["arrival"] for r in got]))
     late_ms = (arrivals - (arrivals[0] - due[0]) - due) * 1000.0
     record = await read_record(cache_sim)
-    judge(float(late_ms.max()), record, "a trace replayed at time_scale 10")
 
     replay = run["replay"]
     assert replay["traffic_requests"] == replay["sent"] == len(window)
@@ -139,15 +138,18 @@ async def test_replay_sends_the_window_at_its_scaled_times_with_its_lengths(
     assert replay["compressed"] == "60 s of the trace sent in 6 s (10x faster than recorded)"
     assert replay["send_lateness_ms"]["p99"] is not None
     # Three intervals of 20 trace seconds, each holding the requests due in it.
-    bins = ((window["offset_s"] - 30) // 20).astype(int).value_counts().sort_index()
-    assert [i["start_s"] for i in replay["intervals"]] == [30.0, 50.0, 70.0]
-    assert [i["requests"] for i in replay["intervals"]] == bins.tolist()
-    for interval, count in zip(replay["intervals"], bins.tolist(), strict=True):
+    counts = [int(((window["offset_s"] - 5) // 20 == k).sum()) for k in range(3)]
+    assert sum(counts) == len(window) and all(counts), counts
+    assert [i["start_s"] for i in replay["intervals"]] == [5.0, 25.0, 45.0]
+    assert [i["requests"] for i in replay["intervals"]] == counts
+    for interval, count in zip(replay["intervals"], counts, strict=True):
         # 20 trace seconds are 2 s of sending: the offered rate is the count over 2 s.
         assert interval["offered_requests_per_s"] == pytest.approx(count / 2.0)
         assert interval["requests_per_s"] == pytest.approx(count / 2.0)
         # A 5 ms first token is well within 500 ms: every request met the SLO.
         assert interval["slo_attainment"] == 1.0
+    # Last, as it may mark the test loaded (xfail) rather than pass.
+    judge(float(late_ms.max()), record, "a trace replayed at time_scale 10")
 
 
 # A hand-made Mooncake trace whose requests go one at a time (500 ms apart in the trace, 50
