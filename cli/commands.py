@@ -32,6 +32,7 @@ from cli.watch import (
     cells,
     evidence_text,
     queue_text,
+    replay_text,
     summary_table,
     watch_job,
 )
@@ -124,6 +125,9 @@ def _watch(client: ApiClient, job_id: str, *, as_json: bool, announce: bool = Tr
     else:
         out.print(f"job {final['id']}: {final['status']}", markup=False)
         out.print(summary_table(final))
+        replay = replay_text(final)
+        if replay:
+            out.print(replay, markup=False)
         capacity = capacity_text(final)
         if capacity:
             out.print(capacity, markup=False)
@@ -222,6 +226,14 @@ def _levels_text(stored: Mapping[str, Any]) -> str:
         return "?"
     if load.mode == "sweep":
         return f"sweep ({load.rate_levels} rates)"
+    if load.mode == "trace":
+        window = load.window
+        span = (
+            ""
+            if window is None or window.duration_s is None
+            else f", {window.start_s:g}-{window.start_s + window.duration_s:g} s"
+        )
+        return f"trace x{load.time_scale or 1:g}{span}"
     levels = load.levels or []
     unit = " req/s"
     if load.mode == "concurrency":
@@ -319,6 +331,9 @@ def jobs_show(job: str, as_json: bool, client: ApiClient) -> None:
         for run in state["runs"]:
             runs.add_row(*cells(level_label(float(run["level"]), str(run["mode"])), run["id"]))
         out.print(runs)
+        replay = replay_text(state)
+        if replay:
+            out.print(replay, markup=False)
         capacity = capacity_text(state)
         if capacity:
             out.print(capacity, markup=False)
@@ -342,6 +357,27 @@ _MODES = click.Choice(["concurrency", "rate", "burst"])
     "--max-concurrency",
     type=click.IntRange(1),
     help="Rate or burst: the most requests in flight; later ones wait (as queue delay).",
+)
+@click.option(
+    "--trace",
+    help="Replay this traffic log (name or id; `infercost traffic list`) instead of levels.",
+)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Trace: how much faster than recorded (10: ten trace seconds a second).",
+)
+@click.option("--window-start", type=click.FloatRange(min=0), help="Trace: seconds into the trace.")
+@click.option(
+    "--window-duration",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Trace: how many of its seconds to send (default: to its end).",
+)
+@click.option(
+    "--interval",
+    "interval_s",
+    type=click.FloatRange(min=1),
+    help="Trace: seconds of trace per interval of its SLO series (default 60).",
 )
 @click.option("--slo-ttft-p95", type=float, help="SLO: TTFT p95 in ms.")
 @click.option("--slo-tpot-p95", type=float, help="SLO: TPOT p95 in ms.")
@@ -381,6 +417,11 @@ def jobs_submit(  # click passes every option by name
     duration_s: float | None,
     warmup: int | None,
     max_concurrency: int | None,
+    trace: str | None,
+    time_scale: float | None,
+    window_start: float | None,
+    window_duration: float | None,
+    interval_s: float | None,
     slo_ttft_p95: float | None,
     slo_tpot_p95: float | None,
     features: tuple[str, ...],
@@ -397,13 +438,52 @@ def jobs_submit(  # click passes every option by name
 
     `infercost jobs submit --endpoint sim-fixed --levels 1,8 --input-tokens 512
     --output-tokens 128 --requests 50 --watch`
+
+    `--trace NAME` replays a traffic log instead (each request at its own time, with its own
+    lengths): `infercost jobs submit --endpoint sim-fixed --trace gateway --time-scale 10
+    --window-start 600 --window-duration 300 --watch`.
     """
+    trace_options = (time_scale, window_start, window_duration, interval_s)
+    if trace is None and any(v is not None for v in trace_options):
+        raise click.UsageError(
+            "--time-scale, --window-start, --window-duration and --interval replay a trace: "
+            "give --trace NAME too"
+        )
     if file is not None:
-        if endpoint is not None:
+        if endpoint is not None or trace is not None:
             raise click.UsageError("give FILE or --endpoint with options, not both")
         body = load_job_file(file)
     elif endpoint is None:
         raise click.UsageError("give a job FILE, or --endpoint NAME with the load options")
+    elif trace is not None:
+        drawn = [
+            name
+            for name, value in (
+                ("--input-tokens", input_tokens),
+                ("--output-tokens", output_tokens),
+                ("--requests", requests_per_level),
+                ("--duration-s", duration_s),
+                ("--warmup", warmup),
+            )
+            if value is not None
+        ]
+        if drawn:
+            raise click.UsageError(
+                f"{', '.join(drawn)}: a trace gives each request's lengths and times; leave "
+                "them out with --trace"
+            )
+        body = trace_body(
+            endpoint,
+            resolve.traffic(client, trace)["id"],
+            time_scale=time_scale,
+            window_start=window_start,
+            window_duration=window_duration,
+            interval_s=interval_s,
+            max_concurrency=max_concurrency,
+            preset=preset,
+            slo_ttft_p95=slo_ttft_p95,
+            slo_tpot_p95=slo_tpot_p95,
+        )
     else:
         body = job_body(
             endpoint,
@@ -512,6 +592,49 @@ def job_body(
         slo["ttft_ms"] = {"p95": slo_ttft_p95}
     if slo_tpot_p95 is not None:
         slo["tpot_ms"] = {"p95": slo_tpot_p95}
+    if slo:
+        body["slo"] = slo
+    return body
+
+
+def _slo(slo_ttft_p95: float | None, slo_tpot_p95: float | None) -> dict[str, Any]:
+    slo: dict[str, Any] = {}
+    if slo_ttft_p95 is not None:
+        slo["ttft_ms"] = {"p95": slo_ttft_p95}
+    if slo_tpot_p95 is not None:
+        slo["tpot_ms"] = {"p95": slo_tpot_p95}
+    return slo
+
+
+def trace_body(
+    endpoint: str,
+    traffic_id: str,
+    *,
+    time_scale: float | None = None,
+    window_start: float | None = None,
+    window_duration: float | None = None,
+    interval_s: float | None = None,
+    max_concurrency: int | None = None,
+    preset: str | None = None,
+    slo_ttft_p95: float | None = None,
+    slo_tpot_p95: float | None = None,
+) -> dict[str, Any]:
+    """The POST /v1/jobs body of a trace replay (`endpoint` resolved later)."""
+    load: dict[str, Any] = {"mode": "trace", "traffic_id": traffic_id}
+    if time_scale is not None:
+        load["time_scale"] = time_scale
+    if window_start is not None or window_duration is not None:
+        load["window"] = {"start_s": window_start or 0.0, "duration_s": window_duration}
+    if interval_s is not None:
+        load["interval_s"] = interval_s
+    if max_concurrency is not None:
+        load["max_concurrency"] = max_concurrency
+    body: dict[str, Any] = {
+        "endpoint": endpoint,
+        "workload": {"preset": preset} if preset else {},
+        "load": load,
+    }
+    slo = _slo(slo_ttft_p95, slo_tpot_p95)
     if slo:
         body["slo"] = slo
     return body

@@ -596,6 +596,13 @@ def runs_samples(run: str, output: Path | None, as_json: bool, client: ApiClient
     is_flag=True,
     help="Use evidence measured on other token lengths, labelled as an extrapolation.",
 )
+@click.option(
+    "--chart",
+    "chart_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --traffic: write an HTML page drawing the log's demand over time with each "
+    "deployment's fixed and autoscaled fleets.",
+)
 @json_option
 @api_options
 def estimate(  # click passes every option by name
@@ -616,6 +623,7 @@ def estimate(  # click passes every option by name
     hardware: tuple[str, ...],
     target_utilization: float | None = None,
     allow_mismatched_workload: bool = False,
+    chart_path: Path | None = None,
     as_json: bool,
     client: ApiClient,
 ) -> None:
@@ -653,13 +661,71 @@ def estimate(  # click passes every option by name
     ):
         if value is not None:
             body[key] = value
+    if chart_path is not None and traffic_log is None:
+        raise click.UsageError("--chart draws the fleets over a request log: give --traffic")
     answer = client.post("/v1/estimates", body)
     if as_json:
         emit_json(answer)
     else:
         _print_estimate(answer)
+    if chart_path is not None:
+        page = fleets_page(answer)
+        chart_path.write_text(page, encoding="utf-8")
+        if not as_json:
+            click.echo(f"saved {chart_path} ({len(page.encode()):,} bytes)")
+
     if not answer["candidates"]:
         raise SystemExit(EXIT_NO_ESTIMATE)
+
+
+def fleets_page(answer: dict[str, Any]) -> str:
+    """A self-contained HTML page: the log's demand over time with the fixed and autoscaled
+    fleets of each self-hosted candidate planned over it (the cheapest MAX_FLEET_CHARTS),
+    drawn as the job report draws a trace replay's; a panel saying why when none has any."""
+    from html import escape
+
+    from infercost.reports.charts import FLEET_CHART, fleet_chart, inline, no_data
+    from infercost.reports.data import FleetSeries
+
+    title = f"{answer['model']}: fleets over request log {answer['traffic'].get('name') or ''}"
+    figures = []
+    for index, c in enumerate(
+        [c for c in answer["candidates"] if c.get("fleets")][:MAX_FLEET_CHARTS]
+    ):
+        f = c["fleets"]
+        series = FleetSeries(
+            interval_s=float(f["interval_s"]),
+            starts_s=tuple(i["start_s"] for i in f["intervals"]),
+            demand_rps=tuple(i["demand_rps"] for i in f["intervals"]),
+            autoscaled=tuple(i["autoscaled"] for i in f["intervals"]),
+            fixed=f["fixed"]["replicas"],
+            capacity_rps=f["capacity_rps"],
+        )
+        caption = (
+            f"{c['deployment']['name']}: fixed USD {num(f['fixed']['usd_per_day'], 2)} a day, "
+            f"autoscaled USD {num(f['autoscaled']['usd_per_day'], 2)} a day "
+            f"({f['lag_s']:g} s behind demand)"
+        )
+        svg = inline(fleet_chart(series), f"c-{FLEET_CHART}-{index}")
+        figures.append(
+            f'<figure class="chart" data-chart="{FLEET_CHART}">{svg}'
+            f"<figcaption>{escape(caption)}</figcaption></figure>"
+        )
+    if not figures:
+        why = "no self-hosted deployment has a capacity at this SLO to plan fleets with"
+        figures.append(
+            f'<figure class="chart" data-chart="{FLEET_CHART}">'
+            f"{inline(no_data(FLEET_CHART, title, why), 'c-empty')}</figure>"
+        )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;margin:2rem;color:#222}"
+        "figure{margin:0 0 2rem}svg{max-width:100%;height:auto}</style></head><body>"
+        f"<h1>{escape(title)}</h1><p>{escape(answer.get('explanation') or '')}</p>"
+        + "".join(figures)
+        + "</body></html>"
+    )
 
 
 def _flat_traffic(

@@ -316,6 +316,27 @@ def watch_job(
         display.close()
 
 
+def replay_text(job: Mapping[str, Any]) -> str | None:
+    """A trace replay's own figures in two lines: what time_scale compressed and how late
+    the client sent against the trace's schedule, then the SLO attained per interval; None
+    for other jobs or before the replay's run finished."""
+    blocks = [r["replay"] for r in job.get("runs") or [] if r.get("replay")]
+    if not blocks:
+        return None
+    replay = blocks[0]
+    late = replay["send_lateness_ms"]
+    lines = [
+        f"replay: {replay['compressed']}; {replay['sent']:,} of the window's "
+        f"{replay['traffic_requests']:,} requests sent, send lateness p50 "
+        f"{fmt(late['p50'], digits=2)} ms, p99 {fmt(late['p99'], digits=2)} ms"
+    ]
+    shares = [i["slo_attainment"] for i in replay["intervals"]]
+    if any(share is not None for share in shares):
+        cells = ", ".join("-" if share is None else f"{share:.0%}" for share in shares)
+        lines.append(f"SLO attained per {replay['interval_s']:g} s of trace: {cells}")
+    return "\n".join(lines)
+
+
 def capacity_text(job: Mapping[str, Any]) -> str | None:
     """The job's capacity at its SLO and its cost there, in a sentence that says which cost
     it is (the table's costs are each level's own load); None for a job without an SLO or

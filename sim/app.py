@@ -159,6 +159,9 @@ class SimApp:
         # record_writes: each request's arrival and content writes, by `user` or else by the
         # first word of its prompt.
         self.writes: dict[str, list[float]] | None = {} if config.record_writes else None
+        # record_writes: every generation request in arrival order, with its prompt's tokens
+        # and those its prefix cache served (a replay's prompts share their first words).
+        self.received: list[tuple[float, Job]] | None = [] if config.record_writes else None
         self.engine: GpuEngine | None = None
         self.mode: Mode
         if config.mode == "gpu":
@@ -275,6 +278,16 @@ class SimApp:
         }
         if self.writes is not None:
             stats["writes"] = self.writes
+        if self.received is not None:
+            stats["received"] = [
+                {
+                    "arrival": arrival,
+                    "prompt_tokens": job.prompt_tokens,
+                    "output_tokens": job.n,
+                    "cached_tokens": job.cached,
+                }
+                for arrival, job in self.received
+            ]
         await _send_bytes(send, 200, wire.encode(stats), _JSON_HEADERS)
 
     async def _stats_reset(
@@ -284,6 +297,8 @@ class SimApp:
         self.metrics.running_peak = 0
         if self.writes is not None:
             self.writes.clear()
+        if self.received is not None:
+            self.received.clear()
         await _send_bytes(send, 200, b'{"status":"ok"}', _JSON_HEADERS)
 
     async def _models(self, scope: Scope, receive: Receive, send: Send, arrival: float) -> None:
@@ -445,6 +460,8 @@ class SimApp:
             job.n_out = n if after is None else min(after, n)
         if self.writes is not None and (key := req.user or (words[0] if words else None)):
             job.writes = self.writes[_unused_key(self.writes, key)] = [arrival]
+        if self.received is not None:
+            self.received.append((arrival, job))
         await self._generate(
             scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )

@@ -86,6 +86,6 @@ def level_cap(mode: str, level_mode: str, max_concurrency: int | None) -> int | 
     load.mode is `mode`: load.max_concurrency for a rate or burst job's levels; None
     otherwise (a sweep's max_concurrency is the users of its throughput level, not a cap on
     its rate levels)."""
-    if mode not in ("rate", "burst") or level_mode != mode:
+    if mode not in ("rate", "burst", "trace") or level_mode != mode:
         return None
     return max_concurrency

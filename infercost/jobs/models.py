@@ -228,6 +228,9 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     # A level with a cap on requests in flight (load.max_concurrency): whether it was
     # reached and how often requests waited for a slot (metrics.concurrency_cap_block).
     concurrency_cap: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # A trace replay's run (load.mode "trace"): replay fidelity, what time_scale compressed
+    # and each interval of trace time with its SLO attainment (infercost.figures.replay).
+    replay: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # The figures so far of a level being measured (workers/live.py), written by the
     # worker's heartbeat for progress bars; null once the level ends and its summary stands.
     live: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

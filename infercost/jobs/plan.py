@@ -25,12 +25,16 @@ import msgspec
 
 from infercost.jobs.arrivals import Arrival
 
-Mode = Literal["concurrency", "rate", "burst", "sweep"]
+Mode = Literal["concurrency", "rate", "burst", "sweep", "trace"]
 #: What requests carry beyond a prompt (workload.features); they combine.
 Feature = Literal["reasoning", "tools", "structured", "image"]
 FEATURES: tuple[str, ...] = ("reasoning", "tools", "structured", "image")
 #: Worker processes per level: a number, or "auto" (each level as many as it needs).
 Shards = int | Literal["auto"]
+
+#: A trace replay's time_scale and interval (trace seconds) when the plan does not say.
+DEFAULT_TIME_SCALE = 1.0
+DEFAULT_TRACE_INTERVAL_S = 60.0
 
 #: Requests per level when a plan gives neither requests_per_level nor duration_s.
 DEFAULT_REQUESTS_PER_LEVEL = 100
@@ -120,6 +124,15 @@ class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
         return feature in self.features
 
 
+class WindowPlan(msgspec.Struct, frozen=True):
+    """The part of a trace a replay sends: [start_s, start_s + duration_s) in the trace's
+    own seconds after its first request (METRICS.md, "replay"). A stored plan always has
+    duration_s; None only in a request before the API resolved it to the trace's end."""
+
+    start_s: float
+    duration_s: float | None
+
+
 @dataclass(frozen=True, slots=True)
 class LevelSize:
     """One level as its plan sizes it before it runs.
@@ -177,6 +190,13 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrency: int | None
     max_error_rate: float | None
     shards: Shards
+    # Trace replay (mode "trace"): the log, how much faster than recorded it is sent, the
+    # window of it and the interval (trace seconds) its figures are given per. A trace's
+    # requests_per_level is the window's count, set by the API when it resolves the plan.
+    traffic_id: uuid.UUID | None
+    time_scale: float | None
+    window: WindowPlan | None
+    interval_s: float | None
 
     @property
     def fixed_shards(self) -> int:
@@ -189,6 +209,12 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
         """The size of one level of this plan measured in `mode` (default: the plan's; a
         sweep measures its levels at concurrency and at rates)."""
         mode = mode or self.mode
+        if mode == "trace":
+            # The window's requests, sent over the window compressed by time_scale.
+            window, scale = self.window, self.time_scale or DEFAULT_TIME_SCALE
+            length = None if window is None else window.duration_s
+            seconds = None if length is None else length / scale
+            return LevelSize(count=self.requests_per_level, scheduled_s=seconds)
         if mode == "burst":
             # That many requests at once: how long they take depends on the server.
             return LevelSize(count=level, scheduled_s=None)
@@ -203,6 +229,9 @@ class LoadPlan(msgspec.Struct, frozen=True, kw_only=True):
     def size(self) -> PlanSize:
         """The size of the whole plan: its levels' sizes, warm-up and cool-down added."""
         warmup_s = self.warmup_s or 0.0
+        if self.mode == "trace":
+            level = self.level_size(0.0)
+            return PlanSize(level.planned, round(level.count or 0), level.scheduled_s or 0.0, 0)
         if self.mode == "sweep":
             if self.rate_levels is None:
                 raise ValueError("a sweep plan without rate_levels")
@@ -280,6 +309,15 @@ def resolve_load(request: Mapping[str, Any], *, max_concurrency: int) -> LoadPla
     unless a cap on requests in flight keeps the level in one process."""
     load = dict(request)
     mode = load["mode"]
+    if mode == "trace":
+        # One process keeps a session's requests in order (and a cap on requests in flight).
+        load["shards"] = load.get("shards") or 1
+        load["arrival"] = load.get("arrival") or "constant"
+        if load.get("time_scale") is None:
+            load["time_scale"] = DEFAULT_TIME_SCALE
+        if load.get("interval_s") is None:
+            load["interval_s"] = DEFAULT_TRACE_INTERVAL_S
+        return msgspec.convert(load, LoadPlan)
     if load.get("shards") is None:
         # Split where it helps, unless a cap on requests in flight must stay in one process
         # (resolve_plan keeps sessions in one too).
@@ -326,7 +364,11 @@ def resolve_plan(
     prompts) and its SLO where the job gives none, `seed` where the workload names none,
     and the load plan's (`resolve_load`)."""
     resolved = dict(workload)
-    if preset is not None:
+    # A trace gives each request its lengths: a preset lends a replay its SLO only.
+    if preset is not None and load.get("mode") == "trace":
+        if slo is None:
+            slo = preset.default_slo()
+    elif preset is not None:
         if resolved["dataset_id"] is None and resolved["input_tokens"] is None:
             resolved["input_tokens"] = dict(preset.input_tokens)
         if resolved["output_tokens"] is None:
@@ -363,6 +405,10 @@ LEGACY_LOAD: Mapping[str, Any] = {
     "max_concurrency": None,
     "max_error_rate": None,
     "shards": 1,
+    "traffic_id": None,
+    "time_scale": None,
+    "window": None,
+    "interval_s": None,
 }
 #: The same for workload keys; a job without a seed drew its prompts from seed 0.
 LEGACY_WORKLOAD: Mapping[str, Any] = {
@@ -399,7 +445,7 @@ def upgrade(
     count the API counted its progress with. A row the current API wrote comes back as is."""
     upgraded = _filled(load, LEGACY_LOAD)
     neither = upgraded["requests_per_level"] is None and upgraded["duration_s"] is None
-    if neither and upgraded.get("mode") != "burst":
+    if neither and upgraded.get("mode") not in ("burst", "trace"):
         upgraded["requests_per_level"] = DEFAULT_REQUESTS_PER_LEVEL
     return _filled(workload, LEGACY_WORKLOAD), upgraded
 

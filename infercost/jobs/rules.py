@@ -88,10 +88,70 @@ def warmup_count_or_seconds(plan: Plan, limits: ServerLimits) -> None:
         )
 
 
+#: Load fields that only a trace replay takes.
+TRACE_FIELDS = ("traffic_id", "time_scale", "window", "interval_s")
+
+
+def trace_fields(plan: Plan, limits: ServerLimits) -> None:
+    """A replay sends a trace as it was recorded: the log gives its requests, their times
+    and their lengths, so a trace plan takes none of the fields that make them up, and no
+    other mode takes a trace's fields."""
+    load = plan.load
+    if load.mode != "trace":
+        for name in TRACE_FIELDS:
+            if getattr(load, name) is not None:
+                raise InvalidInput(
+                    f"load.{name}",
+                    f"applies only to load.mode 'trace' (a replay of a traffic log): leave "
+                    f"{name} out, or set mode to 'trace'",
+                )
+        return
+    if load.traffic_id is None:
+        raise InvalidInput(
+            "load.traffic_id",
+            "a trace replay needs traffic_id: a traffic log of your team (POST /v1/traffic "
+            "imports one, GET /v1/traffic lists them)",
+        )
+    for name in ("levels", "duration_s", "warmup_s", "rate_levels", "max_error_rate"):
+        if getattr(load, name) is not None:
+            raise InvalidInput(
+                f"load.{name}",
+                "a trace replay sends the window's requests at the trace's own times: leave "
+                f"{name} out (load.window chooses the part, load.time_scale the speed)",
+            )
+    if load.warmup_requests:
+        raise InvalidInput(
+            "load.warmup_requests",
+            "a trace replay measures every request of its window: leave warmup_requests "
+            "out (start the window later to skip the trace's first requests)",
+        )
+    if load.arrival != "constant" or load.burstiness != 1.0:
+        raise InvalidInput(
+            "load.arrival",
+            "a trace brings its own arrival times: leave arrival and burstiness out",
+        )
+    if load.shards != 1:
+        raise InvalidInput(
+            "load.shards",
+            "a trace replay runs in one worker process, so a session's requests keep their "
+            "order: leave shards out",
+        )
+    workload = plan.workload
+    for name in ("input_tokens", "output_tokens", "dataset_id", "sessions", "prefix"):
+        if getattr(workload, name) is not None:
+            raise InvalidInput(
+                f"workload.{name}",
+                "the trace gives each request's input and output lengths, its shared prefix "
+                f"blocks and its session: leave {name} out of a trace replay's workload",
+            )
+
+
 def sweep_fields(plan: Plan, limits: ServerLimits) -> None:
     """A sweep chooses its own levels; the sweep's own fields apply to nothing else, and
     every other mode needs its levels."""
     load = plan.load
+    if load.mode == "trace":
+        return
     if load.mode == "sweep":
         if load.levels is not None:
             raise InvalidInput(
@@ -339,6 +399,7 @@ RULES: tuple[Rule, ...] = (
     job_size,
     count_or_duration,
     warmup_count_or_seconds,
+    trace_fields,
     sweep_fields,
     concurrency_cap,
     burst_levels,

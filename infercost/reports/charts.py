@@ -37,7 +37,14 @@ from matplotlib.text import Annotation
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import Bbox
 
-from infercost.reports.data import Deployment, Histogram, LevelFigures, SloLimit, level_label
+from infercost.reports.data import (
+    Deployment,
+    FleetSeries,
+    Histogram,
+    LevelFigures,
+    SloLimit,
+    level_label,
+)
 from infercost.reports.numbers import distinct, rounded
 
 # Text as <text> elements, not glyph paths: a third of the size and no font data to embed.
@@ -746,6 +753,82 @@ def gpu_chart(deployments: Sequence[Deployment]) -> str:
     )
 
 
+#: A trace replay's report adds this chart before the others.
+FLEET_CHART = "fleets"
+
+
+def fleet_chart(fleets: FleetSeries) -> str:
+    """A trace's demand over time (requests/s of each interval's busiest minute) with the
+    capacity of the fixed fleet (sized for the peak interval) and of the autoscaled one
+    (following demand a lag behind) drawn over it, each replica carrying its capacity at
+    the SLO; the part of the trace the job replayed is shaded."""
+    chart = FLEET_CHART
+    title = "Demand over the trace and the fleets that serve it"
+    if fleets.why_empty is not None or not fleets.starts_s:
+        return no_data(chart, title, fleets.why_empty or "the trace has no interval")
+    fig, ax = _figure()
+    minutes = [s / 60.0 for s in fleets.starts_s]
+    end = (fleets.starts_s[-1] + fleets.interval_s) / 60.0
+    xs = [*minutes, end]
+    capacity = fleets.capacity_rps
+
+    def steps(values: Sequence[float]) -> list[float]:
+        return [*values, values[-1]]
+
+    ax.plot(
+        xs,
+        steps(list(fleets.demand_rps)),
+        drawstyle="steps-post",
+        marker="o",
+        markersize=4,
+        linewidth=1.8,
+        color=PALETTE[0],
+        label="demand (busiest minute)",
+        gid=f"series-{chart}-demand",
+    )
+    ax.plot(
+        xs,
+        steps([n * capacity for n in fleets.autoscaled]),
+        drawstyle="steps-post",
+        marker="s",
+        markersize=4,
+        linewidth=1.8,
+        color=PALETTE[2],
+        label=f"autoscaled fleet ({min(fleets.autoscaled)}-{max(fleets.autoscaled)} replicas)",
+        gid=f"series-{chart}-autoscaled",
+    )
+    ax.plot(
+        [xs[0], xs[-1]],
+        [fleets.fixed * capacity] * 2,
+        linestyle="--",
+        marker="^",
+        markersize=4,
+        linewidth=1.8,
+        color=PALETTE[1],
+        label=f"fixed fleet ({fleets.fixed} replicas)",
+        gid=f"series-{chart}-fixed",
+    )
+    if fleets.window is not None:
+        start, stop = fleets.window
+        ax.axvspan(
+            start / 60.0,
+            stop / 60.0,
+            color="#eeeeee",
+            zorder=0,
+            label="replayed",
+            gid=f"window-{chart}",
+        )
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(_number))
+    return _finish(
+        fig,
+        ax,
+        title,
+        "minutes after the trace's first request",
+        f"requests/s (a replica: {rounded(capacity)} at the SLO)",
+    )
+
+
 def job_chart(
     name: str,
     deployment: Deployment,
@@ -778,7 +861,7 @@ def comparison_chart(name: str, deployments: Sequence[Deployment]) -> str:
 
 _ID = re.compile(r'\bid="([^"]+)"')
 _REF = re.compile(r'(url\(#|href="#)([^)"]+)')
-_KEPT_IDS = ("series-", "slo-", "no-data-", "note-")
+_KEPT_IDS = ("series-", "slo-", "no-data-", "note-", "window-")
 
 
 def inline(svg: str, prefix: str) -> str:

@@ -14,10 +14,13 @@ from infercost.reports.numbers import rounded
 
 def level_label(level: float, mode: str) -> str:
     """A load level as reports, the API and the CLI name it: '1 user', '8 users' (closed
-    loop), '12.9 req/s' (open loop) or '200 at once' (a burst), rounded to three
+    loop), '12.9 req/s' (open loop), '200 at once' (a burst) or 'trace, 12.9 req/s mean' (a
+    replay: the mean rate its schedule asks for), rounded to three
     significant figures."""
     if mode == "burst":
         return f"{rounded(level)} at once"
+    if mode == "trace":
+        return f"trace, {rounded(level)} req/s mean"
     if mode != "concurrency":
         return f"{rounded(level)} req/s"
     return "1 user" if level == 1 else f"{rounded(level)} users"
@@ -121,6 +124,24 @@ class SloLimit:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetSeries:
+    """A trace's demand over time with the fleets that serve it (infercost.planning.fleets):
+    per interval of `interval_s` from `starts_s`, the demand (requests/s of its busiest
+    minute) and the autoscaled fleet's replicas; the fixed fleet's replicas; one replica's
+    capacity at the SLO; the part of the trace the job replayed (`window`, seconds).
+    `why_empty` says why there is nothing to draw (no capacity at the SLO, the log gone)."""
+
+    interval_s: float
+    starts_s: tuple[float, ...] = ()
+    demand_rps: tuple[float, ...] = ()
+    autoscaled: tuple[int, ...] = ()
+    fixed: int = 0
+    capacity_rps: float = 0.0
+    window: tuple[float, float] | None = None
+    why_empty: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobReport:
     """Everything GET /v1/jobs/{id}/report shows."""
 
@@ -133,6 +154,8 @@ class JobReport:
     error: str | None = None
     capacity: str | None = None
     histograms: tuple[Histogram, ...] = ()
+    # A trace replay's report: the trace's demand with the fixed and autoscaled fleets.
+    fleets: FleetSeries | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,10 @@ from markupsafe import Markup
 from infercost.reports.charts import (
     CHART_NAMES,
     COMPARISON_CHARTS,
+    FLEET_CHART,
     PALETTE,
     comparison_chart,
+    fleet_chart,
     inline,
     job_chart,
 )
@@ -111,6 +113,8 @@ def render_job_report(report: JobReport, links: PageLinks | None = None) -> str:
         _chart(name, job_chart(name, report.deployment, report.slo, report.histograms))
         for name in CHART_NAMES
     ]
+    if report.fleets is not None:
+        charts.insert(0, _chart(FLEET_CHART, fleet_chart(report.fleets)))
     template = _environment().get_template("report.html.j2")
     return template.render(
         report=report, charts=charts, generated_at=report.generated_at, links=links or PageLinks()

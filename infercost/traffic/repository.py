@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from infercost.db.scope import owned_by, readable
+from infercost.db.scope import owned_by, readable, unscoped
 from infercost.traffic.models import REQUEST_COLUMNS, Traffic, TrafficRequest
 from infercost.traffic.parse import Row
 
@@ -126,6 +126,27 @@ class TrafficRepository:
             .order_by(index)
         )
         return [Bin(int(b), int(n), int(i or 0), int(o or 0)) for b, n, i, o in rows]
+
+    async def window_count(self, traffic_id: uuid.UUID, start_s: float, duration_s: float) -> int:
+        """How many requests [start_s, start_s + duration_s) after t_0 holds (see `window`)."""
+        start = round(start_s * 1e6)
+        end = round((start_s + duration_s) * 1e6)
+        count = await self.session.scalar(
+            select(func.count()).where(
+                TrafficRequest.traffic_id == traffic_id,
+                TrafficRequest.at_us >= start,
+                TrafficRequest.at_us < end,
+            )
+        )
+        return int(count or 0)
+
+    async def get_any(self, traffic_id: uuid.UUID) -> Traffic | None:
+        """A log whatever its team: what a worker replays for the job that names it (the API
+        checked the team when the job was submitted)."""
+        query = select(Traffic).where(Traffic.id == traffic_id)
+        return await self.session.scalar(
+            unscoped(query, "a worker replays the log its job names, whatever the team")
+        )
 
     async def window(
         self, traffic_id: uuid.UUID, start_s: float, duration_s: float

@@ -145,6 +145,9 @@ _WORDS = [
 ]
 
 
+#: The words synthetic text is made of (each one token in popular open models' tokenizers).
+WORDS: tuple[str, ...] = tuple(_WORDS)
+
 #: Length distributions a workload may ask for; "normal" (std 0 or absent: fixed) is the default.
 DISTRIBUTIONS = ("normal", "uniform", "lognormal")
 

@@ -17,6 +17,7 @@ from infercost.jobs.plan import (
     LEGACY_WORKLOAD,
     LengthSpec,
     LoadPlan,
+    Plan,
     PlanSize,
     PrefixSpec,
     WorkloadPlan,
@@ -172,6 +173,8 @@ def test_the_row_stores_every_key_with_whole_levels_as_integers() -> None:
         "rate_levels": None, "max_concurrency": None, "max_error_rate": None,
         # Splitting decided per level (the default where nothing must stay in one process).
         "shards": "auto",
+        # A trace replay's fields, null for every other mode.
+        "traffic_id": None, "time_scale": None, "window": None, "interval_s": None,
     }  # fmt: skip
     assert [type(x) for x in stored["load"]["levels"]] == [int, float]
     assert stored["workload"] == {
@@ -261,3 +264,28 @@ def test_the_size_of_a_sweep() -> None:
         {"mode": "sweep", "rate_levels": 3, "duration_s": 10, "warmup_s": 2, "cooldown_s": 1}
     )
     assert timed.size() == PlanSize(planned=0, requests=0, seconds=65.0, uncounted=5)
+
+
+def test_a_trace_plan_is_its_window_at_its_speed() -> None:
+    traffic_id = "6c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+    load = resolve_load(
+        _request(mode="trace", traffic_id=traffic_id, window={"start_s": 30, "duration_s": 600}),
+        max_concurrency=16,
+    )
+    # One process (a session's order, a cap), no arrival process of its own, x1, 60 s
+    # intervals; no count until the API sets the window's.
+    assert (load.shards, load.arrival, load.time_scale, load.interval_s) == (
+        1,
+        "constant",
+        1.0,
+        60.0,
+    )
+    assert load.requests_per_level is None
+    # The API sets requests_per_level to the window's count: 1,200 requests over 600 s of
+    # trace at x10 are 60 s of sending, 1,200 requests planned.
+    counted = msgspec.structs.replace(load, requests_per_level=1200, time_scale=10.0)
+    assert counted.size() == PlanSize(planned=1200, requests=1200, seconds=60.0, uncounted=0)
+    # Stored and read back unchanged, a row without the trace keys reads as before.
+    stored = Plan(msgspec.convert(_workload(seed=3), WorkloadPlan), counted, None).encode()
+    assert stored["load"]["window"] == {"start_s": 30.0, "duration_s": 600.0}
+    assert decode_plan(stored["workload"], stored["load"], None).load == counted

@@ -52,6 +52,19 @@ class RatePlan:
         return len(self.offsets_ns)
 
 
+def busiest_second(offsets_ns: Sequence[int], cap: int | None = None, limit: int = 256) -> int:
+    """The most requests of an ascending schedule due within any one second, at most `cap`
+    (a level's cap on requests in flight) and `limit`: the connections a replay opens
+    before its clock starts, so its bursts are not sent late by connection setup."""
+    most = 0
+    first = 0
+    for last, due in enumerate(offsets_ns):
+        while due - offsets_ns[first] >= 1_000_000_000:
+            first += 1
+        most = max(most, last - first + 1)
+    return min(most, limit, cap if cap is not None else most)
+
+
 async def wait_until(deadline_ns: int) -> None:
     """Return at `deadline_ns` (perf_counter_ns) or just after, never before."""
     while True:

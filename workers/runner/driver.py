@@ -29,12 +29,12 @@ from infercost.net.outbound import Policy
 from infercost.workload.tools import Judge
 from workers.live import LiveLevel
 from workers.loadgen.closed_loop import LevelPlan, run_closed_loop
-from workers.loadgen.open_loop import RatePlan, run_open_loop
+from workers.loadgen.open_loop import RatePlan, busiest_second, run_open_loop
 from workers.loadgen.stream import RawRequest, Target, open_connections
 from workers.loadgen.tokenize import APPROXIMATE, EXACT, count_outputs
 from workers.progress import Progress
 from workers.replay import DATASET
-from workers.runner.sources import LevelRequests, Mine, RequestSource
+from workers.runner.sources import LevelRequests, Mine, RequestSource, TraceSource
 from workers.runtime import Runtime
 from workers.telemetry import LevelTelemetry
 
@@ -96,7 +96,14 @@ async def plan_level(
     measured = load.requests_per_level
     duration = load.duration_s
     offsets_ns: list[int] | None = None
-    if mode in ("rate", "burst"):
+    if mode == "trace":
+        if not isinstance(source, TraceSource):
+            raise ValueError("a trace level needs the trace's requests")
+        # The trace's own schedule, compressed by time_scale; every request is measured.
+        offsets_ns = (await source.window()).offsets_ns()
+        warmup = 0
+        known = len(offsets_ns)
+    elif mode in ("rate", "burst"):
         # A generator of its own, so the schedule never shifts the lengths or prompts.
         offsets = level_schedule(load, mode, level, np.random.default_rng([seed, level_index, 1]))
         if warmup_s:
@@ -192,6 +199,11 @@ async def drive_level(
     elif mode == "burst":
         # Every request goes at once: their connections too are opened off the clock.
         await open_connections(rt.http, target, min(plan.total, plan.max_concurrency or plan.total))
+    elif mode == "trace":
+        # A trace's bursts: as many connections as its busiest second sends, off the clock.
+        await open_connections(
+            rt.http, target, busiest_second(plan.offsets_ns, plan.max_concurrency)
+        )
     # Off the clock: collect now and set aside every object alive (the runtime, earlier
     # levels' data), so the collector's passes during the level walk only what the level
     # itself makes (workers/loadgen/health.py times every pass).

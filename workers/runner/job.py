@@ -26,9 +26,10 @@ from infercost.db.base import utcnow
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.figures.metrics import RequestTiming, RunFigures, summarize
+from infercost.figures.replay import replay_block
 from infercost.jobs.arrivals import level_cap
 from infercost.jobs.models import Job
-from infercost.jobs.plan import LoadPlan, Mode, Plan, decode_plan
+from infercost.jobs.plan import DEFAULT_TRACE_INTERVAL_S, LoadPlan, Mode, Plan, decode_plan
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.samples import sample_rows
 from infercost.net.outbound import OutboundRefused, Policy, pinned
@@ -91,7 +92,7 @@ class JobRunner:
         self.plan: Plan = decode_plan(job.workload, job.load, job.slo)
         self.progress = Progress()
         self.recorder = Recorder(rt, job, endpoint, self.lease)
-        self.source: RequestSource = request_source(rt, self.plan.workload, job.id)
+        self.source: RequestSource = request_source(rt, self.plan.workload, job.id, self.plan.load)
         api_key = (
             rt.vault.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else None
         )
@@ -147,6 +148,8 @@ class JobRunner:
         load = self.plan.load
         if load.mode == "sweep":
             return await run_sweep(self)
+        if load.mode == "trace":
+            return await self.run_trace()
         if load.levels is None:
             raise ValueError(f"a {load.mode} plan without levels")
         levels = load.levels
@@ -162,6 +165,19 @@ class JobRunner:
             cooldown = load.cooldown_s
             if cooldown > 0 and index + 1 < len(levels) and not await self.cool_down(cooldown):
                 return "cancelled", None
+        return "succeeded", None
+
+    async def run_trace(self) -> tuple[str, str | None]:
+        """A trace replay: one level, the window's requests at their scaled times. Its level
+        is the rate the schedule asks for on average (requests / scheduled seconds)."""
+        size = self.plan.load.level_size(0.0)
+        count, seconds = size.count or 0, size.scheduled_s or 0.0
+        level = count / seconds if seconds > 0 else float(count)
+        measured = await self.measure_level(0, level)
+        if self.progress.cancelled:
+            return "cancelled", None
+        if measured.failed:
+            return "failed", f"replay: {measured.failed}"
         return "succeeded", None
 
     async def cool_down(self, seconds: float) -> bool:
@@ -221,7 +237,7 @@ class JobRunner:
             figures = summarize(
                 timings,
                 target_concurrency=int(level) if mode == "concurrency" else None,
-                target_rate=level if mode == "rate" else None,
+                target_rate=level if mode in ("rate", "trace") else None,
                 max_concurrency=level_cap(load.mode, mode, load.max_concurrency),
                 slo=self.plan.slo,
                 client_cpu_util=cpu_util,
@@ -240,6 +256,7 @@ class JobRunner:
             )
             if decision is not None:
                 figures.client["sharding"] = decision.block()
+            replay = self._replay_block(timings) if mode == "trace" else None
             self._remember_pace(figures, timings)
             status = "cancelled" if self.progress.cancelled else "succeeded"
             failed = failure_message(timings)
@@ -259,6 +276,7 @@ class JobRunner:
                 origin_s=driven.origin_s if driven else 0.0,
                 prompt_tokenizer=prompt_tokenizer,
                 samples=sharded is None,
+                replay=replay,
             )
         except (LeaseLost, LevelNotStored):
             raise  # not ours to write any more, or already failed with why
@@ -326,6 +344,22 @@ class JobRunner:
             workers = await asyncio.to_thread(free_workers, self.rt.settings)
         return decide(
             mode, level, expected=expected, budget=budget, workers_free=workers, together=together
+        )
+
+    def _replay_block(self, timings: list[RequestTiming]) -> dict[str, Any]:
+        """A trace run's replay block: fidelity, compression and its intervals."""
+        load = self.plan.load
+        window = load.window
+        if window is None or window.duration_s is None:
+            raise ValueError("a trace plan without a resolved window")
+        return replay_block(
+            timings,
+            window_requests=load.requests_per_level or len(timings),
+            start_s=window.start_s,
+            duration_s=window.duration_s,
+            time_scale=load.time_scale or 1.0,
+            interval_s=load.interval_s or DEFAULT_TRACE_INTERVAL_S,
+            slo=self.plan.slo,
         )
 
     def _remember_pace(self, figures: RunFigures, timings: list[RequestTiming]) -> None:
@@ -560,7 +594,8 @@ def _failure(job_id: uuid.UUID, exc: Exception) -> str:
         return f"refused by the outbound policy: {exc.detail}"
     if isinstance(exc, socket.gaierror):
         return f"base_url: its host does not resolve ({exc.strerror})"
-    if isinstance(exc, LevelNotStored):
+    if isinstance(exc, LevelNotStored | LookupError):
+        # LookupError: what the job replays is gone (a dataset or traffic log deleted).
         return str(exc)
     log.exception("job %s failed inside the worker", job_id, exc_info=exc)
     return f"the worker failed while running this job ({type(exc).__name__}); see the worker log"

@@ -154,6 +154,7 @@ class Recorder:
         origin_s: float,
         prompt_tokenizer: dict[str, Any] | None,
         samples: bool = True,
+        replay: dict[str, Any] | None = None,
     ) -> None:
         """Store a level's samples (unless its shards stored them) and figures with the
         job's progress, then its telemetry in a transaction of its own: a telemetry value
@@ -179,6 +180,7 @@ class Recorder:
                     finished_at=utcnow(),
                     telemetry=summary,
                     live=None,
+                    replay=replay,
                     **columns,
                 )
                 await repo.heartbeat(

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from infercost.jobs.plan import ImageSpec, WorkloadPlan
+from infercost.jobs.plan import ImageSpec, LoadPlan, WorkloadPlan
 from infercost.workload.images import image_part
 from infercost.workload.models import ModelDraws
 from infercost.workload.synthetic import LengthDraws, PromptMaker
@@ -38,6 +38,7 @@ from workers.loadgen.tokenize import (
 from workers.replay import Replay, load_replay
 from workers.runtime import Runtime
 from workers.sessions import Script, Sessions, script_of
+from workers.trace import TraceText, TraceWindow, load_window
 
 log = logging.getLogger("infercost.worker")
 
@@ -449,8 +450,93 @@ class SessionSource(RequestSource):
         )
 
 
-def request_source(rt: Runtime, workload: WorkloadPlan, job_id: uuid.UUID) -> RequestSource:
-    """The source a workload's requests come from: sessions, a dataset, or synthetic."""
+class TraceSource(RequestSource):
+    """A traffic log's window (workers/trace.py): each request at its own time, with its own
+    lengths, its prefix blocks and its session made into shared text."""
+
+    def __init__(
+        self, rt: Runtime, workload: WorkloadPlan, job_id: uuid.UUID, load: LoadPlan
+    ) -> None:
+        super().__init__(rt, workload, job_id)
+        self.load = load
+        self._window: TraceWindow | None = None
+
+    async def window(self) -> TraceWindow:
+        """The job's window of its log, loaded once."""
+        if self._window is None:
+            self._window = await load_window(self.rt.sessionmaker, self.load)
+        return self._window
+
+    async def requests(
+        self,
+        target: Target,
+        known: int,
+        rng: np.random.Generator,
+        level_index: int,
+        mine: Mine = None,
+    ) -> LevelRequests:
+        window = await self.window()
+        http = self.rt.http
+        probe = await PROBES.get(http, target)
+        tokenizer = probe.tokenizer
+        # Words per token as the endpoint's tokenizer route counts them, where it has one
+        # (the same calibration synthetic prompts use); else one word a token.
+        calibration = None
+        if tokenizer is not None:
+            calibration = await CALIBRATIONS.get(http, tokenizer, PromptMaker(rng))
+        words_for = calibration.words_for if calibration is not None else _one_a_token
+        text = TraceText(window, self.workload.seed, words_for)
+        requests = window.requests
+        # Built before the level's clock starts, so building a long prompt never makes a
+        # send late; beyond BODY_BUDGET bytes the rest are built as they are sent.
+        bodies: list[bytes] = []
+        size = 0
+        for index, request in enumerate(requests):
+            if size > BODY_BUDGET:
+                break
+            body = self.body(target, text.prompt(index), request.output_tokens)
+            bodies.append(body)
+            size += len(body)
+
+        def make_request(seq: int) -> tuple[bytes, int]:
+            request = requests[seq]
+            body = (
+                bodies[seq]
+                if seq < len(bodies)
+                else self.body(target, text.prompt(seq), request.output_tokens)
+            )
+            return body, request.input_tokens
+
+        return LevelRequests(
+            make_request,
+            tokenizer=await self.output_counter(target),
+            prompt_tokenizer={
+                **probe.block(),
+                "exact": False,
+                "note": "a replay's prompts are built to the trace's lengths "
+                + (
+                    "with the tokenizer route's words per token"
+                    if calibration is not None
+                    else "at one word a token (no tokenizer route answered)"
+                ),
+            },
+        )
+
+
+def _one_a_token(tokens: int) -> int:
+    return max(1, tokens)
+
+
+#: Request bodies a replay builds before its level starts (bytes); the rest on the way.
+BODY_BUDGET = 256 * 1024 * 1024
+
+
+def request_source(
+    rt: Runtime, workload: WorkloadPlan, job_id: uuid.UUID, load: LoadPlan | None = None
+) -> RequestSource:
+    """The source a job's requests come from: a trace, sessions, a dataset, or synthetic."""
+    if load is not None and load.mode == "trace":
+        return TraceSource(rt, workload, job_id, load)
     if workload.sessions is not None:
         return SessionSource(rt, workload, job_id)
     if workload.dataset_id is not None:

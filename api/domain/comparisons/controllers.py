@@ -95,10 +95,10 @@ class ComparisonController(Controller):
             ),
         ] = None,
         mode: Annotated[
-            list[Literal["concurrency", "rate", "burst"]] | None,
+            list[Literal["concurrency", "rate", "burst", "trace"]] | None,
             QueryParameter(
-                description="concurrency (closed loop), rate (open loop) or burst (requests "
-                "sent at once)"
+                description="concurrency (closed loop), rate (open loop), burst (requests "
+                "sent at once) or trace (a traffic log replayed)"
             ),
         ] = None,
         level: Annotated[

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from api.domain.runs.schemas import AdequacyReason, CapacityAtSlo, Efficiency, SkippedLevel
 from infercost.endpoints.models import Endpoint
 from infercost.figures.cost import per_million
+from infercost.figures.replay import INTERVAL_MIN_REQUESTS
 from infercost.hardware.catalog import BYTES_PER_PARAM
 from infercost.hardware.models import Hardware as HardwareRow
 from infercost.jobs.models import Job, Run
@@ -178,6 +179,56 @@ def _usable(
     return usable, skipped
 
 
+@dataclass(frozen=True, slots=True)
+class _Point:
+    """One load point of a run: the run itself, or one interval of a trace replay."""
+
+    level: float
+    mode: str
+    requests_per_s: float
+    output_tokens_per_s: float
+    slo_passed: bool
+    slo_margin: float | None
+
+
+def _points_of(run: Run, slo: Mapping[str, Mapping[str, float]], *, as_rate: bool) -> list[_Point]:
+    """A run's load points at `slo`: a trace replay's intervals (each at the requests/s it
+    achieved, judged on its own statistics; intervals with fewer than
+    INTERVAL_MIN_REQUESTS successful requests left out), else the run at its level, or at
+    the requests/s it carried when `as_rate` (a sweep's levels)."""
+    if run.mode == "trace":
+        points = []
+        for interval in (run.replay or {}).get("intervals") or []:
+            if interval["succeeded"] < INTERVAL_MIN_REQUESTS or not interval["requests_per_s"]:
+                continue
+            margin = slo_margin(interval["stats"], slo)
+            ok = (
+                margin is not None
+                and margin <= 1.0
+                and (interval["error_rate"] or 0.0) <= MAX_ERROR_RATE
+            )
+            rps = float(interval["requests_per_s"])
+            out = float(interval["output_tokens_per_s"] or 0.0)
+            points.append(_Point(rps, "rate", rps, out, ok, margin))
+        return points
+    ok, margin = passes(run, slo)
+    rps = float(run.requests_per_s or 0.0)
+    return [
+        _Point(
+            rps if as_rate else run.level,
+            "rate" if as_rate or run.mode == "rate" else "concurrency",
+            rps,
+            float(run.output_tokens_per_s or 0.0),
+            ok,
+            margin,
+        )
+    ]
+
+
+def _unique(ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    return list(dict.fromkeys(ids))
+
+
 def capacity_of(
     runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]], *, sweep: bool = False
 ) -> CapacityEvidence:
@@ -191,27 +242,32 @@ def capacity_of(
     if not usable or (not sweep and len({r.mode for r in usable}) > 1):
         return CapacityEvidence(None, skipped=skipped)
     levels = []
+    # The run of each load point (a trace run gives one per interval).
+    of_point: list[Run] = []
     for run in usable:
-        ok, margin = passes(run, slo)
-        levels.append(
-            LevelResult(
-                level=float(run.requests_per_s or 0.0) if sweep else run.level,
-                mode="rate" if sweep or run.mode == "rate" else "concurrency",
-                requests_per_s=float(run.requests_per_s or 0.0),
-                output_tokens_per_s=float(run.output_tokens_per_s or 0.0),
-                slo_passed=ok,
-                slo_margin=margin,
-                client_bound=bool(run.client_bound),
+        for point in _points_of(run, slo, as_rate=sweep):
+            of_point.append(run)
+            levels.append(
+                LevelResult(
+                    level=point.level,
+                    mode="rate" if point.mode == "rate" else "concurrency",
+                    requests_per_s=point.requests_per_s,
+                    output_tokens_per_s=point.output_tokens_per_s,
+                    slo_passed=point.slo_passed,
+                    slo_margin=point.slo_margin,
+                    client_bound=bool(run.client_bound),
+                )
             )
-        )
+    if not levels:
+        return CapacityEvidence(None, skipped=skipped)
     found = capacity_at_slo(levels)
     if found is None:
         return CapacityEvidence(None, skipped=skipped)
     return CapacityEvidence(
         found,
-        [usable[i].id for i in found.basis_run_indices],
+        _unique([of_point[i].id for i in found.basis_run_indices]),
         skipped,
-        [usable[i].id for i in found.falls_with_load],
+        _unique([of_point[i].id for i in found.falls_with_load]),
     )
 
 
@@ -239,6 +295,8 @@ def pooled_evidence(
     """The capacity at `slo` over the adequate levels of every job in `jobs` (newest job
     first), each level a load point at the requests/s it served (see pooled_capacity)."""
     runs: list[Run] = []
+    # The run of each load point (a trace run gives one per interval of its replay).
+    of_point: list[Run] = []
     points: list[LoadPoint] = []
     skipped: list[SkippedLevel] = []
     jobs_of: dict[uuid.UUID, Job] = {}
@@ -249,24 +307,28 @@ def pooled_evidence(
         load = read_load(job.load)
         sweep = load is not None and load.mode == "sweep"
         for run in usable:
-            ok, margin = passes(run, slo)
-            rps = float(run.requests_per_s or 0.0)
+            run_points = _points_of(run, slo, as_rate=sweep)
+            if not run_points:
+                continue
             runs.append(run)
             jobs_of[run.id] = job
-            passed[run.id] = ok
-            points.append(
-                LoadPoint(
-                    job=rank,
-                    level=rps if sweep else run.level,
-                    mode="rate" if sweep else run.mode,
-                    requests_per_s=rps,
-                    output_tokens_per_s=float(run.output_tokens_per_s or 0.0),
-                    slo_passed=ok,
-                    slo_margin=margin,
-                    client_bound=bool(run.client_bound),
+            # A trace run passes when every interval taken as a load point did.
+            passed[run.id] = all(p.slo_passed for p in run_points)
+            for point in run_points:
+                of_point.append(run)
+                points.append(
+                    LoadPoint(
+                        job=rank,
+                        level=point.level,
+                        mode=point.mode,
+                        requests_per_s=point.requests_per_s,
+                        output_tokens_per_s=point.output_tokens_per_s,
+                        slo_passed=point.slo_passed,
+                        slo_margin=point.slo_margin,
+                        client_bound=bool(run.client_bound),
+                    )
                 )
-            )
-    found = pooled_capacity(points)
+    found = pooled_capacity(points) if points else None
     if found is None:
         return PooledEvidence(None, runs, jobs_of, skipped=skipped, passed=passed)
     capacity = found.capacity
@@ -274,9 +336,9 @@ def pooled_evidence(
         capacity,
         runs,
         jobs_of,
-        basis=[runs[i].id for i in capacity.basis_run_indices],
-        overruled=[runs[i].id for i in found.overruled],
-        falls=[runs[i].id for i in capacity.falls_with_load],
+        basis=_unique([of_point[i].id for i in capacity.basis_run_indices]),
+        overruled=_unique([of_point[i].id for i in found.overruled]),
+        falls=_unique([of_point[i].id for i in capacity.falls_with_load]),
         skipped=skipped,
         passed=passed,
     )

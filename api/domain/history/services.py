@@ -26,7 +26,7 @@ from infercost.workload.fingerprint import FINGERPRINT_HEX_DIGITS
 #: Points per series when the query does not say, and the most it may ask for.
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-MODES = ("concurrency", "rate", "burst")
+MODES = ("concurrency", "rate", "burst", "trace")
 _FINGERPRINT = re.compile(rf"[0-9a-f]{{{FINGERPRINT_HEX_DIGITS}}}")
 
 

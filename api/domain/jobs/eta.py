@@ -71,7 +71,8 @@ def planned_seconds(load: Mapping[str, Any], pace: Pace | None) -> float | None:
     if plan.mode == "sweep":
         # A sweep of request counts runs levels whose rates only the sweep chooses.
         return None if plan.duration_s is None else size.seconds
-    if plan.mode == "rate" or plan.duration_s is not None:
+    if plan.mode in ("rate", "trace") or plan.duration_s is not None:
+        # A rate level's or a replay's schedule fixes its length.
         return size.seconds + _waits_for_cap(plan, pace)
     if pace is None:
         return None

@@ -40,6 +40,7 @@ from api.domain.runs.schemas import (
     SamplePage,
     Sweep,
 )
+from api.domain.traffic.services import trace_plan
 from api.queue import TaskQueue
 from api.rows import from_row
 from api.schemas import aware
@@ -188,6 +189,7 @@ def run_summary(
         tools=run.tools or None,
         structured=run.structured or None,
         image=run.image or None,
+        replay=run.replay or None,
         not_measured=stats.get("not_measured") or None,
         live=run.live or None,
     )
@@ -272,6 +274,15 @@ class JobService:
             max_concurrency=self.limits.max_concurrency,
             seed=secrets.randbits(32),
         )
+        traffic = None
+        if plan.load.mode == "trace" and plan.load.traffic_id is not None:
+            plan, traffic = await trace_plan(
+                self.session,
+                self.team_id,
+                plan,
+                requests_given=data.load.requests_per_level is not None,
+                prefix=field_prefix,
+            )
         check_plan(plan, self.limits)
         endpoint = await self.endpoints.get(self.team_id, data.endpoint_id)
         if endpoint is None:
@@ -291,8 +302,24 @@ class JobService:
         if endpoint.api == "openai-embeddings":
             check_for_embeddings(plan)
         check_features_for_api(plan, endpoint.api)
-        dataset = await workload_dataset(self.session, self.team_id, plan.workload, endpoint.api)
+        dataset = (
+            None
+            if traffic is not None
+            else await workload_dataset(self.session, self.team_id, plan.workload, endpoint.api)
+        )
         workload = plan.encode()["workload"]
+        if traffic is not None:
+            # A replay's requests are the log's window at its speed: what makes two replays
+            # the same workload.
+            load = plan.load
+            workload = {
+                **workload,
+                "trace": {
+                    "content_sha256": traffic.content_sha256,
+                    "window": msgspec.to_builtins(load.window),
+                    "time_scale": load.time_scale,
+                },
+            }
         return PlannedJob(
             endpoint_id=data.endpoint_id,
             plan=plan,

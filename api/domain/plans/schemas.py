@@ -305,6 +305,27 @@ class Workload(msgspec.Struct, forbid_unknown_fields=True):
     ] = None
 
 
+class TraceWindow(msgspec.Struct, forbid_unknown_fields=True):
+    """The part of a traffic log a replay sends, in the trace's own seconds after its first
+    request (never the wall-clock seconds of a level)."""
+
+    start_s: Annotated[
+        Annotated[float, msgspec.Meta(ge=0, le=31_622_400)],
+        msgspec.Meta(
+            description="Where the window starts, in seconds after the trace's first request",
+            examples=[0.0],
+        ),
+    ] = 0.0
+    duration_s: Annotated[
+        Annotated[float, msgspec.Meta(gt=0, le=31_622_400)] | None,
+        msgspec.Meta(
+            description="How much of the trace it holds, in the trace's seconds; absent: to "
+            "the trace's end",
+            examples=[600.0],
+        ),
+    ] = None
+
+
 class Load(msgspec.Struct, forbid_unknown_fields=True):
     """The load plan: levels, how long each lasts, and warm-up.
 
@@ -334,6 +355,15 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     start). Its runs have mode "burst" and level = the requests sent at once; they are never
     evidence of a sustainable rate (capacity and estimates leave them out).
 
+    "trace" replays a stored traffic log (POST /v1/traffic): `traffic_id` names it, `window`
+    the part to send (the trace's own seconds), `time_scale` how much faster than recorded
+    (10: ten trace seconds a second). Each request of the window is due (t_i - t_0 -
+    start_s) / time_scale after the level starts, open loop, with its own input and output
+    lengths; requests that share prefix blocks share prompt text, and a session's requests
+    grow one conversation's prompt. It takes no levels, counts, durations or warm-up; it
+    may take `max_concurrency`. Its one run reports replay fidelity and the SLO per
+    `interval_s` of trace time (default 60) in its `replay` block.
+
     "sweep" chooses its own levels (give no `levels`): one synchronous level (1 user), one
     throughput level (`max_concurrency` users, default 64, at most the server's limit), then
     `rate_levels` (default 5) request rates evenly spaced strictly between the two levels'
@@ -346,11 +376,12 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
     """
 
     mode: Annotated[
-        Literal["concurrency", "rate", "burst", "sweep"],
+        Literal["concurrency", "rate", "burst", "sweep", "trace"],
         msgspec.Meta(
             description="concurrency: levels are users in a closed loop; rate: levels are "
             "requests/s in an open loop; burst: levels are requests all sent at once "
-            "(an unbounded rate); sweep: levels chosen by infercost",
+            "(an unbounded rate); sweep: levels chosen by infercost; trace: a stored "
+            "traffic log replayed at its own times",
             examples=["concurrency"],
         ),
     ]
@@ -465,6 +496,37 @@ class Load(msgspec.Struct, forbid_unknown_fields=True):
             description="Sweep only: a level whose error rate is above this share (0 to 1) stops "
             "the sweep (default 0.05)",
             examples=[0.05],
+        ),
+    ] = None
+    traffic_id: Annotated[
+        uuid.UUID | None,
+        msgspec.Meta(
+            description="Trace only: the traffic log to replay (POST /v1/traffic returns its id)",
+            examples=["6c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f"],
+        ),
+    ] = None
+    time_scale: Annotated[
+        Annotated[float, msgspec.Meta(gt=0, le=10_000)] | None,
+        msgspec.Meta(
+            description="Trace only: how much faster than recorded the trace is sent (10: ten "
+            "trace seconds each second); default 1",
+            examples=[10.0],
+        ),
+    ] = None
+    window: Annotated[
+        TraceWindow | None,
+        msgspec.Meta(
+            description="Trace only: the part of the trace to send, in its own seconds; "
+            "absent: all of it",
+            examples=[{"start_s": 0, "duration_s": 600}],
+        ),
+    ] = None
+    interval_s: Annotated[
+        Annotated[float, msgspec.Meta(ge=1, le=86_400)] | None,
+        msgspec.Meta(
+            description="Trace only: the interval, in trace seconds, its SLO attainment and "
+            "load points are given per (default 60)",
+            examples=[60.0],
         ),
     ] = None
     # Worker processes that run each level together, starting at one agreed instant; their

@@ -17,10 +17,13 @@ from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository
 from infercost.jobs.models import Job
 from infercost.jobs.plan import LengthSpec, LoadPlan, SloPlan, WorkloadPlan, read_plan
+from infercost.planning.estimate import DEFAULT_TARGET_UTILIZATION
+from infercost.planning.fleets import DEFAULT_INTERVAL_S, plan_fleets
 from infercost.reports.charts import CHART_NAMES
 from infercost.reports.data import (
     ComparisonReport,
     Deployment,
+    FleetSeries,
     Histogram,
     JobReport,
     LevelFigures,
@@ -29,6 +32,7 @@ from infercost.reports.data import (
 )
 from infercost.reports.numbers import number
 from infercost.reports.repository import MeasuredOn, ReportRepository
+from infercost.traffic.repository import TrafficRepository
 
 #: How many jobs one comparison page may show side by side (and at least how many).
 MIN_COMPARED, MAX_COMPARED = 2, 8
@@ -130,6 +134,13 @@ def workload_text(workload: WorkloadPlan) -> str:
     return "; ".join(parts)
 
 
+#: What a trace replay's requests ask for: the trace says it, request by request.
+TRACE_WORKLOAD = (
+    "the trace's own requests: each one's input and output lengths, shared prefix blocks as "
+    "shared text, sessions as growing prompts"
+)
+
+
 def load_text(load: LoadPlan) -> str:
     """The load plan in one line: mode, levels, requests or seconds per level, warm-up."""
     levels = ", ".join(f"{x:g}" for x in load.levels or [])
@@ -137,6 +148,20 @@ def load_text(load: LoadPlan) -> str:
         text = f"closed loop at {levels} users"
     elif load.mode == "rate":
         text = f"open loop ({load.arrival} arrivals) at {levels} requests/s"
+    elif load.mode == "trace":
+        window = load.window
+        span = (
+            ""
+            if window is None or window.duration_s is None
+            else f" {window.start_s:g} to {window.start_s + window.duration_s:g} s of"
+        )
+        text = (
+            f"trace replay:{span} a traffic log at {load.time_scale or 1:g}x its recorded "
+            f"speed, {load.requests_per_level} requests"
+        )
+        if load.max_concurrency is not None:
+            text += f", at most {load.max_concurrency} in flight"
+        return text
     elif load.mode == "sweep":
         text = (
             f"sweep: 1 user, then {load.max_concurrency} users, then "
@@ -290,7 +315,11 @@ class ReportService:
         plan = read_plan(job.workload, job.load, job.slo)
         return JobReport(
             deployment=await self._deployment(job, read),
-            workload=UNREADABLE if plan is None else workload_text(plan.workload),
+            workload=UNREADABLE
+            if plan is None
+            else TRACE_WORKLOAD
+            if plan.load.mode == "trace"
+            else workload_text(plan.workload),
             load_plan=UNREADABLE if plan is None else load_text(plan.load),
             slo=() if plan is None else slo_limits(plan.slo),
             created_at=job.created_at,
@@ -298,6 +327,56 @@ class ReportService:
             error=job.error,
             capacity=capacity_text(read.capacity_at_slo),
             histograms=await self._histograms(read.runs) if histograms else (),
+            fleets=None
+            if plan is None or plan.load.mode != "trace"
+            else await self._fleets(plan.load, read.capacity_at_slo),
+        )
+
+    async def _fleets(self, load: LoadPlan, capacity: CapacityAtSlo | None) -> FleetSeries:
+        """A trace replay's demand over its whole log with the fixed and autoscaled fleets
+        that serve it at the job's capacity at the SLO (the estimate's rules and defaults:
+        target utilisation 0.8, a 5-minute lag, at least one replica; 5-minute intervals,
+        or minutes for a log under half an hour)."""
+        window = load.window
+        shaded = (
+            None
+            if window is None or window.duration_s is None
+            else (window.start_s, window.start_s + window.duration_s)
+        )
+        interval_s = DEFAULT_INTERVAL_S
+        traffic = (
+            None
+            if load.traffic_id is None
+            else await TrafficRepository(self.session).get(self.team_id, load.traffic_id)
+        )
+        if traffic is None:
+            return FleetSeries(interval_s, why_empty="the traffic log was deleted")
+        if capacity is None or capacity.requests_per_s is None:
+            why = "no capacity at the SLO" + (
+                f" ({capacity.reason})" if capacity is not None and capacity.reason else ""
+            )
+            return FleetSeries(interval_s, why_empty=why)
+        if traffic.duration_s < 1800:
+            interval_s = 60
+        if not traffic.duration_s > 0:
+            return FleetSeries(interval_s, why_empty="the log spans a single instant")
+        plan = plan_fleets(
+            traffic.minute_counts,
+            duration_s=traffic.duration_s,
+            output_tokens=traffic.output_tokens_total,
+            capacity_rps=capacity.requests_per_s,
+            usd_per_hour=capacity.usd_per_hour or 0.0,
+            target_utilization=DEFAULT_TARGET_UTILIZATION,
+            interval_s=interval_s,
+        )
+        return FleetSeries(
+            interval_s=float(interval_s),
+            starts_s=tuple(i.start_s for i in plan.intervals),
+            demand_rps=tuple(i.demand_rps for i in plan.intervals),
+            autoscaled=tuple(i.autoscaled for i in plan.intervals),
+            fixed=plan.fixed_replicas,
+            capacity_rps=capacity.requests_per_s,
+            window=shaded,
         )
 
     async def comparison(self, job_ids: Sequence[uuid.UUID]) -> ComparisonReport:

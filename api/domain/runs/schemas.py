@@ -931,6 +931,72 @@ class ClientHealth(msgspec.Struct):
     ] = None
 
 
+class SendLateness(msgspec.Struct):
+    """How late the client sent a replay's requests against the trace's schedule, in ms
+    (t_send - t_sched, less any wait for a load.max_concurrency slot)."""
+
+    p50: float | None
+    p99: float | None
+    max: float | None
+
+
+class ReplayWindow(msgspec.Struct):
+    """The part of the trace replayed, in its own seconds after its first request."""
+
+    start_s: float
+    duration_s: float
+
+
+class ReplayInterval(msgspec.Struct):
+    """One interval of trace time (load.interval_s) of a replay: the requests due in it, what
+    it achieved over its wall-clock length (interval_s / time_scale) and its SLO
+    attainment. `requests_per_s` (successful requests / that length) is the load point
+    capacity and estimates take it as; `stats` holds the distributions an SLO may limit."""
+
+    start_s: float
+    requests: int
+    succeeded: int
+    offered_requests_per_s: float | None
+    requests_per_s: float | None
+    output_tokens_per_s: float | None
+    error_rate: float | None
+    slo_attainment: float | None
+    goodput_rps: float | None
+    slo_passed: bool | None
+    stats: dict[str, Distribution]
+
+
+class Replay(msgspec.Struct):
+    """A trace replay's own figures (load.mode "trace"): the window and speed, replay
+    fidelity (send lateness against the trace's schedule), what time_scale compressed, and
+    the SLO attained per interval of trace time."""
+
+    traffic_requests: Annotated[
+        int, msgspec.Meta(description="Requests of the trace in the window", examples=[1200])
+    ]
+    sent: Annotated[int, msgspec.Meta(description="Requests sent", examples=[1200])]
+    time_scale: Annotated[
+        float, msgspec.Meta(description="How much faster than recorded", examples=[10.0])
+    ]
+    window: ReplayWindow
+    wall_duration_s: Annotated[
+        float,
+        msgspec.Meta(description="The window's length at time_scale, in seconds", examples=[60.0]),
+    ]
+    compressed: Annotated[
+        str,
+        msgspec.Meta(
+            description="What time_scale compressed, in words",
+            examples=["600 s of the trace sent in 60 s (10x faster than recorded)"],
+        ),
+    ]
+    send_lateness_ms: SendLateness
+    interval_s: Annotated[
+        float, msgspec.Meta(description="Trace seconds per interval", examples=[60.0])
+    ]
+    intervals: list[ReplayInterval]
+
+
 class ConcurrencyCap(msgspec.Struct):
     """A level run under load.max_concurrency: whether its requests in flight reached the
     cap, and how many measured requests waited for a slot and for how long. Those waits
@@ -1152,14 +1218,14 @@ class RunSummary(msgspec.Struct):
     level: Annotated[
         float,
         msgspec.Meta(
-            description="The load level: users (concurrency), requests/s (rate) or requests "
-            "sent at once (burst)",
+            description="The load level: users (concurrency), requests/s (rate), requests "
+            "sent at once (burst), or the mean requests/s a replay's schedule asks for (trace)",
             examples=[8.0],
         ),
     ]
     mode: Annotated[
         str,
-        msgspec.Meta(description="concurrency, rate or burst", examples=["concurrency"]),
+        msgspec.Meta(description="concurrency, rate, burst or trace", examples=["concurrency"]),
     ]
     status: Annotated[
         str,
@@ -1404,6 +1470,14 @@ class RunSummary(msgspec.Struct):
         msgspec.Meta(
             description="Levels with load.max_concurrency: whether the cap was reached and how "
             "often requests waited for a slot; null without a cap",
+            examples=[None],
+        ),
+    ] = None
+    replay: Annotated[
+        Replay | None,
+        msgspec.Meta(
+            description="A trace replay's run: replay fidelity, what time_scale compressed and "
+            "the SLO attained per interval of trace time; null for other runs",
             examples=[None],
         ),
     ] = None

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,6 +24,7 @@ from api.domain.traffic.schemas import (
 )
 from infercost.errors import Conflict, InfercostError, InvalidInput, NotFound
 from infercost.teams.caps import check_room
+from infercost.jobs.plan import Plan, WindowPlan
 from infercost.traffic.models import Traffic
 from infercost.traffic.parse import Decoder, Row, TooLarge, TrafficError, TrafficReader
 from infercost.traffic.repository import TrafficRepository
@@ -343,3 +346,49 @@ async def _digest(body: AsyncIterator[bytes], cap: int) -> str:
             raise too_large(cap)
         digest.update(chunk)
     return digest.hexdigest()
+
+
+async def trace_plan(
+    session: AsyncSession, team_id: uuid.UUID, plan: Plan, *, requests_given: bool, prefix: str = ""
+) -> tuple[Plan, Traffic]:
+    """A trace replay's plan with its window resolved (to the trace's end when the job gave
+    no duration) and its requests_per_level set to the window's count, and the log it
+    replays; InvalidInput names the field when the log is not the team's or the window
+    holds no request."""
+    load = plan.load
+    if requests_given:
+        raise InvalidInput(
+            f"{prefix}load.requests_per_level",
+            "a trace replay sends every request of its window: leave requests_per_level out "
+            "(load.window chooses the part of the trace)",
+        )
+    assert load.traffic_id is not None  # the plan's rules ask for it
+    repo = TrafficRepository(session)
+    traffic = await repo.get(team_id, load.traffic_id)
+    if traffic is None:
+        raise InvalidInput(
+            f"{prefix}load.traffic_id",
+            f"no traffic log {load.traffic_id} in your team: GET /v1/traffic lists yours, "
+            "POST /v1/traffic imports one",
+        )
+    window = load.window
+    start = 0.0 if window is None else window.start_s
+    # To the trace's end: a whole number of seconds past its last request, which the
+    # half-open window must hold.
+    duration = (
+        window.duration_s
+        if window is not None and window.duration_s is not None
+        else float(max(1, math.floor(traffic.duration_s - start) + 1))
+    )
+    count = await repo.window_count(traffic.id, start, duration)
+    if count == 0:
+        raise InvalidInput(
+            f"{prefix}load.window",
+            f"no request of traffic '{traffic.name}' falls in [{start:g}, {start + duration:g}) "
+            f"s: its requests span 0 to {traffic.duration_s:g} s after its first one; move "
+            "the window into that span",
+        )
+    resolved = msgspec.structs.replace(
+        load, window=WindowPlan(start_s=start, duration_s=duration), requests_per_level=count
+    )
+    return msgspec.structs.replace(plan, load=resolved), traffic
