@@ -669,13 +669,17 @@ def estimate(  # click passes every option by name
     else:
         _print_estimate(answer)
     if chart_path is not None:
-        page = fleets_page(answer)
-        chart_path.write_text(page, encoding="utf-8")
-        if not as_json:
-            click.echo(f"saved {chart_path} ({len(page.encode()):,} bytes)")
-
+        _save_chart(answer, chart_path, quiet=as_json)
     if not answer["candidates"]:
         raise SystemExit(EXIT_NO_ESTIMATE)
+
+
+def _save_chart(answer: dict[str, Any], path: Path, *, quiet: bool) -> None:
+    """The estimate's fleets page written to `path` (said on stdout unless `quiet`)."""
+    page = fleets_page(answer)
+    path.write_text(page, encoding="utf-8")
+    if not quiet:
+        click.echo(f"saved {path} ({len(page.encode()):,} bytes)")
 
 
 def fleets_page(answer: dict[str, Any]) -> str:

@@ -401,10 +401,7 @@ class SimApp:
             await _send_error(send, 400, str(exc), "invalid_request_error")
             return
         if self.config.strict_fields and (unknown := wire.unknown_fields(body, self._accepted)):
-            if self.config.engine == "transformers":
-                await _send_bytes(send, 422, wire.transformers_refusal(unknown), _JSON_HEADERS)
-            else:
-                await _send_bytes(send, 400, wire.openai_refusal(unknown), _JSON_HEADERS)
+            await self._refuse_fields(send, unknown)
             return
         images: list[tuple[int, int]] = []
         if isinstance(req, wire.ChatRequest):
@@ -465,6 +462,14 @@ class SimApp:
         await self._generate(
             scope=scope, receive=receive, send=send, arrival=arrival, job=job, model=req.model
         )
+
+    async def _refuse_fields(self, send: Send, unknown: list[str]) -> None:
+        """Refuse a body's unknown fields as the engine does (transformers: 422; the others
+        an OpenAI-style 400)."""
+        if self.config.engine == "transformers":
+            await _send_bytes(send, 422, wire.transformers_refusal(unknown), _JSON_HEADERS)
+        else:
+            await _send_bytes(send, 400, wire.openai_refusal(unknown), _JSON_HEADERS)
 
     def _shape_answer(self, req: wire.ChatRequest, job: Job) -> None:
         """An answer of one tool call (the request offers tools) or of JSON (its

@@ -494,7 +494,7 @@ class TraceSource(RequestSource):
         for index, request in enumerate(requests):
             if size > BODY_BUDGET:
                 break
-            body = self.body(target, text.prompt(index), request.output_tokens)
+            body = self.body(target, text.prompt(index), request.output_tokens, seq=index)
             bodies.append(body)
             size += len(body)
 
@@ -503,7 +503,7 @@ class TraceSource(RequestSource):
             body = (
                 bodies[seq]
                 if seq < len(bodies)
-                else self.body(target, text.prompt(seq), request.output_tokens)
+                else self.body(target, text.prompt(seq), request.output_tokens, seq=seq)
             )
             return body, request.input_tokens
 

@@ -23,8 +23,8 @@ from api.domain.traffic.schemas import (
     TrafficSeries,
 )
 from infercost.errors import Conflict, InfercostError, InvalidInput, NotFound
-from infercost.teams.caps import check_room
 from infercost.jobs.plan import Plan, WindowPlan
+from infercost.teams.caps import check_room
 from infercost.traffic.models import Traffic
 from infercost.traffic.parse import Decoder, Row, TooLarge, TrafficError, TrafficReader
 from infercost.traffic.repository import TrafficRepository
