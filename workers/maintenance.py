@@ -65,7 +65,7 @@ async def relay_once(sessionmaker: async_sessionmaker[AsyncSession], celery: Cel
     leaves the rest for the next round)."""
 
     def send(row: outbox.Pending) -> None:
-        celery.send_task(row.task, args=row.args)
+        celery.send_task(row.task, args=row.args, priority=row.priority)
 
     async with sessionmaker() as session:
         rows = await outbox.take(session, limit=RELAY_BATCH, older_than_s=RELAY_GRACE_S)

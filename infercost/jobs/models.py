@@ -101,6 +101,9 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     # long after that lost its message (a flushed broker) and is handed over again.
     enqueued_at: Mapped[datetime | None]
     enqueue_count: Mapped[int] = mapped_column(default=0, server_default="0")
+    # The broker priority its message went with (infercost.jobs.outbox: its place in its
+    # team's line, 0 first; the best of its messages): where it waits in the shared queue.
+    queue_priority: Mapped[int | None] = mapped_column(SmallInteger)
     # The fencing token of the lease on a running job: each claim increments it, and every
     # write the runner makes carries it, so a runner that lost the job writes nothing more.
     lease_token: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")

@@ -8,6 +8,14 @@ relays never send the same row twice at once; a row is deleted in the transactio
 records the send.
 Sending stays at least once (a commit can fail after the broker took the message): the
 worker's claim is guarded, so a duplicate does nothing.
+
+Fair share between teams: a job's message carries a broker priority, its place in its own
+team's line (the team's jobs running, and queued ahead of it), capped at PRIORITY_LOWEST.
+The broker hands out lower numbers first (kombu's Redis transport keeps one list per
+priority, workers/broker.py), so a team's first job waits only behind the jobs running now
+and other teams' first jobs, never behind another team's backlog; teams' second jobs come
+next, and so on: the teams' lines are served round-robin. A resumed job (its worker died,
+infercost.jobs.repository.JobRepository.interrupt) and a shard of a running level go first.
 """
 
 from __future__ import annotations
@@ -17,13 +25,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
     ForeignKey,
     Identity,
+    SmallInteger,
     String,
+    Table,
+    bindparam,
     delete,
     func,
     insert,
@@ -38,6 +49,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from infercost.db.base import Base
 from infercost.db.scope import unscoped
 from infercost.jobs.models import Job
+from infercost.jobs.tasks import PRIORITY_LOWEST
 
 #: Re-publishing a queued job backs off: after requeue_after, then 2x, 4x, and at most
 #: this many times requeue_after apart, so a job waiting hours behind others gathers a
@@ -67,6 +79,40 @@ class Pending:
     task: str
     args: list[Any]
     job_id: uuid.UUID | None
+    #: The broker priority to send it with (0 first): its job's place in its team's line.
+    priority: int = 0
+
+
+def team_priority(ahead: int) -> int:
+    """The broker priority of a job with `ahead` jobs of its own team running or queued
+    before it: its place in its team's line, the last steps shared."""
+    return max(0, min(ahead, PRIORITY_LOWEST))
+
+
+#: Per job, how many jobs of its own team run or wait ahead of it; a running job (a resumed
+#: one) none: it goes first.
+_AHEAD_IN_TEAM = sql_text(
+    """
+    SELECT j.id,
+           CASE WHEN j.status = 'running' THEN 0 ELSE (
+             SELECT count(*) FROM jobs o
+             WHERE o.team_id = j.team_id
+               AND (o.status = 'running'
+                    OR (o.status = 'queued' AND (o.created_at, o.id) < (j.created_at, j.id)))
+           ) END AS ahead
+    FROM jobs j
+    WHERE j.id = ANY(:ids)
+    """
+)
+
+
+async def team_places(session: AsyncSession, job_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, int]:
+    """Each job's place in its team's line (jobs of the team running or queued ahead)."""
+    if not job_ids:
+        return {}
+    reason = "a job's broker priority counts its own team's jobs ahead of it"
+    rows = await session.execute(unscoped(_AHEAD_IN_TEAM, reason), {"ids": list(job_ids)})
+    return {row.id: int(row.ahead) for row in rows}
 
 
 def add_task(
@@ -97,21 +143,39 @@ async def take(
         query = query.where(TaskOutbox.job_id == job_id)
     if ids is not None:
         query = query.where(TaskOutbox.id.in_(ids))
-    rows = await session.scalars(query.with_for_update(skip_locked=True))
-    return [Pending(r.id, r.task, list(r.args), r.job_id) for r in rows]
+    rows = list(await session.scalars(query.with_for_update(skip_locked=True)))
+    places = await team_places(session, sorted({r.job_id for r in rows if r.job_id is not None}))
+    return [
+        Pending(
+            r.id,
+            r.task,
+            list(r.args),
+            r.job_id,
+            team_priority(places.get(r.job_id, 0)) if r.job_id is not None else 0,
+        )
+        for r in rows
+    ]
 
 
 async def sent(session: AsyncSession, rows: Sequence[Pending]) -> None:
-    """Forget published rows, and record on their jobs that the broker took them."""
+    """Forget published rows, and record on their jobs that the broker took them and at
+    which priority (the best of its messages: a worker takes whichever comes first)."""
     if not rows:
         return
     await session.execute(delete(TaskOutbox).where(TaskOutbox.id.in_([r.id for r in rows])))
-    job_ids = [r.job_id for r in rows if r.job_id is not None]
-    if job_ids:
+    jobs = cast(Table, Job.__table__)
+    given = [{"b_id": r.job_id, "b_priority": r.priority} for r in rows if r.job_id is not None]
+    if given:
+        priority = bindparam("b_priority", type_=SmallInteger())
         await session.execute(
-            update(Job)
-            .where(Job.id.in_(job_ids))
-            .values(enqueued_at=func.now(), enqueue_count=Job.enqueue_count + 1)
+            update(jobs)
+            .where(jobs.c.id == bindparam("b_id"))
+            .values(
+                enqueued_at=func.now(),
+                enqueue_count=jobs.c.enqueue_count + 1,
+                queue_priority=func.least(func.coalesce(jobs.c.queue_priority, priority), priority),
+            ),
+            given,
         )
 
 

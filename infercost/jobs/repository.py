@@ -78,6 +78,8 @@ class JobRepository:
         is shared, so a job's place in it counts other teams' jobs (never shown)."""
         query = select(
             Job.id,
+            Job.team_id,
+            Job.queue_priority,
             Job.status,
             Job.endpoint_id,
             Job.workload_fingerprint,
