@@ -12,10 +12,12 @@ import uuid
 from typing import Any
 
 from celery import signals
+from celery.exceptions import WorkerLostError
 
 from infercost.jobs.tasks import RUN_JOB_TASK, RUN_SHARD_TASK
 from infercost.settings import Settings
 from workers.broker import make_celery
+from workers.recovery import on_worker_lost
 from workers.runner import run_job, run_shard
 from workers.runtime import Runtime
 
@@ -51,11 +53,27 @@ def _close_runtime(**_: Any) -> None:
         _runtime = None
 
 
+@signals.task_failure.connect
+def _pool_process_lost(
+    sender: Any = None, exception: BaseException | None = None, args: Any = None, **_: Any
+) -> None:
+    """In the worker's parent: the pool process running a job died (WorkerLostError, known
+    the moment it exits), so its level is measured again (workers/recovery.py)."""
+    if not isinstance(exception, WorkerLostError) or getattr(sender, "name", None) != RUN_JOB_TASK:
+        return
+    try:
+        job_id = uuid.UUID(str(args[0]))
+    except (TypeError, ValueError, IndexError):
+        return
+    on_worker_lost(settings, job_id, f"the worker process running this job died ({exception})")
+
+
 @app.task(name=RUN_JOB_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)
-def run_job_task(job_id: str) -> None:
-    """Run one benchmark job; its state and results go to Postgres."""
+def run_job_task(job_id: str, resume_token: int | None = None) -> None:
+    """Run one benchmark job; its state and results go to Postgres. With `resume_token`,
+    take up a job whose worker died (workers/recovery.py) and measure what it had left."""
     rt = runtime()
-    rt.loop.run_until_complete(run_job(rt, uuid.UUID(job_id)))
+    rt.loop.run_until_complete(run_job(rt, uuid.UUID(job_id), resume_token=resume_token))
 
 
 @app.task(name=RUN_SHARD_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)

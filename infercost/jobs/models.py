@@ -30,7 +30,9 @@ from infercost.figures.cost import (
 )
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-RUN_STATUSES = ("running", "succeeded", "failed", "cancelled")
+#: 'interrupted': its worker died mid-level; the level was measured again in another run
+#: (which names it in replaces_run_id). Never evidence: every figure reads the other run.
+RUN_STATUSES = ("running", "succeeded", "failed", "cancelled", "interrupted")
 #: runs.change_verdict (infercost.history: a run against its baseline; null: not decided).
 CHANGE_VERDICTS = (
     "regression",
@@ -124,6 +126,9 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     schedule_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("schedules.id", ondelete="SET NULL"), index=True
     )
+    # How often a worker died under it (infercost.jobs.repository.JobRepository.interrupt):
+    # the first time its level is measured again, the second fails the job.
+    interruptions: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
 
 
 class Run(UUIDPrimaryKey, CreatedAt, Base):
@@ -132,7 +137,14 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     __tablename__ = "runs"
     __table_args__ = (
         CheckConstraint(f"status IN {RUN_STATUSES}", name="status"),
-        Index("uq_runs_job_index", "job_id", "level_index", unique=True),
+        # One run a level, besides runs interrupted by their worker's death.
+        Index(
+            "uq_runs_job_index",
+            "job_id",
+            "level_index",
+            unique=True,
+            postgresql_where=text("status <> 'interrupted'"),
+        ),
         # GET /v1/comparisons: a team's finished runs by deployment, in time order, with
         # every column a comparison reads, so it scans this narrow index only (an index-only
         # scan) and never the wide rows with their JSONB summaries.
@@ -259,6 +271,11 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     )
     change_verdict: Mapped[str | None] = mapped_column(String(20))
     change: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The run of the same level that its worker's death interrupted, which this one
+    # measured again; null for a level measured once.
+    replaces_run_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
 
 
 class RequestSample(Base):
