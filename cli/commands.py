@@ -309,6 +309,13 @@ def jobs_show(job: str, as_json: bool, client: ApiClient) -> None:
         for run in state["runs"]:
             runs.add_row(*cells(level_label(float(run["level"]), str(run["mode"])), run["id"]))
         out.print(runs)
+        for run in state["runs"]:
+            if run.get("replaces_run_id"):
+                out.print(
+                    f"{level_label(float(run['level']), str(run['mode']))}: measured again after "
+                    f"its worker died (interrupted run {run['replaces_run_id']}, not used)",
+                    markup=False,
+                )
         capacity = capacity_text(state)
         if capacity:
             out.print(capacity, markup=False)

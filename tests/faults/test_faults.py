@@ -115,6 +115,9 @@ async def assert_measured_again(
     assert [r["requests"]["total"] for r in runs] == [40, 40]
     assert await sample_count(db, job_id) == 80
     assert state["progress"] == {"done": 80, "total": 80}
+    # The report says which level was measured again.
+    report = (await team.http.get(f"/v1/jobs/{job_id}/report")).text
+    assert "Measured again:" in report and "measured again</span>" in report
     assert await db.fetchval("SELECT count(*) FROM runs WHERE status = 'running'") == 0
 
 
