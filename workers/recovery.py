@@ -2,12 +2,15 @@
 
 When a pool process dies mid-task (SIGKILL, out of memory), the worker's parent process
 learns it at once (billiard sees the child exit; Celery fails the task with WorkerLostError
-and sends task_failure there). workers/app.py hands that to interrupt_lost_job here, on a
-thread of its own so the parent keeps consuming: the job's level in progress is kept as
-'interrupted' and the job is handed, with a new fencing token, to the next free worker
-process (the restarted one, or another worker's) at the broker's first priority; a second
-death fails the job with the reason (infercost.jobs.repository.JobRepository.interrupt). A
-whole host lost sends no such report: the maintenance sweep's heartbeat bound covers it.
+and sends task_failure there). workers/app.py hands that to interrupt_lost_job here: the
+job's level in progress is kept as 'interrupted' and the job is handed, with a new fencing
+token, to the next free worker process (the restarted one, or another worker's) at the
+broker's first priority; a second death fails the job with the reason
+(infercost.jobs.repository.JobRepository.interrupt). The parent waits for that (up to
+HAND_OVER_WAIT_S) before it takes its next message, so the restarted pool process takes
+the hand-over rather than the next queued job; a database that does not answer in time
+delays the hand-over, never the worker. A whole host lost sends no such report: the
+maintenance sweep's heartbeat bound covers it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ from workers.broker import make_celery
 from workers.finish import announce_finished
 
 log = logging.getLogger("infercost.worker")
+
+#: How long the worker's parent waits for a hand-over to be recorded and sent before it
+#: goes on consuming (it goes on recording meanwhile, on its own thread).
+HAND_OVER_WAIT_S = 5.0
 
 
 async def interrupt_lost_job(
@@ -66,9 +73,9 @@ async def interrupt_lost_job(
 
 
 def on_worker_lost(settings: Settings, job_id: uuid.UUID, reason: str) -> threading.Thread:
-    """interrupt_lost_job on a thread of its own (the parent process must keep consuming,
-    and a database that is away must not hold it); a failure is logged and left to the
-    sweep's heartbeat bound."""
+    """interrupt_lost_job on a thread of its own, waited for up to HAND_OVER_WAIT_S (the
+    parent must not take its next message before the hand-over is sent, nor hang on a
+    database that is away); a failure is logged and left to the sweep's heartbeat bound."""
 
     def run() -> None:
         try:
@@ -85,4 +92,5 @@ def on_worker_lost(settings: Settings, job_id: uuid.UUID, reason: str) -> thread
 
     thread = threading.Thread(target=run, name=f"worker-lost-{job_id}", daemon=True)
     thread.start()
+    thread.join(HAND_OVER_WAIT_S)
     return thread

@@ -283,12 +283,15 @@ class JobRepository:
             .values(
                 interruptions=Job.interruptions + 1,
                 lease_token=token,
-                # The handed-over job has a bound's time to be taken up before the sweep
-                # counts it as lost again.
-                heartbeat_at=now,
+                # No runner holds it until one takes it up (resume): waiting for a free
+                # worker is not a second death, so the sweep leaves it alone, and the relay
+                # sends it again if its message is lost (outbox.requeue_stale).
+                heartbeat_at=None,
             )
         )
-        outbox.add_task(self.session, RUN_JOB_TASK, [str(job_id), token], job_id)
+        outbox.add_task(
+            self.session, RUN_JOB_TASK, outbox.job_args(job_id, "running", token), job_id
+        )
         return Interruption(job_id, failed=False, token=token)
 
     async def interrupt_abandoned(self, silent_for: timedelta) -> list[Interruption]:

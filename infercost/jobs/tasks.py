@@ -14,8 +14,10 @@ RUN_SHARD_TASK: Final = "benchmark.run_shard"
 #: Every benchmark task's name starts so; all of them go to the settings' queue.
 TASK_PREFIX: Final = "benchmark."
 
-#: The broker's priorities: 0 (served first) to PRIORITY_LOWEST (infercost/jobs/outbox.py
-#: gives each job's message its team's place in line).
+#: The broker's priorities: 0 (served first) to PRIORITY_LOWEST. 0 is kept for work a
+#: running job waits on (a job handed over after its worker died, a level's shard tasks);
+#: a queued job's message goes with 1 + its place in its team's line (infercost/jobs/outbox.py).
+PRIORITY_FIRST: Final = 0
 PRIORITY_LOWEST: Final = 9
 PRIORITY_STEPS: Final = list(range(PRIORITY_LOWEST + 1))
 

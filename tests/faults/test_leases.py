@@ -129,7 +129,21 @@ async def test_two_sweeps_at_once_take_up_an_abandoned_job_and_its_run_once(
     )
     assert run["status"] == "interrupted" and run["finished_at"] is not None
     assert "no heartbeat for over 30 s" in run["error"]
-    # Nobody took it up within the bound either: the second time fails the job.
+    # Waiting for a free worker is not a second death: the sweep leaves it alone however
+    # long it waits, and a lost hand-over message is sent again like a queued job's.
+    await fault_db.execute("DELETE FROM task_outbox WHERE job_id = $1", job_id)
+    assert await fault_db.fetchval("SELECT heartbeat_at FROM jobs WHERE id = $1", job_id) is None
+    await fault_db.execute(
+        "UPDATE jobs SET enqueued_at = now() - interval '1 hour' WHERE id = $1", job_id
+    )
+    async with sessions() as session:
+        assert await JobRepository(session).interrupt_abandoned(timedelta(seconds=1)) == []
+        resent = await outbox.requeue_stale(session, RUN_JOB_TASK, timedelta(seconds=30))
+        await session.commit()
+    assert job_id in resent
+    handed = await fault_db.fetch("SELECT args FROM task_outbox WHERE job_id = $1", job_id)
+    assert [json.loads(r["args"]) for r in handed] == [[str(job_id), token + 1]]
+    # Taken up, then that worker lost too: the second death fails the job.
     await fault_db.execute("DELETE FROM task_outbox WHERE job_id = $1", job_id)
     await fault_db.execute(stale, job_id)
     async with sessions() as session:
@@ -213,9 +227,11 @@ async def test_a_queued_job_is_sent_again_with_backoff_until_claimed(
     )
     async with sessions() as session:
         assert job_id not in await outbox.requeue_stale(session, RUN_JOB_TASK, bound)
-    # A claimed job is never sent again.
+    # A claimed job (running, with the heartbeat its claim wrote) is never sent again.
     await fault_db.execute("DELETE FROM task_outbox WHERE job_id = $1", job_id)
-    await fault_db.execute("UPDATE jobs SET status = 'running' WHERE id = $1", job_id)
+    await fault_db.execute(
+        "UPDATE jobs SET status = 'running', heartbeat_at = now() WHERE id = $1", job_id
+    )
     async with sessions() as session:
         assert job_id not in await outbox.requeue_stale(session, RUN_JOB_TASK, bound)
 
