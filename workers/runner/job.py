@@ -596,7 +596,9 @@ async def run_job(rt: Runtime, job_id: uuid.UUID, *, resume_token: int | None = 
                 "queued" if resume_token is None else "handed over with this token",
             )
             return
-        kept, replaced = await repo.measured_levels(job_id) if resume_token else ({}, {})
+        kept, replaced = (
+            await repo.measured_levels(job_id) if resume_token is not None else ({}, {})
+        )
         endpoint = await EndpointRepository(session).get_any(job.endpoint_id)
     status: str
     error: str | None
