@@ -17,6 +17,7 @@ import pytest
 import redis
 from sqlalchemy.engine import make_url
 
+from infercost.jobs.tasks import PRIORITY_STEPS
 from sim.process import SimProcess
 from tests.conftest import ARTIFACTS, TeamClient
 from tests.faults.conftest import PgProxy, worker_process
@@ -199,11 +200,17 @@ async def test_jobs_queued_when_the_broker_lost_its_queue_still_run(
         response = await fault_team.submit(job_body(endpoint["id"], [1], 5, warmup=1))
         assert response.status_code == 202, response.text
         job_ids.append(response.json()["id"])
-    # No worker yet: the three messages wait in the test's own queue; then they are lost
-    # (only this queue's key: other test sessions share this Redis).
-    assert broker.llen(queue) >= 3
-    broker.delete(queue)
-    assert broker.llen(queue) == 0
+    # No worker yet: the three messages wait in the test's own queue (one Redis list per
+    # priority: the team's line puts them at 1, 2 and 3); then they are lost (only this
+    # queue's keys: other test sessions share this Redis).
+    keys = [queue, *(f"{queue}\x06\x16{p}" for p in PRIORITY_STEPS[1:])]
+
+    def waiting() -> int:
+        return sum(int(broker.llen(key)) for key in keys)
+
+    assert waiting() >= 3
+    broker.delete(*keys)
+    assert waiting() == 0
     flushed_at = time.monotonic()
     with worker_process(fault_env, "faults-worker-flush"):
         states = [await fault_team.wait_job(job_id, timeout=90) for job_id in job_ids]
@@ -259,12 +266,18 @@ async def test_a_runner_whose_lease_was_taken_writes_nothing_more(
             uuid.UUID(job_id),
         )
         assert token == 2
-        # Nobody renews the new lease, so the sweep gives the job up; the old runner stopped
-        # at its next write and stored nothing of its level.
-        state = await fault_team.wait_job(job_id, timeout=90)
-    assert state["status"] == "failed"
+        # Nobody renews the new lease, so the sweep takes the job back and hands it over;
+        # the old runner stopped at its next write and stored nothing of its level, which a
+        # new run measured again.
+        state = await fault_team.wait_job(job_id, timeout=150)
+    assert state["status"] == "succeeded", state["error"]
     runs = (await fault_team.http.get(f"/v1/jobs/{job_id}/runs")).json()
-    assert [r["status"] for r in runs] == ["failed"]
-    assert await sample_count(fault_db, job_id) == 0
+    assert [r["status"] for r in runs] == ["succeeded"]
+    old = (await fault_team.http.get(f"/v1/runs/{runs[0]['replaces_run_id']}")).json()
+    assert old["status"] == "interrupted"
+    assert "no heartbeat" in old["error"]
+    # The old runner's level: no sample; the new run's: every one.
+    assert await sample_count(fault_db, job_id) == 400
+    assert old["requests"]["total"] == 0
     log = (ARTIFACTS / "faults-worker-lease.log").read_text(errors="replace")
     assert f"job {job_id}: lease 1 lost" in log
