@@ -111,7 +111,8 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     lease_token: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     started_at: Mapped[datetime | None]
     # Written by the worker about twice a second while it runs the job; a running job whose
-    # heartbeat stopped lost its worker, and the sweep fails it with a message.
+    # heartbeat stopped lost its worker, and the sweep hands it to another (the second time
+    # fails it with a message). Null while a handed-over job waits for a worker.
     heartbeat_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     # A sweep's report (load.mode "sweep"): the levels it chose and why, and why it stopped
