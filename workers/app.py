@@ -57,15 +57,22 @@ def _close_runtime(**_: Any) -> None:
 def _pool_process_lost(
     sender: Any = None, exception: BaseException | None = None, args: Any = None, **_: Any
 ) -> None:
-    """In the worker's parent: the pool process running a job died (WorkerLostError, known
-    the moment it exits), so its level is measured again (workers/recovery.py)."""
-    if not isinstance(exception, WorkerLostError) or getattr(sender, "name", None) != RUN_JOB_TASK:
+    """In the worker's parent: the pool process running a job, or a shard of its level,
+    died (WorkerLostError, known the moment it exits), so the level is measured again
+    (workers/recovery.py)."""
+    name = getattr(sender, "name", None)
+    if not isinstance(exception, WorkerLostError) or name not in (RUN_JOB_TASK, RUN_SHARD_TASK):
         return
     try:
         job_id = uuid.UUID(str(args[0]))
+        # A shard task: (job_id, run_id, shard, count, token); a shard sent without its
+        # coordinator's token is left to the coordinator's own bound.
+        token = None if name == RUN_JOB_TASK else int(args[4])
     except (TypeError, ValueError, IndexError):
         return
-    on_worker_lost(settings, job_id, f"the worker process running this job died ({exception})")
+    what = "this job" if name == RUN_JOB_TASK else f"shard {args[2]} of its level"
+    reason = f"the worker process running {what} died ({exception})"
+    on_worker_lost(settings, job_id, reason, token)
 
 
 @app.task(name=RUN_JOB_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)

@@ -11,6 +11,10 @@ HAND_OVER_WAIT_S) before it takes its next message, so the restarted pool proces
 the hand-over rather than the next queued job; a database that does not answer in time
 delays the hand-over, never the worker. A whole host lost sends no such report: the
 maintenance sweep's heartbeat bound covers it.
+
+The process of a shard of a sharded level (load.shards) dying is the same loss: the job is
+taken off its runner (the coordinator, whose fencing token the shard carried: it stops at
+its next write) and handed over, and the whole level is measured again.
 """
 
 from __future__ import annotations
@@ -36,15 +40,16 @@ HAND_OVER_WAIT_S = 5.0
 
 
 async def interrupt_lost_job(
-    settings: Settings, job_id: uuid.UUID, reason: str
+    settings: Settings, job_id: uuid.UUID, reason: str, token: int | None = None
 ) -> Interruption | None:
     """Record the death on the job (one transaction, with its job.finished event when it
-    fails), then send the hand-over at once (what the broker refuses, the relay sends)."""
+    fails), then send the hand-over at once (what the broker refuses, the relay sends).
+    `token`: a shard's, so only the runner it served is taken off the job."""
     engine = engine_for(settings, pool_size=1)
     sessionmaker = make_sessionmaker(engine)
     try:
         async with sessionmaker() as session:
-            outcome = await JobRepository(session).interrupt(job_id, reason)
+            outcome = await JobRepository(session).interrupt(job_id, reason, token=token)
             if outcome is not None and outcome.failed:
                 await announce_finished(session, job_id)
             await session.commit()
@@ -72,14 +77,16 @@ async def interrupt_lost_job(
         await engine.dispose()
 
 
-def on_worker_lost(settings: Settings, job_id: uuid.UUID, reason: str) -> threading.Thread:
+def on_worker_lost(
+    settings: Settings, job_id: uuid.UUID, reason: str, token: int | None = None
+) -> threading.Thread:
     """interrupt_lost_job on a thread of its own, waited for up to HAND_OVER_WAIT_S (the
     parent must not take its next message before the hand-over is sent, nor hang on a
     database that is away); a failure is logged and left to the sweep's heartbeat bound."""
 
     def run() -> None:
         try:
-            outcome = asyncio.run(interrupt_lost_job(settings, job_id, reason))
+            outcome = asyncio.run(interrupt_lost_job(settings, job_id, reason, token))
         except Exception:
             log.exception("job %s: its worker process died and this could not be recorded", job_id)
             return

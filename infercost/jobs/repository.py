@@ -227,18 +227,27 @@ class JobRepository:
         return job
 
     async def interrupt(
-        self, job_id: uuid.UUID, reason: str, *, stale_before: datetime | None = None
+        self,
+        job_id: uuid.UUID,
+        reason: str,
+        *,
+        stale_before: datetime | None = None,
+        token: int | None = None,
     ) -> Interruption | None:
         """The worker running a job died (`reason` says how it is known). The first time, its
         level in progress is kept as 'interrupted' (never evidence) and the job is handed to
         another worker, which measures that level again (an outbox row with the new fencing
         token, sent first: infercost/jobs/outbox.py); the second time, or for a sweep (whose
         levels depend on each other), the job fails with the reason. With `stale_before`,
-        only while its heartbeat is older (the maintenance sweep). None when the job no longer
-        runs (or beat since): another path got there first. The caller commits."""
+        only while its heartbeat is older (the maintenance sweep); with `token`, only while
+        that runner still holds the job (a shard of its level died). None when the job no
+        longer runs (or beat since, or moved on): another path got there first. The caller
+        commits."""
         query = select(Job).where(Job.id == job_id, Job.status == "running")
         if stale_before is not None:
             query = query.where(Job.heartbeat_at < stale_before)
+        if token is not None:
+            query = query.where(Job.lease_token == token)
         reason_lock = "the worker's death is recorded on the job it ran, by id"
         job = await self.session.scalar(unscoped(query.with_for_update(), reason_lock))
         if job is None:
