@@ -15,7 +15,7 @@ from celery import Celery
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from infercost.jobs import outbox
-from infercost.jobs.tasks import RUN_JOB_TASK, TASK_PREFIX
+from infercost.jobs.tasks import RUN_JOB_TASK, TASK_PREFIX, TRANSPORT_OPTIONS
 from infercost.settings import Settings
 
 log = logging.getLogger("infercost.api.queue")
@@ -30,8 +30,7 @@ def make_celery(settings: Settings) -> Celery:
         task_routes={f"{TASK_PREFIX}*": {"queue": settings.queue}},
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
-        # As the workers' app: the Redis transport's options must agree on both ends.
-        broker_transport_options={"visibility_timeout": 6 * 3600},
+        broker_transport_options=TRANSPORT_OPTIONS,
     )
     return app
 
@@ -51,7 +50,7 @@ class TaskQueue:
         """Nudge a worker now: send the job's outbox row unless a relay holds it already."""
 
         def send(row: outbox.Pending) -> None:
-            self.celery.send_task(row.task, args=row.args)
+            self.celery.send_task(row.task, args=row.args, priority=row.priority)
 
         try:
             async with self.sessionmaker() as session:

@@ -1,8 +1,9 @@
 """A longer fault drill than tests/faults/: multi-level jobs run while the drill SIGKILLs the
-worker 20 times, restarts Redis and cuts every Postgres connection, then prints what became
-of every accepted job; then bench/bounds_drill.py's checks (secrets, upstream pages, made-up
-tokens, per-team caps, slow bodies, one reason per failure) print theirs. Not part of
-`make test`; the README quotes its summary.
+worker 20 times (every other time only its pool process, the way an out-of-memory kill takes
+it; otherwise the whole worker, as a lost host), restarts Redis and cuts every Postgres
+connection, then prints what became of every accepted job and how long each killed level
+took to run again; then bench/bounds_drill.py's checks (secrets, upstream pages, made-up
+tokens, per-team caps, slow bodies, one reason per failure) print theirs. Not part of `make test`; docs/operations.md quotes its summary.
 
 Everything is the drill's own: a database, a redis-server on a free port (never the shared
 6379 one), a TCP proxy in front of Postgres that the worker and maintenance process connect
@@ -101,6 +102,21 @@ async def jobs_of(http: httpx.AsyncClient) -> list[dict[str, Any]]:
     return list((await http.get("/v1/jobs", params={"limit": 200})).json()["items"])
 
 
+async def level_again(db: asyncpg.Connection, job_id: str, killed_at: float) -> float:
+    """Seconds from a kill (time.time()) until the killed job's level runs again: a run of
+    the job that replaced an interrupted one started (nan when none within 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        started = await db.fetchval(
+            "SELECT min(started_at) FROM runs WHERE job_id = $1 AND replaces_run_id IS NOT NULL",
+            uuid.UUID(job_id),
+        )
+        if started is not None:
+            return float(started.timestamp() - killed_at)
+        await asyncio.sleep(0.1)
+    return float("nan")
+
+
 def drill(kills: int, n_jobs: int) -> None:
     name = f"infercost_drill_{uuid.uuid4().hex[:8]}"
     _run_sql(f'CREATE DATABASE "{name}"')
@@ -184,7 +200,10 @@ async def run_drill(
         accepted.append(response.json()["id"])
     print(f"accepted {len(accepted)} jobs of {len(LEVELS)} levels x {REQUESTS} requests")
 
+    db = await asyncpg.connect(database_url.replace("postgresql+asyncpg", "postgresql"))
     kill_recovery: list[float] = []  # kill -> the killed worker's job terminal
+    pool_again: list[float] = []  # pool process SIGKILL -> its level running again
+    host_again: list[float] = []  # whole worker SIGKILL -> its level running again
     next_start: list[float] = []  # kill -> a new worker's job running
     redis_recovery: list[float] = []  # Redis restart -> a job progressing again
     pg_recovery: list[float] = []  # connections cut -> a job progressing again
@@ -221,13 +240,26 @@ async def run_drill(
         if victim is None:
             print(f"kill {k + 1}: no job running within 120 s; stopping the kills")
             break
+        pool_only = k % 2 == 0
+        if pool_only:
+            # Only the pool process (an out-of-memory kill): the worker's parent sees it go.
+            for child in psutil.Process(worker.pid).children():
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    child.kill()
+            killed_at = time.time()
+            killed_jobs.add(victim)
+            kill_times.append(killed_at)
+            pool_again.append(await level_again(db, victim, killed_at))
+            continue
         kill_tree(worker.pid)
         killed = time.monotonic()
+        killed_at = time.time()
         killed_jobs.add(victim)
-        kill_times.append(time.time())
+        kill_times.append(killed_at)
         with contextlib.suppress(Exception):
             worker_cm.__exit__(None, None, None)
-        if k % 5 == 2:
+        restart_redis = k % 10 in (3, 9)
+        if restart_redis:
             # Redis restarts while no worker runs: its queue (no persistence) is gone.
             redis.terminate()
             redis.wait(10)
@@ -243,9 +275,10 @@ async def run_drill(
         snapshot = {j["id"]: j["progress"]["done"] for j in await jobs_of(http)}
         waited = await wait_progress(snapshot)
         next_start.append(time.monotonic() - killed)
-        if k % 5 == 2:
+        if restart_redis:
             redis_recovery.append(time.monotonic() - redis_at)
-        if k % 4 == 1:
+        host_again.append(await level_again(db, victim, killed_at))
+        if k % 4 == 3:
             # Postgres "restarts" under the new worker while it measures and stores.
             snapshot = {j["id"]: j["progress"]["done"] for j in await jobs_of(http)}
             proxy.restart()
@@ -268,12 +301,12 @@ async def run_drill(
         redis.wait(10)
     jobs = {j["id"]: j for j in await jobs_of(http)}
     await http.aclose()
-    db = await asyncpg.connect(database_url.replace("postgresql+asyncpg", "postgresql"))
     try:
         running_runs = await db.fetchval("SELECT count(*) FROM runs WHERE status = 'running'")
         rows = await db.fetch(
             "SELECT r.job_id, r.status, r.requests_total,"
-            " (SELECT count(*) FROM request_samples s WHERE s.run_id = r.id) AS samples"
+            " (SELECT count(*) FROM request_samples s WHERE s.run_id = r.id) AS samples,"
+            " EXISTS (SELECT 1 FROM runs n WHERE n.replaces_run_id = r.id) AS replaced"
             " FROM runs r"
         )
     finally:
@@ -312,10 +345,16 @@ async def run_drill(
     print(f"succeeded jobs with exactly {REQUESTS * len(LEVELS)} samples: "
           f"{ok_exact} of {len(ok_jobs)}")  # fmt: skip
     print(f"failed runs holding samples: {failed_with_samples}")
+    interrupted = [r for r in rows if r["status"] == "interrupted"]
+    print(f"interrupted runs: {len(interrupted)}, measured again: "
+          f"{sum(1 for r in interrupted if r['replaced'])}, holding samples: "
+          f"{sum(1 for r in interrupted if r['samples'])}")  # fmt: skip
+    print(f"pool process SIGKILL -> its level running again: {spread(pool_again)}")
+    print(f"whole worker SIGKILL -> its level running again: {spread(host_again)}")
     never = len(killed_jobs) - len(kill_recovery)
-    print(f"killed worker's job terminal after: {spread(kill_recovery)}"
+    print(f"killed job finished after: {spread(kill_recovery)}"
           f"{'' if not never else f'; {never} never'}")  # fmt: skip
-    print(f"kill -> a fresh worker progressing: {spread(next_start)}")
+    print(f"whole worker SIGKILL -> a fresh worker progressing: {spread(next_start)}")
     print(f"Redis restart -> progress again: {spread(redis_recovery)}")
     print(f"Postgres cut -> progress again: {spread(pg_recovery)}")
 

@@ -334,6 +334,13 @@ def jobs_show(job: str, as_json: bool, client: ApiClient) -> None:
         replay = replay_text(state)
         if replay:
             out.print(replay, markup=False)
+        for run in state["runs"]:
+            if run.get("replaces_run_id"):
+                out.print(
+                    f"{level_label(float(run['level']), str(run['mode']))}: measured again after "
+                    f"its worker died (interrupted run {run['replaces_run_id']}, not used)",
+                    markup=False,
+                )
         capacity = capacity_text(state)
         if capacity:
             out.print(capacity, markup=False)

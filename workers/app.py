@@ -12,11 +12,13 @@ import uuid
 from typing import Any
 
 from celery import signals
+from celery.exceptions import WorkerLostError
 
 from infercost.jobs.tasks import RUN_JOB_TASK, RUN_SHARD_TASK
 from infercost.net.redact import install_log_redaction
 from infercost.settings import Settings
 from workers.broker import make_celery
+from workers.recovery import on_worker_lost
 from workers.runner import run_job, run_shard
 from workers.runtime import Runtime
 
@@ -60,11 +62,34 @@ def _close_runtime(**_: Any) -> None:
         _runtime = None
 
 
+@signals.task_failure.connect
+def _pool_process_lost(
+    sender: Any = None, exception: BaseException | None = None, args: Any = None, **_: Any
+) -> None:
+    """In the worker's parent: the pool process running a job, or a shard of its level,
+    died (WorkerLostError, known the moment it exits), so the level is measured again
+    (workers/recovery.py)."""
+    name = getattr(sender, "name", None)
+    if not isinstance(exception, WorkerLostError) or name not in (RUN_JOB_TASK, RUN_SHARD_TASK):
+        return
+    try:
+        job_id = uuid.UUID(str(args[0]))
+        # A shard task: (job_id, run_id, shard, count, token); a shard sent without its
+        # coordinator's token is left to the coordinator's own bound.
+        token = None if name == RUN_JOB_TASK else int(args[4])
+    except (TypeError, ValueError, IndexError):
+        return
+    what = "this job" if name == RUN_JOB_TASK else f"shard {args[2]} of its level"
+    reason = f"the worker process running {what} died ({exception})"
+    on_worker_lost(settings, job_id, reason, token)
+
+
 @app.task(name=RUN_JOB_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)
-def run_job_task(job_id: str) -> None:
-    """Run one benchmark job; its state and results go to Postgres."""
+def run_job_task(job_id: str, resume_token: int | None = None) -> None:
+    """Run one benchmark job; its state and results go to Postgres. With `resume_token`,
+    take up a job whose worker died (workers/recovery.py) and measure what it had left."""
     rt = runtime()
-    rt.loop.run_until_complete(run_job(rt, uuid.UUID(job_id)))
+    rt.loop.run_until_complete(run_job(rt, uuid.UUID(job_id), resume_token=resume_token))
 
 
 @app.task(name=RUN_SHARD_TASK, time_limit=6 * 3600, soft_time_limit=6 * 3600 - 60)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from infercost.jobs.tasks import TASK_PREFIX
+from infercost.jobs.tasks import TASK_PREFIX, TRANSPORT_OPTIONS
 from infercost.settings import Settings
 
 
@@ -20,9 +20,7 @@ def make_celery(settings: Settings) -> Celery:
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
-        # A job's state lives in Postgres; a lost message is re-published by the maintenance
-        # relay, so the broker need not hold unacked messages longer than the longest job.
-        broker_transport_options={"visibility_timeout": 6 * 3600},
+        broker_transport_options=TRANSPORT_OPTIONS,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )

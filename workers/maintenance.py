@@ -5,9 +5,11 @@ Five loops on one event loop, each on Postgres, the source of truth:
   once a second, and writes a new one for any queued job no worker claimed within
   requeue_after_s (backing off), so a flushed or restarted broker delays jobs, never loses
   them;
-- the sweep: every maintenance_every_s fails a running job whose heartbeat stopped for
-  abandoned_after_s (its worker died) and any run left 'running' under it, each with a
-  reason, and announces job.finished with the job's new status;
+- the sweep: every maintenance_every_s takes up a running job whose heartbeat stopped for
+  abandoned_after_s (its worker's host was lost): the first time its level in progress is
+  kept as interrupted and the job handed to another worker, the second time the job fails
+  with the reason (announced with job.finished); any run left 'running' under a job that
+  ended is failed with a reason;
 - the webhook courier (workers/webhooks.py);
 - the scheduler (infercost.schedules.scheduler): every maintenance_every_s submits the due
   slot of each schedule once (a row lock per schedule and a unique key per slot make
@@ -43,7 +45,7 @@ import infercost.db.models  # noqa: F401 - every mapper registered before the fi
 from infercost.db.base import utcnow
 from infercost.db.engine import engine_for, make_sessionmaker
 from infercost.jobs import outbox
-from infercost.jobs.repository import JobRepository
+from infercost.jobs.repository import Interruption, JobRepository
 from infercost.jobs.tasks import RUN_JOB_TASK
 from infercost.net.tls import tls_context
 from infercost.schedules.scheduler import tick as schedule_tick
@@ -71,7 +73,7 @@ async def relay_once(sessionmaker: async_sessionmaker[AsyncSession], celery: Cel
     leaves the rest for the next round)."""
 
     def send(row: outbox.Pending) -> None:
-        celery.send_task(row.task, args=row.args)
+        celery.send_task(row.task, args=row.args, priority=row.priority)
 
     async with sessionmaker() as session:
         rows = await outbox.take(session, limit=RELAY_BATCH, older_than_s=RELAY_GRACE_S)
@@ -96,16 +98,18 @@ async def requeue_once(
 
 async def sweep_once(
     sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
-) -> list[str]:
-    """Fail jobs (and their runs) whose worker stopped, announcing each; returns their ids."""
+) -> list[Interruption]:
+    """Hand over (or, a second time, fail) the jobs whose worker stopped, announcing each
+    one failed; their level in progress is kept as interrupted (or failed)."""
     async with sessionmaker() as session:
-        failed = await JobRepository(session).fail_abandoned(
+        lost = await JobRepository(session).interrupt_abandoned(
             timedelta(seconds=settings.abandoned_after_s)
         )
-        for job_id in failed:
-            await announce_finished(session, job_id)
+        for outcome in lost:
+            if outcome.failed:
+                await announce_finished(session, outcome.job_id)
         await session.commit()
-    return [str(i) for i in failed]
+    return lost
 
 
 async def prune_once(
@@ -162,8 +166,12 @@ async def run(settings: Settings, stopping: asyncio.Event) -> None:
             )
 
     async def sweep() -> None:
-        for job_id in await sweep_once(sessionmaker, settings):
-            log.warning("job %s lost its worker (no heartbeat); marked failed", job_id)
+        for lost in await sweep_once(sessionmaker, settings):
+            log.warning(
+                "job %s lost its worker (no heartbeat); %s",
+                lost.job_id,
+                "marked failed" if lost.failed else "its level is measured again",
+            )
         for job_id in await requeue_once(sessionmaker, settings):
             log.info("job %s still queued: its task is sent again", job_id)
 

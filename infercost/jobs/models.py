@@ -30,7 +30,9 @@ from infercost.figures.cost import (
 )
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-RUN_STATUSES = ("running", "succeeded", "failed", "cancelled")
+#: 'interrupted': its worker died mid-level; the level was measured again in another run
+#: (which names it in replaces_run_id). Never evidence: every figure reads the other run.
+RUN_STATUSES = ("running", "succeeded", "failed", "cancelled", "interrupted")
 #: runs.change_verdict (infercost.history: a run against its baseline; null: not decided).
 CHANGE_VERDICTS = (
     "regression",
@@ -101,12 +103,16 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     # long after that lost its message (a flushed broker) and is handed over again.
     enqueued_at: Mapped[datetime | None]
     enqueue_count: Mapped[int] = mapped_column(default=0, server_default="0")
+    # The broker priority its message went with (infercost.jobs.outbox: its place in its
+    # team's line, 0 first; the best of its messages): where it waits in the shared queue.
+    queue_priority: Mapped[int | None] = mapped_column(SmallInteger)
     # The fencing token of the lease on a running job: each claim increments it, and every
     # write the runner makes carries it, so a runner that lost the job writes nothing more.
     lease_token: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     started_at: Mapped[datetime | None]
     # Written by the worker about twice a second while it runs the job; a running job whose
-    # heartbeat stopped lost its worker, and the sweep fails it with a message.
+    # heartbeat stopped lost its worker, and the sweep hands it to another (the second time
+    # fails it with a message). Null while a handed-over job waits for a worker.
     heartbeat_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     # A sweep's report (load.mode "sweep"): the levels it chose and why, and why it stopped
@@ -124,6 +130,9 @@ class Job(UUIDPrimaryKey, CreatedAt, Base):
     # A job whose runs were imported from another tool's result file (POST /v1/imports):
     # it never ran here, and its runs say which tool measured them (runs.source).
     imported: Mapped[bool] = mapped_column(default=False, server_default=text("false"))
+    # How often a worker died under it (infercost.jobs.repository.JobRepository.interrupt):
+    # the first time its level is measured again, the second fails the job.
+    interruptions: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
 
 
 class Run(UUIDPrimaryKey, CreatedAt, Base):
@@ -132,7 +141,14 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     __tablename__ = "runs"
     __table_args__ = (
         CheckConstraint(f"status IN {RUN_STATUSES}", name="status"),
-        Index("uq_runs_job_index", "job_id", "level_index", unique=True),
+        # One run a level, besides runs interrupted by their worker's death.
+        Index(
+            "uq_runs_job_index",
+            "job_id",
+            "level_index",
+            unique=True,
+            postgresql_where=text("status <> 'interrupted'"),
+        ),
         # GET /v1/comparisons: a team's finished runs by deployment, in time order, with
         # every column a comparison reads, so it scans this narrow index only (an index-only
         # scan) and never the wide rows with their JSONB summaries.
@@ -287,6 +303,11 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     structured: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # Requests with images (workload.features image): images, their tokens, TTFT.
     image: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    # The run of the same level that its worker's death interrupted, which this one
+    # measured again; null for a level measured once.
+    replaces_run_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
 
 
 class RequestSample(Base):

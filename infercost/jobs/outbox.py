@@ -8,6 +8,15 @@ relays never send the same row twice at once; a row is deleted in the transactio
 records the send.
 Sending stays at least once (a commit can fail after the broker took the message): the
 worker's claim is guarded, so a duplicate does nothing.
+
+Fair share between teams: a job's message carries a broker priority, 1 + its place in its
+own team's line (the team's jobs running, and queued ahead of it), capped at PRIORITY_LOWEST.
+The broker hands out lower numbers first (kombu's Redis transport keeps one list per
+priority, infercost.jobs.tasks.TRANSPORT_OPTIONS), so a team's first job waits only behind
+the jobs running now and other teams' first jobs, never behind another team's backlog;
+teams' second jobs come next, and so on: the teams' lines are served round-robin. Priority
+0 goes first: a running job handed over after its worker died
+(infercost.jobs.repository.JobRepository.interrupt) and the shard tasks of a running level.
 """
 
 from __future__ import annotations
@@ -17,13 +26,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     BigInteger,
     ForeignKey,
     Identity,
+    SmallInteger,
     String,
+    Table,
+    bindparam,
     delete,
     func,
     insert,
@@ -38,6 +50,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from infercost.db.base import Base
 from infercost.db.scope import unscoped
 from infercost.jobs.models import Job
+from infercost.jobs.tasks import PRIORITY_FIRST, PRIORITY_LOWEST
 
 #: Re-publishing a queued job backs off: after requeue_after, then 2x, 4x, and at most
 #: this many times requeue_after apart, so a job waiting hours behind others gathers a
@@ -67,6 +80,46 @@ class Pending:
     task: str
     args: list[Any]
     job_id: uuid.UUID | None
+    #: The broker priority to send it with (0 first): its job's place in its team's line.
+    priority: int = 0
+
+
+def team_priority(ahead: int | None) -> int:
+    """The broker priority of a queued job with `ahead` jobs of its own team running or
+    queued before it: 1 + its place in its team's line, the last steps shared; a running job
+    (None: one handed over after its worker died) goes first."""
+    if ahead is None:
+        return PRIORITY_FIRST
+    return PRIORITY_FIRST + 1 + max(0, min(ahead, PRIORITY_LOWEST - PRIORITY_FIRST - 1))
+
+
+#: Per job, how many jobs of its own team run or wait ahead of it; null for a running job
+#: (one handed over after its worker died: it goes first).
+_AHEAD_IN_TEAM = sql_text(
+    """
+    SELECT j.id,
+           CASE WHEN j.status = 'running' THEN NULL ELSE (
+             SELECT count(*) FROM jobs o
+             WHERE o.team_id = j.team_id
+               AND (o.status = 'running'
+                    OR (o.status = 'queued' AND (o.created_at, o.id) < (j.created_at, j.id)))
+           ) END AS ahead
+    FROM jobs j
+    WHERE j.id = ANY(:ids)
+    """
+)
+
+
+async def team_places(
+    session: AsyncSession, job_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, int | None]:
+    """Each job's place in its team's line (jobs of the team running or queued ahead);
+    None for a running job."""
+    if not job_ids:
+        return {}
+    reason = "a job's broker priority counts its own team's jobs ahead of it"
+    rows = await session.execute(unscoped(_AHEAD_IN_TEAM, reason), {"ids": list(job_ids)})
+    return {row.id: None if row.ahead is None else int(row.ahead) for row in rows}
 
 
 def add_task(
@@ -97,21 +150,39 @@ async def take(
         query = query.where(TaskOutbox.job_id == job_id)
     if ids is not None:
         query = query.where(TaskOutbox.id.in_(ids))
-    rows = await session.scalars(query.with_for_update(skip_locked=True))
-    return [Pending(r.id, r.task, list(r.args), r.job_id) for r in rows]
+    rows = list(await session.scalars(query.with_for_update(skip_locked=True)))
+    places = await team_places(session, sorted({r.job_id for r in rows if r.job_id is not None}))
+    return [
+        Pending(
+            r.id,
+            r.task,
+            list(r.args),
+            r.job_id,
+            team_priority(places.get(r.job_id)) if r.job_id is not None else PRIORITY_FIRST,
+        )
+        for r in rows
+    ]
 
 
 async def sent(session: AsyncSession, rows: Sequence[Pending]) -> None:
-    """Forget published rows, and record on their jobs that the broker took them."""
+    """Forget published rows, and record on their jobs that the broker took them and at
+    which priority (the best of its messages: a worker takes whichever comes first)."""
     if not rows:
         return
     await session.execute(delete(TaskOutbox).where(TaskOutbox.id.in_([r.id for r in rows])))
-    job_ids = [r.job_id for r in rows if r.job_id is not None]
-    if job_ids:
+    jobs = cast(Table, Job.__table__)
+    given = [{"b_id": r.job_id, "b_priority": r.priority} for r in rows if r.job_id is not None]
+    if given:
+        priority = bindparam("b_priority", type_=SmallInteger())
         await session.execute(
-            update(Job)
-            .where(Job.id.in_(job_ids))
-            .values(enqueued_at=func.now(), enqueue_count=Job.enqueue_count + 1)
+            update(jobs)
+            .where(jobs.c.id == bindparam("b_id"))
+            .values(
+                enqueued_at=func.now(),
+                enqueue_count=jobs.c.enqueue_count + 1,
+                queue_priority=func.least(func.coalesce(jobs.c.queue_priority, priority), priority),
+            ),
+            given,
         )
 
 
@@ -142,11 +213,13 @@ async def publish(
 
 #: Queued jobs whose message may be gone: last handed to the broker (or created) longer ago
 #: than requeue_after times a factor that doubles with each hand-over, with no unsent
-#: outbox row. Locked SKIP LOCKED, so two relays never re-publish the same job at once.
+#: outbox row; and running jobs handed over after their worker died (heartbeat cleared) that
+#: no worker took up as long. Locked SKIP LOCKED, so two relays never re-publish the same
+#: job at once.
 _STALE_QUEUED = sql_text(
     """
-    SELECT j.id FROM jobs j
-    WHERE j.status = 'queued'
+    SELECT j.id, j.status, j.lease_token FROM jobs j
+    WHERE (j.status = 'queued' OR (j.status = 'running' AND j.heartbeat_at IS NULL))
       AND coalesce(j.enqueued_at, j.created_at) < now() - make_interval(
             secs => :after_s * power(2, least(greatest(j.enqueue_count - 1, 0), :max_exp)))
       AND NOT EXISTS (SELECT 1 FROM task_outbox o WHERE o.job_id = j.id)
@@ -164,14 +237,22 @@ async def requeue_stale(
     (its message may be gone: a flushed or restarted broker); returns their ids."""
     max_exp = MAX_REQUEUE_FACTOR.bit_length() - 1
     reason = "the relay re-sends the queued jobs of every team that no worker claimed"
-    ids = list(
-        await session.scalars(
+    rows = (
+        await session.execute(
             unscoped(_STALE_QUEUED, reason),
             {"after_s": requeue_after.total_seconds(), "max_exp": max_exp, "limit": limit},
         )
-    )
-    if ids:
+    ).all()
+    if rows:
         await session.execute(
-            insert(TaskOutbox), [{"task": task, "args": [str(i)], "job_id": i} for i in ids]
-        )
-    return ids
+            insert(TaskOutbox),
+            [{"task": task, "args": job_args(r.id, r.status, r.lease_token), "job_id": r.id}
+             for r in rows],
+        )  # fmt: skip
+    return [r.id for r in rows]
+
+
+def job_args(job_id: uuid.UUID, status: str, token: int) -> list[Any]:
+    """The arguments of a job's `benchmark.run_job`: its id, and for a running job handed
+    over after its worker died, the fencing token the hand-over gave it."""
+    return [str(job_id)] if status == "queued" else [str(job_id), token]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,11 +15,22 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from infercost.db.base import utcnow
 from infercost.db.scope import owned_by, readable, unscoped
 from infercost.figures.metrics import percentile_columns
+from infercost.jobs import outbox
 from infercost.jobs.models import Job, RequestSample, Run, TelemetrySample
+from infercost.jobs.tasks import RUN_JOB_TASK
 
 #: Column order of the COPY into request_samples: the table's own (infercost/jobs/models.py);
 #: rows from infercost.jobs.samples.sample_rows follow it.
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(column.name for column in RequestSample.__table__.columns)
+
+
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """What a worker's death did to its job: failed it, or handed it over with `token`."""
+
+    job_id: uuid.UUID
+    failed: bool
+    token: int
 
 
 class JobRepository:
@@ -78,6 +90,8 @@ class JobRepository:
         is shared, so a job's place in it counts other teams' jobs (never shown)."""
         query = select(
             Job.id,
+            Job.team_id,
+            Job.queue_priority,
             Job.status,
             Job.endpoint_id,
             Job.workload_fingerprint,
@@ -245,28 +259,114 @@ class JobRepository:
         )
         return status
 
-    async def fail_abandoned(self, silent_for: timedelta) -> list[uuid.UUID]:
-        """Fail running jobs whose worker stopped sending heartbeats (it crashed or was
-        killed), and every run still 'running' under a job that no longer runs and has been
-        silent as long, each with a reason. Guarded updates: several sweeps at once fail
-        each job once, and only the one that did returns it."""
+    async def resume(self, job_id: uuid.UUID, token: int) -> Job | None:
+        """Take a running job whose worker died back up (interrupt() handed it over with
+        `token`): its fencing token goes up by one, as a claim's does; None when it is no
+        longer running or another runner took it (a duplicate delivery)."""
+        job: Job | None = await self.session.scalar(
+            update(Job)
+            .where(Job.id == job_id, Job.status == "running", Job.lease_token == token)
+            .values(heartbeat_at=utcnow(), lease_token=Job.lease_token + 1)
+            .returning(Job)
+        )
+        return job
+
+    async def interrupt(
+        self,
+        job_id: uuid.UUID,
+        reason: str,
+        *,
+        stale_before: datetime | None = None,
+        token: int | None = None,
+    ) -> Interruption | None:
+        """The worker running a job died (`reason` says how it is known). The first time, its
+        level in progress is kept as 'interrupted' (never evidence) and the job is handed to
+        another worker, which measures that level again (an outbox row with the new fencing
+        token, sent first: infercost/jobs/outbox.py); the second time, or for a sweep (whose
+        levels depend on each other), the job fails with the reason. With `stale_before`,
+        only while its heartbeat is older (the maintenance sweep); with `token`, only while
+        that runner still holds the job (a shard of its level died). None when the job no
+        longer runs (or beat since, or moved on): another path got there first. The caller
+        commits."""
+        query = select(Job).where(Job.id == job_id, Job.status == "running")
+        if stale_before is not None:
+            query = query.where(Job.heartbeat_at < stale_before)
+        if token is not None:
+            query = query.where(Job.lease_token == token)
+        reason_lock = "the worker's death is recorded on the job it ran, by id"
+        job = await self.session.scalar(unscoped(query.with_for_update(), reason_lock))
+        if job is None:
+            return None
+        now = utcnow()
+        running_runs = [Run.job_id == job_id, Run.status == "running"]
+        sweep = (job.load or {}).get("mode") == "sweep"
+        if job.interruptions >= 1 or sweep:
+            why = (
+                "a sweep's levels follow from each other, so it is not measured again"
+                if sweep
+                else "its level was already measured again once after an earlier death"
+            )
+            error = (
+                f"{reason}; {why}: levels already measured are kept, resubmit the job to "
+                "measure the rest"
+            )
+            await self.session.execute(
+                update(Job)
+                .where(Job.id == job_id)
+                .values(status="failed", finished_at=now, error=error)
+            )
+            await self.session.execute(
+                update(Run)
+                .where(*running_runs)
+                .values(status="failed", finished_at=now, live=None, error=f"{reason}; {why}")
+            )
+            return Interruption(job_id, failed=True, token=job.lease_token)
+        await self.session.execute(
+            update(Run)
+            .where(*running_runs)
+            .values(
+                status="interrupted",
+                finished_at=now,
+                error=f"{reason}; the level was measured again in another run (replaces_run_id)",
+            )
+        )
+        token = job.lease_token + 1
+        await self.session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(
+                interruptions=Job.interruptions + 1,
+                lease_token=token,
+                # No runner holds it until one takes it up (resume): waiting for a free
+                # worker is not a second death, so the sweep leaves it alone, and the relay
+                # sends it again if its message is lost (outbox.requeue_stale).
+                heartbeat_at=None,
+            )
+        )
+        outbox.add_task(
+            self.session, RUN_JOB_TASK, outbox.job_args(job_id, "running", token), job_id
+        )
+        return Interruption(job_id, failed=False, token=token)
+
+    async def interrupt_abandoned(self, silent_for: timedelta) -> list[Interruption]:
+        """interrupt() each running job whose worker stopped sending heartbeats (its whole
+        host lost, or a death Celery did not report), and fail every run still 'running'
+        under a job that no longer runs and has been silent as long. Guarded: several sweeps
+        at once handle each job once, and only the one that did returns it."""
         seconds = silent_for.total_seconds()
         cutoff = utcnow() - silent_for
-        rows = await self.session.scalars(
-            update(Job)
-            .where(Job.status == "running", Job.heartbeat_at < cutoff)
-            .values(
-                status="failed",
-                finished_at=utcnow(),
-                error=(
-                    f"the worker running this job stopped (no heartbeat for over "
-                    f"{seconds:.0f} s); levels already measured are kept, "
-                    "resubmit the job to measure the rest"
-                ),
+        stale = select(Job.id).where(Job.status == "running", Job.heartbeat_at < cutoff)
+        ids = list(
+            await self.session.scalars(
+                unscoped(stale.with_for_update(skip_locked=True), "every team's lost jobs")
             )
-            .returning(Job.id)
         )
-        failed = list(rows)
+        reason = f"the worker running this job stopped (no heartbeat for over {seconds:.0f} s)"
+        done = []
+        for job_id in ids:
+            outcome = await self.interrupt(job_id, reason, stale_before=cutoff)
+            if outcome is not None:
+                done.append(outcome)
         await self.session.execute(
             update(Run)
             .where(
@@ -288,7 +388,32 @@ class JobRepository:
                 ),
             )
         )
-        return failed
+        return done
+
+    async def fail_abandoned(self, silent_for: timedelta) -> list[uuid.UUID]:
+        """interrupt_abandoned(), returning the jobs it failed."""
+        return [o.job_id for o in await self.interrupt_abandoned(silent_for) if o.failed]
+
+    async def measured_levels(
+        self, job_id: uuid.UUID
+    ) -> tuple[dict[int, Run], dict[int, uuid.UUID]]:
+        """A job's runs as a resumed runner needs them: per level index, the run that is not
+        interrupted (a level measured before the death), and the latest interrupted run
+        (which the level's new run replaces)."""
+        rows = await self.session.scalars(
+            unscoped(
+                select(Run).where(Run.job_id == job_id).order_by(Run.created_at),
+                "the runner reads the runs of the job it holds",
+            )
+        )
+        kept: dict[int, Run] = {}
+        interrupted: dict[int, uuid.UUID] = {}
+        for run in rows:
+            if run.status == "interrupted":
+                interrupted[run.level_index] = run.id
+            else:
+                kept[run.level_index] = run
+        return kept, interrupted
 
     async def set_sweep(
         self,
@@ -342,12 +467,14 @@ class JobRepository:
         await self.session.execute(update(Run).where(Run.id == run_id).values(**values))
 
     async def runs_of_jobs(self, team_id: uuid.UUID, job_ids: Sequence[uuid.UUID]) -> list[Run]:
-        """The runs of several of the team's jobs, by job and level order."""
+        """The runs of several of the team's jobs, by job and level order: one a level, the
+        run that stands (a run interrupted by its worker's death is left out; the run that
+        measured its level again names it in replaces_run_id)."""
         if not job_ids:
             return []
         rows = await self.session.scalars(
             readable(Run, team_id)
-            .where(Run.job_id.in_(job_ids))
+            .where(Run.job_id.in_(job_ids), Run.status != "interrupted")
             .order_by(Run.job_id, Run.level_index)
         )
         return list(rows)

@@ -70,6 +70,8 @@ class LevelFigures:
     # Codes of why the level's evidence is inadequate (run adequacy); empty when adequate or
     # unknown. Such a level is marked, and capacity leaves it out.
     inadequate: tuple[str, ...] = ()
+    # Measured again after its worker died mid-level: the interrupted run is not used.
+    measured_again: bool = False
 
 
 @dataclass(frozen=True, slots=True)

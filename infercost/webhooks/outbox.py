@@ -87,7 +87,9 @@ async def job_finished_data(session: AsyncSession, job: Job) -> dict[str, Any]:
     """The `data` of a job.finished event: the job's outcome and each level's headline
     figures, enough for a portal to show a result without calling back."""
     runs = await session.scalars(
-        readable(Run, job.team_id).where(Run.job_id == job.id).order_by(Run.level_index)
+        readable(Run, job.team_id)
+        .where(Run.job_id == job.id, Run.status != "interrupted")
+        .order_by(Run.level_index)
     )
     return {
         "job": {

@@ -20,6 +20,7 @@ def job(
     done: int = 0,
     total: int = 0,
     pace: Pace | None = None,
+    priority: int = 0,
 ) -> ActiveJob:
     return ActiveJob(
         id=uuid.uuid4(),
@@ -30,6 +31,7 @@ def job(
         done=done,
         total=total,
         pace=pace,
+        priority=priority,
     )
 
 
@@ -136,3 +138,22 @@ def test_a_capped_rate_lasts_as_long_as_the_cap_lets_it() -> None:
     # A cap the rate never reaches changes nothing: 0.1 s a request, 10 in flight at most.
     loose = job("queued", {**capped, "max_concurrency": 50}, created_min=0, pace=Pace(0.1, True))
     assert estimate(loose, [loose], NOW).estimated_end_at == NOW + timedelta(seconds=10)
+
+
+def test_another_team_s_first_job_goes_ahead_of_a_team_s_backlog() -> None:
+    # Team C's job runs 20 s into its 55 s plan; its second and third were sent at
+    # priorities 1 and 2 (their places in C's line); team A's one job, submitted last, at 0.
+    running = job("running", RATE, created_min=0, started_s_ago=20, done=5, total=100)
+    c2 = job("queued", RATE, created_min=1, priority=1)
+    c3 = job("queued", RATE, created_min=2, priority=2)
+    a1 = job("queued", TIMED, created_min=3, priority=0)
+    active = [running, c2, c3, a1]
+
+    a = estimate(a1, active, NOW)
+    assert a.position == 1
+    assert a.estimated_start_at == NOW + timedelta(seconds=35)
+    # C's second waits for A's 80 s after the running job's 35 s left.
+    b = estimate(c2, active, NOW)
+    assert b.position == 2
+    assert b.estimated_start_at == NOW + timedelta(seconds=35 + 80)
+    assert estimate(c3, active, NOW).position == 3

@@ -17,6 +17,7 @@ import pytest
 import redis
 from sqlalchemy.engine import make_url
 
+from infercost.jobs.tasks import PRIORITY_STEPS
 from sim.process import SimProcess
 from tests.conftest import ARTIFACTS, TeamClient
 from tests.faults.conftest import PgProxy, worker_process
@@ -69,7 +70,82 @@ def kill_tree(pid: int) -> None:
     psutil.wait_procs(procs, timeout=10)
 
 
-async def test_a_killed_worker_s_job_ends_failed_and_no_run_stays_running(
+async def level_running_again(
+    db: asyncpg.Connection, job_id: str, level_index: int, timeout: float = 60.0
+) -> datetime:
+    """When the level's new run (not the interrupted one) started, once it has."""
+    deadline = time.monotonic() + timeout
+    while True:
+        started = await db.fetchval(
+            "SELECT started_at FROM runs WHERE job_id = $1 AND level_index = $2"
+            " AND status <> 'interrupted' AND replaces_run_id IS NOT NULL",
+            uuid.UUID(job_id),
+            level_index,
+        )
+        if started is not None:
+            return started  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, "the interrupted level was never measured again"
+        await asyncio.sleep(0.1)
+
+
+def pool_process(pid: int) -> psutil.Process:
+    """The one pool process of a worker started with concurrency 1."""
+    deadline = time.monotonic() + 30
+    while not (children := psutil.Process(pid).children()):
+        assert time.monotonic() < deadline, "the worker started no pool process"
+        time.sleep(0.1)
+    [child] = children
+    return child
+
+
+async def assert_measured_again(
+    team: TeamClient, db: asyncpg.Connection, job_id: str, state: dict[str, Any], why: str
+) -> None:
+    """The job succeeded on its levels' standing runs; the killed level's first run is kept
+    as interrupted (not evidence, not among the job's runs) and named by its new run."""
+    assert state["status"] == "succeeded", state["error"]
+    runs = (await team.http.get(f"/v1/jobs/{job_id}/runs")).json()
+    assert [r["status"] for r in runs] == ["succeeded", "succeeded"]
+    assert runs[0]["replaces_run_id"] is None
+    replaced = runs[1]["replaces_run_id"]
+    assert replaced is not None
+    old = (await team.http.get(f"/v1/runs/{replaced}")).json()
+    assert (old["status"], old["level"]) == ("interrupted", runs[1]["level"])
+    assert why in old["error"], old["error"]
+    # The new run measured the whole level: its 40 requests, each stored once.
+    assert [r["requests"]["total"] for r in runs] == [40, 40]
+    assert await sample_count(db, job_id) == 80
+    assert state["progress"] == {"done": 80, "total": 80}
+    # The report says which level was measured again.
+    report = (await team.http.get(f"/v1/jobs/{job_id}/report")).text
+    assert "Measured again:" in report and "measured again</span>" in report
+    assert await db.fetchval("SELECT count(*) FROM runs WHERE status = 'running'") == 0
+
+
+async def test_a_killed_pool_process_s_level_is_measured_again_and_the_job_succeeds(
+    fault_env: dict[str, str], fault_team: TeamClient, sim: SimProcess, fault_db: asyncpg.Connection
+) -> None:
+    endpoint = await fault_team.create_endpoint(base_url=sim.openai_base_url)
+    # Two levels of 40 requests of about 0.2 s: about 8 s at 1, 4 s at 2.
+    response = await fault_team.submit(job_body(endpoint["id"], [1, 2], 40))
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    with worker_process(fault_env, "faults-worker-pool-kill") as proc:
+        # 10 requests into the second level.
+        await wait_running(fault_team, job_id, 50)
+        pool_process(proc.pid).kill()
+        killed_at = time.time()
+        again = await level_running_again(fault_db, job_id, 1)
+        state = await fault_team.wait_job(job_id, timeout=90)
+    resumed_s = again.timestamp() - killed_at
+    print(f"\nkilled pool process: its level running again {resumed_s:.1f} s after SIGKILL")
+    (ARTIFACTS / "faults-resume.txt").write_text(
+        f"pool process SIGKILL -> level again: {resumed_s:.2f} s\n"
+    )
+    await assert_measured_again(fault_team, fault_db, job_id, state, "worker process")
+
+
+async def test_a_second_death_fails_the_job_with_the_reason(
     fault_env: dict[str, str], fault_team: TeamClient, sim: SimProcess, fault_db: asyncpg.Connection
 ) -> None:
     endpoint = await fault_team.create_endpoint(base_url=sim.openai_base_url)
@@ -77,23 +153,40 @@ async def test_a_killed_worker_s_job_ends_failed_and_no_run_stays_running(
     response = await fault_team.submit(job_body(endpoint["id"], [2], 400))
     assert response.status_code == 202, response.text
     job_id = response.json()["id"]
-    with worker_process(fault_env, "faults-worker-kill") as proc:
+    with worker_process(fault_env, "faults-worker-pool-kill-twice") as proc:
         await wait_running(fault_team, job_id, 10)
-        kill_tree(proc.pid)
-        killed_at = time.monotonic()
-        state = await fault_team.wait_job(job_id, timeout=90)
-        elapsed = time.monotonic() - killed_at
-    print(f"\nkilled worker: its job failed {elapsed:.1f} s after the kill")
+        pool_process(proc.pid).kill()
+        await level_running_again(fault_db, job_id, 0)
+        await wait_running(fault_team, job_id, 10)
+        pool_process(proc.pid).kill()
+        state = await fault_team.wait_job(job_id, timeout=60)
     assert state["status"] == "failed"
-    assert "no heartbeat for over 10 s" in state["error"]
-    runs = (await fault_team.http.get(f"/v1/jobs/{job_id}/runs")).json()
-    assert [r["status"] for r in runs] == ["failed"]
-    # One failure, one reason: the interrupted level says what its job says.
-    assert runs[0]["error"] == state["error"]
-    assert runs[0]["finished_at"] is not None
-    assert await fault_db.fetchval("SELECT count(*) FROM runs WHERE status = 'running'") == 0
-    # Samples are held until the level ends: the interrupted level stored none, not a part.
-    assert await sample_count(fault_db, job_id) == 0
+    assert "worker process running this job died" in state["error"], state["error"]
+    assert "already measured again once" in state["error"], state["error"]
+    statuses = await fault_db.fetch(
+        "SELECT status FROM runs WHERE job_id = $1 ORDER BY created_at", uuid.UUID(job_id)
+    )
+    assert [r["status"] for r in statuses] == ["interrupted", "failed"]
+
+
+async def test_a_lost_host_s_level_is_measured_again_after_the_heartbeat_bound(
+    fault_env: dict[str, str], fault_team: TeamClient, sim: SimProcess, fault_db: asyncpg.Connection
+) -> None:
+    endpoint = await fault_team.create_endpoint(base_url=sim.openai_base_url)
+    response = await fault_team.submit(job_body(endpoint["id"], [1, 2], 40))
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    with worker_process(fault_env, "faults-worker-kill") as proc:
+        await wait_running(fault_team, job_id, 50)
+        # The whole worker at once, parent included: nobody reports the death.
+        kill_tree(proc.pid)
+        killed_at = time.time()
+    with worker_process(fault_env, "faults-worker-after-kill"):
+        again = await level_running_again(fault_db, job_id, 1, timeout=90)
+        state = await fault_team.wait_job(job_id, timeout=90)
+    resumed_s = again.timestamp() - killed_at
+    print(f"\nkilled worker host: its level running again {resumed_s:.1f} s after SIGKILL")
+    await assert_measured_again(fault_team, fault_db, job_id, state, "no heartbeat for over 10 s")
 
 
 async def test_jobs_queued_when_the_broker_lost_its_queue_still_run(
@@ -107,11 +200,17 @@ async def test_jobs_queued_when_the_broker_lost_its_queue_still_run(
         response = await fault_team.submit(job_body(endpoint["id"], [1], 5, warmup=1))
         assert response.status_code == 202, response.text
         job_ids.append(response.json()["id"])
-    # No worker yet: the three messages wait in the test's own queue; then they are lost
-    # (only this queue's key: other test sessions share this Redis).
-    assert broker.llen(queue) >= 3
-    broker.delete(queue)
-    assert broker.llen(queue) == 0
+    # No worker yet: the three messages wait in the test's own queue (one Redis list per
+    # priority: the team's line puts them at 1, 2 and 3); then they are lost (only this
+    # queue's keys: other test sessions share this Redis).
+    keys = [queue, *(f"{queue}\x06\x16{p}" for p in PRIORITY_STEPS[1:])]
+
+    def waiting() -> int:
+        return sum(int(broker.llen(key)) for key in keys)
+
+    assert waiting() >= 3
+    broker.delete(*keys)
+    assert waiting() == 0
     flushed_at = time.monotonic()
     with worker_process(fault_env, "faults-worker-flush"):
         states = [await fault_team.wait_job(job_id, timeout=90) for job_id in job_ids]
@@ -167,12 +266,18 @@ async def test_a_runner_whose_lease_was_taken_writes_nothing_more(
             uuid.UUID(job_id),
         )
         assert token == 2
-        # Nobody renews the new lease, so the sweep gives the job up; the old runner stopped
-        # at its next write and stored nothing of its level.
-        state = await fault_team.wait_job(job_id, timeout=90)
-    assert state["status"] == "failed"
+        # Nobody renews the new lease, so the sweep takes the job back and hands it over;
+        # the old runner stopped at its next write and stored nothing of its level, which a
+        # new run measured again.
+        state = await fault_team.wait_job(job_id, timeout=150)
+    assert state["status"] == "succeeded", state["error"]
     runs = (await fault_team.http.get(f"/v1/jobs/{job_id}/runs")).json()
-    assert [r["status"] for r in runs] == ["failed"]
-    assert await sample_count(fault_db, job_id) == 0
+    assert [r["status"] for r in runs] == ["succeeded"]
+    old = (await fault_team.http.get(f"/v1/runs/{runs[0]['replaces_run_id']}")).json()
+    assert old["status"] == "interrupted"
+    assert "no heartbeat" in old["error"]
+    # The old runner's level: no sample; the new run's: every one.
+    assert await sample_count(fault_db, job_id) == 400
+    assert old["requests"]["total"] == 0
     log = (ARTIFACTS / "faults-worker-lease.log").read_text(errors="replace")
     assert f"job {job_id}: lease 1 lost" in log

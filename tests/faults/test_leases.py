@@ -4,7 +4,7 @@ with several maintenance replicas, and the task outbox (SKIP LOCKED, backoff).""
 
 from __future__ import annotations
 
-import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -86,15 +86,15 @@ async def test_each_claim_moves_the_fencing_token_and_a_stale_runner_is_refused(
         assert await repo.heartbeat(job_id, 8, token=2) is False
 
 
-async def test_two_sweeps_at_once_fail_an_abandoned_job_and_its_run_once(
+async def test_two_sweeps_at_once_take_up_an_abandoned_job_and_its_run_once(
     fault_team: TeamClient,
     fault_db: asyncpg.Connection,
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     job_id = await new_job(fault_db, fault_team, status="running")
-    await fault_db.execute(
-        "UPDATE jobs SET heartbeat_at = now() - interval '60 seconds' WHERE id = $1", job_id
-    )
+    stale = "UPDATE jobs SET heartbeat_at = now() - interval '60 seconds' WHERE id = $1"
+    await fault_db.execute(stale, job_id)
+    token = await fault_db.fetchval("SELECT lease_token FROM jobs WHERE id = $1", job_id)
     endpoint_id = await fault_db.fetchval("SELECT endpoint_id FROM jobs WHERE id = $1", job_id)
     deployment_id = await fault_db.fetchval(DEPLOYMENT_OF_ENDPOINT_SQL, endpoint_id)
     run_id = await fault_db.fetchval(
@@ -106,27 +106,57 @@ async def test_two_sweeps_at_once_fail_an_abandoned_job_and_its_run_once(
         deployment_id,
     )
     async with sessions() as a, sessions() as b:
-        # Replica A fails the job but has not committed; replica B waits on the row, then
-        # finds it failed already and reports nothing.
-        got_a = await JobRepository(a).fail_abandoned(timedelta(seconds=30))
-        b_task = asyncio.ensure_future(JobRepository(b).fail_abandoned(timedelta(seconds=30)))
-        await asyncio.sleep(0.5)
-        assert not b_task.done(), "replica B did not wait for A's row lock"
+        # Replica A takes the job up but has not committed; replica B skips the row A
+        # holds and reports nothing, then or after A's commit.
+        got_a = await JobRepository(a).interrupt_abandoned(timedelta(seconds=30))
+        got_b = await JobRepository(b).interrupt_abandoned(timedelta(seconds=30))
         await a.commit()
-        got_b = await b_task
+        got_b += await JobRepository(b).interrupt_abandoned(timedelta(seconds=30))
         await b.commit()
-    assert got_a == [job_id]
+    # The first death: handed over with the next fencing token, not failed.
+    assert [(o.job_id, o.failed, o.token) for o in got_a] == [(job_id, False, token + 1)]
     assert got_b == []
+    job = await fault_db.fetchrow(
+        "SELECT status, interruptions, lease_token FROM jobs WHERE id = $1", job_id
+    )
+    assert tuple(job) == ("running", 1, token + 1)
+    handed = await fault_db.fetch("SELECT task, args FROM task_outbox WHERE job_id = $1", job_id)
+    assert [(r["task"], json.loads(r["args"])) for r in handed] == [
+        ("benchmark.run_job", [str(job_id), token + 1])
+    ]
     run = await fault_db.fetchrow(
         "SELECT status, error, finished_at FROM runs WHERE id = $1", run_id
     )
-    assert run["status"] == "failed" and run["finished_at"] is not None
+    assert run["status"] == "interrupted" and run["finished_at"] is not None
     assert "no heartbeat for over 30 s" in run["error"]
+    # Waiting for a free worker is not a second death: the sweep leaves it alone however
+    # long it waits, and a lost hand-over message is sent again like a queued job's.
+    await fault_db.execute("DELETE FROM task_outbox WHERE job_id = $1", job_id)
+    assert await fault_db.fetchval("SELECT heartbeat_at FROM jobs WHERE id = $1", job_id) is None
+    await fault_db.execute(
+        "UPDATE jobs SET enqueued_at = now() - interval '1 hour' WHERE id = $1", job_id
+    )
+    async with sessions() as session:
+        assert await JobRepository(session).interrupt_abandoned(timedelta(seconds=1)) == []
+        resent = await outbox.requeue_stale(session, RUN_JOB_TASK, timedelta(seconds=30))
+        await session.commit()
+    assert job_id in resent
+    handed = await fault_db.fetch("SELECT args FROM task_outbox WHERE job_id = $1", job_id)
+    assert [json.loads(r["args"]) for r in handed] == [[str(job_id), token + 1]]
+    # Taken up, then that worker lost too: the second death fails the job.
+    await fault_db.execute("DELETE FROM task_outbox WHERE job_id = $1", job_id)
+    await fault_db.execute(stale, job_id)
+    async with sessions() as session:
+        assert await JobRepository(session).fail_abandoned(timedelta(seconds=30)) == [job_id]
+        await session.commit()
+    job = await fault_db.fetchrow("SELECT status, error FROM jobs WHERE id = $1", job_id)
+    assert job["status"] == "failed"
+    assert "no heartbeat for over 30 s" in job["error"] and "resubmit" in job["error"]
     # A job whose heartbeat is recent is left alone.
     fresh = await new_job(fault_db, fault_team, status="running")
     await fault_db.execute("UPDATE jobs SET heartbeat_at = now() WHERE id = $1", fresh)
     async with sessions() as session:
-        assert fresh not in await JobRepository(session).fail_abandoned(timedelta(seconds=30))
+        assert await JobRepository(session).interrupt_abandoned(timedelta(seconds=30)) == []
         await session.commit()
 
 
@@ -197,9 +227,11 @@ async def test_a_queued_job_is_sent_again_with_backoff_until_claimed(
     )
     async with sessions() as session:
         assert job_id not in await outbox.requeue_stale(session, RUN_JOB_TASK, bound)
-    # A claimed job is never sent again.
+    # A claimed job (running, with the heartbeat its claim wrote) is never sent again.
     await fault_db.execute("DELETE FROM task_outbox WHERE job_id = $1", job_id)
-    await fault_db.execute("UPDATE jobs SET status = 'running' WHERE id = $1", job_id)
+    await fault_db.execute(
+        "UPDATE jobs SET status = 'running', heartbeat_at = now() WHERE id = $1", job_id
+    )
     async with sessions() as session:
         assert job_id not in await outbox.requeue_stale(session, RUN_JOB_TASK, bound)
 

@@ -333,9 +333,11 @@ async def test_idempotency_key_returns_the_same_job(team: TeamClient) -> None:
     assert listing["total"] == 1
 
 
-async def test_a_job_whose_worker_died_is_failed_with_a_reason(
+async def test_a_job_whose_worker_died_a_second_time_is_failed_with_a_reason(
     team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
+    # The first death measures the level again (tests/faults/test_faults.py); this job's
+    # worker died once before.
     from datetime import timedelta
 
     from infercost.jobs.repository import JobRepository
@@ -345,7 +347,7 @@ async def test_a_job_whose_worker_died_is_failed_with_a_reason(
     await team.wait_job(job["id"], timeout=60)
     # Make it look like a job whose worker vanished three minutes ago, mid-run.
     await db.execute(
-        "UPDATE jobs SET status = 'running', finished_at = NULL, error = NULL,"
+        "UPDATE jobs SET status = 'running', finished_at = NULL, error = NULL, interruptions = 1,"
         " heartbeat_at = now() - interval '3 minutes' WHERE id = $1",
         __import__("uuid").UUID(job["id"]),
     )
@@ -358,4 +360,5 @@ async def test_a_job_whose_worker_died_is_failed_with_a_reason(
     state = (await team.http.get(f"/v1/jobs/{job['id']}")).json()
     assert state["status"] == "failed"
     assert "no heartbeat" in state["error"] and "resubmit" in state["error"]
+    assert "already measured again once" in state["error"]
     assert state["finished_at"] is not None

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -317,3 +320,41 @@ async def test_a_level_fails_when_too_few_shards_start(
     assert outcomes == ["stopped"]
     rows = await shard_rows(db, run_id)
     assert [r["status"] for r in rows] == ["failed", "failed"]
+
+
+async def test_a_killed_shard_process_s_level_is_measured_again(
+    team: TeamClient, sim: SimProcess, db: asyncpg.Connection
+) -> None:
+    endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
+    # One level of 400 requests (8 tokens out, 4 at once) on 2 shards: about 13 s.
+    response = await team.submit(
+        sharded_job(endpoint["id"], mode="concurrency", levels=[4], requests_per_level=400)
+    )
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    # Shard 1 runs in the other worker's pool process (its row says host:pid).
+    deadline = time.monotonic() + 60
+    while True:
+        row = await db.fetchrow(
+            "SELECT s.worker, s.requests_done FROM run_shards s JOIN runs r ON r.id = s.run_id"
+            " WHERE r.job_id = $1 AND s.shard = 1 AND s.status = 'running'",
+            uuid.UUID(job_id),
+        )
+        if row is not None and row["requests_done"] >= 10:
+            break
+        assert time.monotonic() < deadline, "shard 1 never ran"
+        await asyncio.sleep(0.1)
+    pid = int(row["worker"].rsplit(":", 1)[1])
+    os.kill(pid, signal.SIGKILL)
+    killed_at = time.time()
+    state = await team.wait_job(job_id, timeout=120)
+    assert state["status"] == "succeeded", state["error"]
+    [run] = state["runs"]
+    assert run["requests"]["total"] == 400
+    assert len(await team.samples(run["id"])) == 404  # with the 4 warm-up requests
+    old = (await team.http.get(f"/v1/runs/{run['replaces_run_id']}")).json()
+    assert old["status"] == "interrupted"
+    assert "shard 1 of its level died" in old["error"], old["error"]
+    assert [s["status"] for s in await shard_rows(db, run["id"])] == ["succeeded", "succeeded"]
+    again = datetime.fromisoformat(run["started_at"]).timestamp() - killed_at
+    print(f"\nkilled shard process: its level running again {again:.1f} s after SIGKILL")

@@ -28,7 +28,7 @@ from infercost.endpoints.repository import EndpointRepository
 from infercost.figures.metrics import RequestTiming, RunFigures, summarize
 from infercost.figures.replay import replay_block
 from infercost.jobs.arrivals import level_cap
-from infercost.jobs.models import Job
+from infercost.jobs.models import Job, Run
 from infercost.jobs.plan import DEFAULT_TRACE_INTERVAL_S, LoadPlan, Mode, Plan, decode_plan
 from infercost.jobs.repository import JobRepository
 from infercost.jobs.samples import sample_rows
@@ -81,9 +81,20 @@ class JobRunner:
     """One job's execution on a worker's runtime (its loop, engine and HTTP client)."""
 
     def __init__(
-        self, rt: Runtime, job: Job, endpoint: Endpoint, lease: Lease | None = None
+        self,
+        rt: Runtime,
+        job: Job,
+        endpoint: Endpoint,
+        lease: Lease | None = None,
+        *,
+        kept: dict[int, Run] | None = None,
+        replaced: dict[int, uuid.UUID] | None = None,
     ) -> None:
         self.rt = rt
+        # A job taken up after its worker died: the levels it stored (not measured again)
+        # and, per level, the interrupted run the level's new run replaces.
+        self.kept = kept or {}
+        self.replaced = replaced or {}
         self.job = job
         self.endpoint = endpoint
         # The claim's fencing token: every write checks it (workers/lease.py).
@@ -155,6 +166,10 @@ class JobRunner:
         levels = load.levels
         planned = [load.level_size(level).planned for level in levels]
         for index, level in enumerate(levels):
+            if (stored := self.kept.get(index)) is not None:
+                # Measured before its worker died: it stands, and counts as done.
+                self.progress.done_before += planned[index] or stored.requests_total
+                continue
             measured = await self.measure_level(
                 index, level, planned_after=sum(planned[index + 1 :])
             )
@@ -208,7 +223,9 @@ class JobRunner:
         mode = mode or load.mode
         self.progress.planned_after = planned_after
         target = await self.pin()
-        run_id = await self.recorder.start_run(index, level, mode)
+        run_id = await self.recorder.start_run(
+            index, level, mode, replaces=self.replaced.get(index)
+        )
         shards, decision = await self._shards_of(run_id, level, mode, load, lengthened)
         reading = None
         try:
@@ -601,15 +618,27 @@ def _failure(job_id: uuid.UUID, exc: Exception) -> str:
     return f"the worker failed while running this job ({type(exc).__name__}); see the worker log"
 
 
-async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
-    """The body of `benchmark.run_job`: a duplicate delivery or a cancelled job does nothing."""
+async def run_job(rt: Runtime, job_id: uuid.UUID, *, resume_token: int | None = None) -> None:
+    """The body of `benchmark.run_job`: a duplicate delivery or a cancelled job does nothing.
+    With `resume_token`, take up a job whose worker died (JobRepository.interrupt handed it
+    over with that token): the levels it stored are kept, the rest measured here."""
     async with rt.sessionmaker() as session:
         repo = JobRepository(session)
-        job = await repo.claim(job_id)
+        if resume_token is None:
+            job = await repo.claim(job_id)
+        else:
+            job = await repo.resume(job_id, resume_token)
         await session.commit()
         if job is None:
-            log.info("job %s is not queued (duplicate delivery or cancelled); skipping", job_id)
+            log.info(
+                "job %s is not %s (duplicate delivery or cancelled); skipping",
+                job_id,
+                "queued" if resume_token is None else "handed over with this token",
+            )
             return
+        kept, replaced = (
+            await repo.measured_levels(job_id) if resume_token is not None else ({}, {})
+        )
         endpoint = await EndpointRepository(session).get_any(job.endpoint_id)
     status: str
     error: str | None
@@ -623,7 +652,7 @@ async def run_job(rt: Runtime, job_id: uuid.UUID) -> None:
 
         async def run() -> tuple[str, str | None]:
             nonlocal redact
-            runner = JobRunner(rt, job, found, lease)
+            runner = JobRunner(rt, job, found, lease, kept=kept, replaced=replaced)
             redact = runner.registered.redact
             return await runner.run()
 

@@ -65,19 +65,31 @@ class Recorder:
         self.endpoint = endpoint
         self.lease = lease
 
-    async def start_run(self, level_index: int, level: float, mode: str) -> uuid.UUID:
+    async def start_run(
+        self, level_index: int, level: float, mode: str, *, replaces: uuid.UUID | None = None
+    ) -> uuid.UUID:
         """Insert the level's run with the price in effect as it starts (the snapshot that
         later queries re-price from), or a note saying how to give the endpoint a price;
-        retried through a lost database connection (workers/lease.py)."""
+        retried through a lost database connection (workers/lease.py). `replaces`: the run
+        of this level that its worker's death interrupted."""
         run_id, started_at = uuid.uuid4(), utcnow()
         return await stored(
-            partial(self._insert_run, run_id, level_index, level, mode, started_at),
+            partial(
+                self._insert_run, run_id, level_index, level, mode, started_at, replaces=replaces
+            ),
             settings=self.rt.settings,
             what=f"job {self.job.id} level {level:g}",
         )
 
     async def _insert_run(
-        self, run_id: uuid.UUID, level_index: int, level: float, mode: str, started_at: datetime
+        self,
+        run_id: uuid.UUID,
+        level_index: int,
+        level: float,
+        mode: str,
+        started_at: datetime,
+        *,
+        replaces: uuid.UUID | None = None,
     ) -> uuid.UUID:
         """One attempt of start_run, under the lease; keeps a run an earlier attempt
         committed before its connection broke."""
@@ -104,6 +116,7 @@ class Recorder:
                 usd_per_million_input_tokens=price.per_token[0] if price.per_token else None,
                 usd_per_million_output_tokens=price.per_token[1] if price.per_token else None,
                 workload_fingerprint=self.job.workload_fingerprint,
+                replaces_run_id=replaces,
             )
             await JobRepository(session).add_run(run)
             await session.commit()

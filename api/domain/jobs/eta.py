@@ -1,11 +1,13 @@
 """Where a job stands in the queue and when it should start and end.
 
 Jobs wait on one benchmark queue shared by every team and run one at a time per worker, in
-the order they were submitted. A queued job's start is when a worker frees up for it: each
-running job ends after its remaining time, then each job queued ahead of it takes the first
-free worker for its planned time. The number of workers is taken to be the number of jobs
-running now (at least one): the API cannot see idle workers, so with idle ones the estimate
-errs late, never early.
+the order the broker serves them: by priority, then in the order sent. A job's priority is
+its place in its own team's line (infercost/jobs/outbox.py: its team's jobs running or queued
+ahead of it, capped at 9), so the teams' lines are served round-robin. A queued job's start
+is when a worker frees up for it: each running job ends after its remaining time, then each
+job queued ahead of it takes the first free worker for its planned time. The number of
+workers is taken to be the number of jobs running now (at least one): the API cannot see
+idle workers, so with idle ones the estimate errs late, never early.
 
 A job's planned time comes from its plan where the plan fixes it (a rate level's requests /
 rate, a level's duration_s, warm-up and cool-down), and otherwise from its endpoint's pace:
@@ -30,6 +32,7 @@ from typing import Any
 
 from api.domain.jobs.schemas import QueueEstimate
 from infercost.jobs.models import Job
+from infercost.jobs.outbox import team_priority
 from infercost.jobs.plan import LoadPlan, read_load
 from infercost.jobs.repository import JobRepository
 
@@ -57,6 +60,8 @@ class ActiveJob:
     done: int
     total: int
     pace: Pace | None
+    #: The broker priority of its message (0 first): its place in its team's line.
+    priority: int = 0
 
 
 def planned_seconds(load: Mapping[str, Any], pace: Pace | None) -> float | None:
@@ -143,8 +148,8 @@ def estimate(job: ActiveJob, active: Sequence[ActiveJob], now: datetime) -> Queu
             estimated_end_at=None if left is None else now + timedelta(seconds=left),
             basis=basis if left is not None else _unknown(job),
         )
-    queued = sorted((j for j in active if j.status == "queued"), key=lambda j: (j.created_at, j.id))
-    ahead = [j for j in queued if (j.created_at, j.id) < (job.created_at, job.id)]
+    queued = sorted((j for j in active if j.status == "queued"), key=_served)
+    ahead = [j for j in queued if _served(j) < _served(job)]
     # When each worker is free again, in seconds from now; a worker busy for a time nobody
     # can tell is left out.
     free = [left for j in running if (left := remaining_seconds(j, now)) is not None]
@@ -180,6 +185,11 @@ def estimate(job: ActiveJob, active: Sequence[ActiveJob], now: datetime) -> Queu
     )
 
 
+def _served(job: ActiveJob) -> tuple[int, datetime, uuid.UUID]:
+    """The order the broker serves queued jobs in: priority, then the order sent."""
+    return (job.priority, job.created_at, job.id)
+
+
 def _unknown(job: ActiveJob) -> str:
     """Why a job's length cannot be told."""
     plan = read_load(job.load)
@@ -203,6 +213,8 @@ async def queue_estimate(jobs: JobRepository, job: Job, now: datetime) -> QueueE
         seconds = row.mean_concurrency / row.requests_per_s
         paces.setdefault((row.endpoint_id, row.workload_fingerprint), Pace(seconds, True))
         paces.setdefault((row.endpoint_id, "*"), Pace(seconds, False))
+    # A job not yet handed to the broker will get its place in its team's line.
+    places = _team_places(rows)
     active = [
         ActiveJob(
             id=row.id,
@@ -214,8 +226,30 @@ async def queue_estimate(jobs: JobRepository, job: Job, now: datetime) -> QueueE
             total=row.progress_total,
             pace=paces.get((row.endpoint_id, row.workload_fingerprint))
             or paces.get((row.endpoint_id, "*")),
+            priority=row.queue_priority
+            if row.queue_priority is not None
+            else team_priority(places[row.id]),
         )
         for row in rows
     ]
     this = next(a for a in active if a.id == job.id)
     return estimate(this, active, now)
+
+
+def _team_places(rows: Sequence[Any]) -> dict[uuid.UUID, int]:
+    """Each active job's place in its team's line: the team's jobs running, and queued
+    before it (as infercost.jobs.outbox counts it when it sends the job)."""
+    places: dict[uuid.UUID, int] = {}
+    teams: dict[uuid.UUID, list[Any]] = {}
+    for row in rows:
+        teams.setdefault(row.team_id, []).append(row)
+    for mine in teams.values():
+        running = sum(1 for row in mine if row.status == "running")
+        queued = sorted(
+            (r for r in mine if r.status == "queued"), key=lambda r: (r.created_at, r.id)
+        )
+        for row in mine:
+            places[row.id] = 0 if row.status == "running" else running
+        for before, row in enumerate(queued):
+            places[row.id] = running + before
+    return places

@@ -81,10 +81,12 @@ class Progress(msgspec.Struct):
 class QueueEstimate(msgspec.Struct):
     """Where a queued or running job stands and when it should start and end.
 
-    Jobs of every team wait on one queue and run one at a time per worker, in the order
-    they were submitted. Lengths come from the plan where it fixes them (rates, durations)
-    and otherwise from the endpoint's pace in its latest run; `basis` says which, and why
-    an estimate is missing (null). Estimates assume as many workers as jobs running now.
+    Jobs of every team wait on one queue and run one at a time per worker; the teams'
+    lines are served in turn (a job waits behind its own team's earlier jobs and each other
+    team's next one, not behind another team's backlog). Lengths come from the plan where
+    it fixes them (rates, durations) and otherwise from the endpoint's pace in its latest
+    run; `basis` says which, and why an estimate is missing (null). Estimates assume as
+    many workers as jobs running now.
     """
 
     position: Annotated[

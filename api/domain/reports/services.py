@@ -94,6 +94,7 @@ def level_figures(run: RunSummary) -> LevelFigures:
         inadequate=tuple(r.code for r in run.adequacy.reasons)
         if run.adequacy is not None and not run.adequacy.ok
         else (),
+        measured_again=run.replaces_run_id is not None,
     )
 
 

@@ -1229,7 +1229,11 @@ class RunSummary(msgspec.Struct):
     ]
     status: Annotated[
         str,
-        msgspec.Meta(description="queued, running, succeeded or failed", examples=["succeeded"]),
+        msgspec.Meta(
+            description="running, succeeded, failed, cancelled, or interrupted (its worker "
+            "died mid-level and another run measured the level again: not evidence)",
+            examples=["succeeded"],
+        ),
     ]
     started_at: Annotated[
         datetime | None,
@@ -1585,7 +1589,20 @@ class RunSummary(msgspec.Struct):
     error: Annotated[
         str | None,
         msgspec.Meta(
-            description="Why a failed level failed when its requests cannot say", examples=[None]
+            description="Why a failed level failed when its requests cannot say, and why an "
+            "interrupted one was interrupted",
+            examples=[None],
+        ),
+    ] = None
+    # A level whose worker died mid-level is measured again once (docs/operations.md, "What
+    # survives a failure"): the new run names the interrupted one.
+    replaces_run_id: Annotated[
+        uuid.UUID | None,
+        msgspec.Meta(
+            description="The run of this level that its worker's death interrupted and this "
+            "run measured again (its status is interrupted; it is never used as evidence); "
+            "null when the level was measured once",
+            examples=[None],
         ),
     ] = None
     # Imported runs only (POST /v1/imports): the tool that measured it and whose definitions
