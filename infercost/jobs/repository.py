@@ -318,7 +318,8 @@ class JobRepository:
             await self.session.execute(
                 update(Run)
                 .where(*running_runs)
-                .values(status="failed", finished_at=now, live=None, error=f"{reason}; {why}")
+                # One failure, one reason: the run says what its job says.
+                .values(status="failed", finished_at=now, live=None, error=error)
             )
             return Interruption(job_id, failed=True, token=job.lease_token)
         await self.session.execute(

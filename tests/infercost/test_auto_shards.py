@@ -77,12 +77,14 @@ def _plan(load: dict[str, Any], workload: dict[str, Any] | None = None) -> Any:
         "mode": "concurrency", "levels": [4], "requests_per_level": 10, "duration_s": None,
         "warmup_requests": 0, "warmup_s": None, "cooldown_s": 0.0, "arrival": None,
         "burstiness": 1.0, "timeout_s": 60.0, "telemetry_interval_s": 1.0, "rate_levels": None,
-        "max_concurrency": None, "max_error_rate": None, "shards": None, **load,
+        "max_concurrency": None, "max_error_rate": None, "shards": None, "traffic_id": None,
+        "time_scale": None, "window": None, "interval_s": None, **load,
     }  # fmt: skip
     full_workload: dict[str, Any] = {
         "input_tokens": {"mean": 8}, "output_tokens": {"mean": 8}, "dataset_id": None,
         "preset": None, "sessions": None, "prefix": None, "ignore_eos": True, "stream": True,
-        "temperature": None, "seed": 1, **(workload or {}),
+        "temperature": None, "seed": 1, "features": [], "models": None, "images": None,
+        **(workload or {}),
     }  # fmt: skip
     return resolve_plan(full_workload, full_load, None, preset=None, max_concurrency=1024, seed=1)
 

@@ -50,6 +50,9 @@ async def test_the_sweep_s_reason_is_the_run_s(
     team: TeamClient, db: asyncpg.Connection, sessions: async_sessionmaker[AsyncSession]
 ) -> None:
     job_id, _ = await _running(db, team)
+    # Its worker died once before: this second death fails the job (the first is measured
+    # again, tests/faults/test_faults.py).
+    await db.execute("UPDATE jobs SET interruptions = 1 WHERE id = $1", job_id)
     async with sessions() as session:
         failed = await JobRepository(session).fail_abandoned(timedelta(minutes=30))
         await session.commit()
