@@ -25,11 +25,17 @@ def price_warning(
     median, count = reference
     if median <= 0:
         return None
-    ratio = usd_per_gpu_hour / median
-    if 1 / FAR_FACTOR <= ratio <= FAR_FACTOR:
+    # Compared by multiplying, so "exactly a fifth" (0.6 against 3.0) is a fifth.
+    if median <= usd_per_gpu_hour * FAR_FACTOR and usd_per_gpu_hour <= median * FAR_FACTOR:
         return None
+    ratio = usd_per_gpu_hour / median
     entries = "its one entry" if count == 1 else f"the median of its {count} entries"
-    how_far = f"{ratio:,.0f}x" if ratio >= FAR_FACTOR else f"1/{1 / ratio:,.0f} of"
+    if ratio >= FAR_FACTOR:
+        how_far = f"{ratio:,.0f}x"
+    elif ratio * 1e9 >= 1:
+        how_far = f"1/{1 / ratio:,.0f} of"
+    else:  # zero, or so small that its inverse would not print (or would not exist)
+        how_far = "next to nothing against"
     return (
         f"USD {usd_per_gpu_hour:,.2f} per GPU-hour for {hardware} is {how_far} the USD "
         f"{median:,.2f} your price book holds for it ({entries}): if it is a typo, withdraw "

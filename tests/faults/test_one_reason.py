@@ -1,13 +1,17 @@
 """One reason per failure: when Postgres stays away longer than the store's retry budget
 (INFERCOST_STORE_RETRY_S, 8 s here) the level's samples are lost, and the job and the run
 that was being stored say the same thing about why, whoever records it first (the runner
-once the database is back, or the sweep after the heartbeat bound)."""
+once the database is back, or the sweep after the heartbeat bound). A first such loss is
+measured again like any worker's death (the sweep hands the job over), so the job here has
+already had one: this loss fails it."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -30,7 +34,10 @@ def job_body(endpoint_id: str) -> dict[str, Any]:
 
 
 async def test_the_run_and_the_job_give_one_reason(
-    fault_env: dict[str, str], fault_team: TeamClient, sim: SimProcess
+    fault_env: dict[str, str],
+    fault_team: TeamClient,
+    sim: SimProcess,
+    fault_db: asyncpg.Connection,
 ) -> None:
     assert float(fault_env["INFERCOST_STORE_RETRY_S"]) < DOWN_S
     url = make_url(fault_env["DATABASE_URL"])
@@ -43,6 +50,11 @@ async def test_the_run_and_the_job_give_one_reason(
         with worker_process(env, "faults-worker-one-reason"):
             response = await fault_team.submit(job_body(endpoint["id"]))
             assert response.status_code == 202, response.text
+            # One earlier death on record: the next fails the job rather than measuring again.
+            await fault_db.execute(
+                "UPDATE jobs SET interruptions = 1 WHERE id = $1",
+                uuid.UUID(response.json()["id"]),
+            )
             job = await fault_team.wait_job(response.json()["id"], timeout=120)
             ended_at = time.time()
     assert proxy.cuts == 1, "the store never reached the database through the proxy"
