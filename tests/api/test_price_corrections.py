@@ -67,7 +67,9 @@ async def test_a_withdrawn_price_prices_nothing_again(
     assert {p["id"] for p in everything["items"]} == {older["id"], newer["id"]}
     in_effect = (await team.http.get("/v1/prices", params={"at": rfc3339(NOW)})).json()
     assert [p["usd_per_gpu_hour"] for p in in_effect["items"]] == [2.0]
-    read = (await team.http.get(f"/v1/prices/{newer['id']}")).json()
+    gone = await team.http.get(f"/v1/prices/{newer['id']}")
+    assert gone.status_code == 404 and "was withdrawn at" in gone.json()["detail"]
+    read = (await team.http.get(f"/v1/prices/{newer['id']}", params={"withdrawn": "true"})).json()
     assert read["withdrawn_at"] == withdrawn["withdrawn_at"]
     assert await db.fetchval(
         "SELECT usd_per_gpu_hour FROM prices WHERE id = $1 AND withdrawn_at IS NOT NULL",

@@ -92,9 +92,17 @@ class PriceController(Controller):
         return Page(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{price_id:uuid}", summary="Read a price")
-    async def get_price(self, prices: NamedDependency[PriceService], price_id: PathId) -> PriceRead:
-        """One entry of your team's book, withdrawn or not."""
-        return await prices.get(price_id)
+    async def get_price(
+        self,
+        prices: NamedDependency[PriceService],
+        price_id: PathId,
+        withdrawn: Annotated[
+            bool,
+            QueryParameter(description="read it even if it was withdrawn (for the record)"),
+        ] = False,
+    ) -> PriceRead:
+        """One entry of your team's book; a withdrawn one is 404 unless `withdrawn=true`."""
+        return await prices.get(price_id, withdrawn=withdrawn)
 
     @delete("/{price_id:uuid}", status_code=200, summary="Withdraw a price")
     async def withdraw_price(

@@ -91,19 +91,26 @@ class PriceService:
         )
         return [to_read(price, name) for price, name in rows], total
 
-    async def get(self, price_id: uuid.UUID) -> PriceRead:
-        """One entry of the team's book (withdrawn or not), or 404."""
+    async def get(self, price_id: uuid.UUID, *, withdrawn: bool = False) -> PriceRead:
+        """One entry of the team's book, or 404; a withdrawn one only when `withdrawn` asks
+        for it (a withdrawn entry is gone from the book, kept for the record)."""
         found = await self.repo.get(self.team_id, price_id)
         if found is None:
             raise NotFound(f"no price {price_id}: GET /v1/prices lists yours")
-        return to_read(*found)
+        read = to_read(*found)
+        if read.withdrawn_at is not None and not withdrawn:
+            raise NotFound(
+                f"price {price_id} was withdrawn at {rfc3339(read.withdrawn_at)}: "
+                f"GET /v1/prices/{price_id}?withdrawn=true reads it for the record"
+            )
+        return read
 
     async def withdraw(self, price_id: uuid.UUID) -> PriceRead:
         """Withdraw an entry: it stays in the book for the record (GET with
         withdrawn=true) but prices nothing again; the entry before it for the same provider,
         hardware and pricing model is in effect again. Runs priced from it keep the price
         they stored. Withdrawing twice is a 409."""
-        await self.get(price_id)
+        await self.get(price_id, withdrawn=True)
         if not await self.repo.withdraw(self.team_id, price_id):
             raise Conflict(f"price {price_id} is already withdrawn")
-        return await self.get(price_id)
+        return await self.get(price_id, withdrawn=True)
