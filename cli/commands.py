@@ -490,6 +490,9 @@ def jobs_submit(  # click passes every option by name
             preset=preset,
             slo_ttft_p95=slo_ttft_p95,
             slo_tpot_p95=slo_tpot_p95,
+            features=list(features),
+            models=None if models is None else parse_models(models),
+            images=None if images is None else parse_images(images),
         )
     else:
         body = job_body(
@@ -625,8 +628,12 @@ def trace_body(
     preset: str | None = None,
     slo_ttft_p95: float | None = None,
     slo_tpot_p95: float | None = None,
+    features: list[str] | None = None,
+    models: list[dict[str, Any]] | None = None,
+    images: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The POST /v1/jobs body of a trace replay (`endpoint` resolved later)."""
+    """The POST /v1/jobs body of a trace replay (`endpoint` resolved later): the trace's
+    requests, with the request features, models and images given."""
     load: dict[str, Any] = {"mode": "trace", "traffic_id": traffic_id}
     if time_scale is not None:
         load["time_scale"] = time_scale
@@ -636,11 +643,14 @@ def trace_body(
         load["interval_s"] = interval_s
     if max_concurrency is not None:
         load["max_concurrency"] = max_concurrency
-    body: dict[str, Any] = {
-        "endpoint": endpoint,
-        "workload": {"preset": preset} if preset else {},
-        "load": load,
+    workload: dict[str, Any] = {
+        key: value
+        for key, value in (("features", features), ("models", models), ("images", images))
+        if value
     }
+    if preset:
+        workload["preset"] = preset
+    body: dict[str, Any] = {"endpoint": endpoint, "workload": workload, "load": load}
     slo = _slo(slo_ttft_p95, slo_tpot_p95)
     if slo:
         body["slo"] = slo

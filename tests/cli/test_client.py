@@ -136,3 +136,30 @@ def test_the_feature_options_make_the_workload() -> None:
         ["jobs", "submit", "--endpoint", "x", "--images", "big", "--url", "http://127.0.0.1:9"],
     )
     assert result.exit_code == 2 and "COUNTxWIDTHxHEIGHT" in result.output
+
+
+def test_a_replay_carries_the_request_features() -> None:
+    """`jobs submit --trace` with --feature, --models and --images sends them with the
+    trace's requests (the worker gives a replay's requests the workload's features)."""
+    from cli.commands import parse_images, parse_models, trace_body
+
+    body = trace_body(
+        "sim-fixed",
+        "6f0c2d2e-8a41-4d5b-9b0e-2f1a3c4d5e6f",
+        time_scale=10,
+        features=["reasoning", "tools"],
+        models=parse_models("base=3, lora-a"),
+        images=parse_images("1x512x512"),
+    )
+    assert body["workload"] == {
+        "features": ["reasoning", "tools"],
+        "models": [{"name": "base", "weight": 3.0}, {"name": "lora-a", "weight": 1.0}],
+        "images": {"count": 1, "width": 512, "height": 512},
+    }
+    assert body["load"] == {
+        "mode": "trace",
+        "traffic_id": "6f0c2d2e-8a41-4d5b-9b0e-2f1a3c4d5e6f",
+        "time_scale": 10,
+    }
+    plain = trace_body("sim-fixed", "6f0c2d2e-8a41-4d5b-9b0e-2f1a3c4d5e6f")
+    assert plain["workload"] == {}
