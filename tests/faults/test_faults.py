@@ -281,3 +281,40 @@ async def test_a_runner_whose_lease_was_taken_writes_nothing_more(
     assert old["requests"]["total"] == 0
     log = (ARTIFACTS / "faults-worker-lease.log").read_text(errors="replace")
     assert f"job {job_id}: lease 1 lost" in log
+
+
+async def test_a_killed_replay_is_measured_again_from_the_start_of_its_window(
+    fault_env: dict[str, str], fault_team: TeamClient, sim: SimProcess, fault_db: asyncpg.Connection
+) -> None:
+    """A trace replay is one level: its pool process killed a third of the way in, the whole
+    window is replayed again on the restarted process, and the job succeeds on the new run."""
+    lines = ["timestamp,input_tokens,output_tokens"]
+    lines += [f"{k * 0.2:.1f},32,16" for k in range(60)]  # 60 requests over 12 s
+    log = await fault_team.http.post(
+        "/v1/traffic",
+        content="\n".join(lines).encode(),
+        params={"format": "infercost", "name": "fault-replay"},
+    )
+    assert log.status_code == 201, log.text
+    endpoint = await fault_team.create_endpoint(base_url=sim.openai_base_url)
+    body = {
+        "endpoint_id": endpoint["id"],
+        "workload": {},
+        "load": {"mode": "trace", "traffic_id": log.json()["id"]},
+    }
+    response = await fault_team.submit(body)
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    with worker_process(fault_env, "faults-worker-replay-kill") as proc:
+        await wait_running(fault_team, job_id, 20)
+        pool_process(proc.pid).kill()
+        await level_running_again(fault_db, job_id, 0)
+        state = await fault_team.wait_job(job_id, timeout=90)
+    assert state["status"] == "succeeded", state["error"]
+    [run] = (await fault_team.http.get(f"/v1/jobs/{job_id}/runs")).json()
+    assert run["mode"] == "trace" and run["requests"]["total"] == 60
+    assert run["replay"]["sent"] == 60
+    old = (await fault_team.http.get(f"/v1/runs/{run['replaces_run_id']}")).json()
+    assert old["status"] == "interrupted"
+    assert await sample_count(fault_db, job_id) == 60
+    assert state["progress"] == {"done": 60, "total": 60}
