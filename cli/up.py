@@ -1,4 +1,4 @@
-"""`infercost up`: everything on one machine, for `make run` (CONTRACT.md, Command line).
+"""`infercost up`: everything on one machine, for `make run` (docs/cli-and-api.md, Command line).
 
 Starts Postgres and Redis (embedded under the data dir unless DATABASE_URL / REDIS_URL
 name real servers), applies migrations, then runs the API, one worker, the maintenance

@@ -1,4 +1,4 @@
-"""One typed settings object, read from the environment once (CONTRACT.md, Environment)."""
+"""One typed settings object, read from the environment once (docs/operations.md, Configuration)."""
 
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read CONTRACT.md's variables (and a few INFERCOST_* knobs) from `env`."""
+        """Read the configuration variables of docs/operations.md from `env`."""
         env = os.environ if env is None else env
         keys = tuple(
             k.strip() for k in env.get("INFERCOST_SECRET_KEYS", "").split(",") if k.strip()

@@ -8,7 +8,7 @@ Three layers, so the model can be checked with a fake clock and no sockets:
   runs it until idle). Also the telemetry it implies (DCGM fields, KV-cache usage).
 - `EngineRunner`: the asyncio task that runs the engine's steps on the loop's clock.
 
-The model (see METRICS.md, "Physical limits"): a step reads the weights once plus the KV
+The model (see docs/figures.md, "Physical limits"): a step reads the weights once plus the KV
 cache of every decoding request, and does 2 x P FLOPs per token it processes, so
 
     step time = max(bytes / (B x eff), FLOPs / (F x eff)) + step overhead

@@ -6,7 +6,7 @@ touched: the accumulator reads the requests it already appended to the level's `
 since the previous beat, so each beat costs O(requests finished since the last one) plus a
 median over a bounded reservoir, never a pass over every sample of the level.
 
-Figures follow METRICS.md over the requests finished so far: TTFT over measured (not
+Figures follow docs/figures.md over the requests finished so far: TTFT over measured (not
 warm-up) requests that succeeded; output tokens/s as the tokens that arrived inside the
 measured window so far (first measured send to last measured end, failed requests included,
 as `infercost.figures.metrics.measured_window`), from every request (warm-up ones too, placed
@@ -76,7 +76,7 @@ class LiveLevel:
             self._last_end = rec.t_end
         if not rec.chunk_ns:
             return
-        # Every request's tokens count (METRICS.md output tokens/s), a failed one's too.
+        # Every request's tokens count (docs/figures.md output tokens/s), a failed one's too.
         self._out_tokens += rec.n_out
         if failed:
             return

@@ -1,6 +1,6 @@
 """Telemetry around one load level: scrape the endpoint's metrics URLs from just before the
 first request to just after the last, then store every value and a summary over the
-measured window (METRICS.md, Telemetry).
+measured window (docs/figures.md, Telemetry).
 
 Scraping runs in a thread of its own with its own short timeout, so a slow or dead metrics
 URL neither delays the load generator's event loop nor fails the run: it becomes an error

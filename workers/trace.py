@@ -37,7 +37,7 @@ class TraceWindow:
     time_scale: float
 
     def offsets_ns(self) -> list[int]:
-        """When each request is due, in ns after the level's start (METRICS.md "replay"):
+        """When each request is due, in ns after the level's start (docs/figures.md "replay"):
         (t_i - t_0 - start_s) / time_scale."""
         start, scale = self.start_s, self.time_scale
         return [round((r.at_s - start) / scale * 1e9) for r in self.requests]

@@ -55,7 +55,7 @@ def _per_gpu(tokens_per_s: InstrumentedAttribute[Any]) -> ColumnElement[Any]:
     )
 
 
-#: Every figure GET /v1/comparisons can show, in their default order (METRICS.md defines each).
+#: Every figure GET /v1/comparisons can show, in their default order (docs/figures.md defines each).
 FIGURES: dict[str, Figure] = {
     "ttft_p50_ms": Figure(Run.ttft_p50_ms, "time to first token, median"),
     "ttft_p95_ms": Figure(Run.ttft_p95_ms, "time to first token, p95"),

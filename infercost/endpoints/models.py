@@ -45,10 +45,10 @@ class Endpoint(UUIDPrimaryKey, CreatedAt, Base):
     # With provider and hardware, and no usd_per_hour: which price book entries apply;
     # null means on-demand.
     pricing_model: Mapped[str | None] = mapped_column(String(16))
-    # Hosted APIs are priced per token instead of per hour (METRICS.md, hosted APIs).
+    # Hosted APIs are priced per token instead of per hour (docs/figures.md, hosted APIs).
     usd_per_million_input_tokens: Mapped[float | None]
     usd_per_million_output_tokens: Mapped[float | None]
-    # The model's facts, for the roofline bounds (METRICS.md, Physical limits).
+    # The model's facts, for the roofline bounds (docs/figures.md, Physical limits).
     params_b: Mapped[float | None]
     precision: Mapped[str | None] = mapped_column(String(16))
     kv_bytes_per_token: Mapped[float | None]

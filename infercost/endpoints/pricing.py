@@ -1,4 +1,4 @@
-"""The one rule that decides what an endpoint costs per hour (METRICS.md, Cost).
+"""The one rule that decides what an endpoint costs per hour (docs/figures.md, Cost).
 
 An explicit `usd_per_hour` on the endpoint wins; otherwise the team's price book entry in
 effect at the time asked for, for the endpoint's provider, hardware and pricing model, times

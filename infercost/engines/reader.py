@@ -4,7 +4,7 @@ Everything that reads an OpenAI-compatible stream uses it: the load generator fo
 request of a job (workers/loadgen/stream.py, whatever transport brought the bytes) and the
 endpoint check for its probe (infercost/endpoints/preflight.py), so a check and a job never
 judge the same stream differently. Events are cut by the WHATWG rules
-(infercost/engines/sse.py); what an event means follows METRICS.md:
+(infercost/engines/sse.py); what an event means follows docs/figures.md:
 
 - an event's time is the stamp of the read that completed it (its blank line arrived);
 - `data: [DONE]` ends the stream (t_end); a choice's `finish_reason` ends it properly too;
@@ -41,7 +41,7 @@ _NS: Final = 1e-9
 
 
 class RequestFailure(Exception):
-    """A request that failed in a known way: an error class of METRICS.md and a reason."""
+    """A request that failed in a known way: an error class of docs/figures.md and a reason."""
 
     def __init__(self, error_class: str, reason: str) -> None:
         super().__init__(reason)
@@ -619,7 +619,7 @@ class StreamReader:
 
     def finish(self, now: int) -> None:
         """The body ended (at `now` when nothing came): its end, and whether it ended
-        properly (METRICS.md: [DONE] or a finish_reason; a body that just stops is
+        properly (docs/figures.md: [DONE] or a finish_reason; a body that just stops is
         stream_broken)."""
         rec = self.rec
         settle_timings(rec)

@@ -1,4 +1,4 @@
-"""Cost per token from price per hour and measured throughput (METRICS.md, Cost)."""
+"""Cost per token from price per hour and measured throughput (docs/figures.md, Cost)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ N = TypeVar("N", float, SqlExpr)
 
 
 def per_million_of(usd_per_hour: N, per_s: N) -> N:
-    """The cost arithmetic (METRICS.md, Cost), on numbers or on SQL columns alike: USD per
+    """The cost arithmetic (docs/figures.md, Cost), on numbers or on SQL columns alike: USD per
     million units produced at `per_s` a second for `usd_per_hour`."""
     return usd_per_hour / (per_s * HOUR_S) * MILLION
 
@@ -73,7 +73,7 @@ def hosted_usd_per_hour(
     input_tokens_per_s: float,
     output_tokens_per_s: float,
 ) -> float:
-    """What a hosted API charges per hour at a token rate (METRICS.md: a request costs
+    """What a hosted API charges per hour at a token rate (docs/figures.md: a request costs
     n_in x input price + n_out x output price), so that per-hour and per-token deployments
     divide the same way."""
     return hosted_per_hour_of(

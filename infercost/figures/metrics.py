@@ -1,4 +1,4 @@
-"""The canonical definition of every per-request and per-run figure (../shared/METRICS.md).
+"""The canonical definition of every per-request and per-run figure (docs/figures.md).
 
 Pure functions over plain values: the worker calls them on fresh timings, and the API can
 call them again on stored raw samples, so a figure is always recomputable.
@@ -49,10 +49,10 @@ def percentile_columns(stats: Mapping[str, Any] | None) -> dict[str, float | Non
     return columns
 
 
-#: Error classes of METRICS.md, in a fixed order.
+#: Error classes of docs/figures.md, in a fixed order.
 ERROR_CLASSES = ("connect", "timeout", "http_4xx", "http_5xx", "stream_broken", "protocol", "empty")
 
-#: A run is client-bound when its queue delay p99 exceeds this (METRICS.md, client health).
+#: A run is client-bound when its queue delay p99 exceeds this (docs/figures.md, client health).
 CLIENT_QUEUE_DELAY_P99_LIMIT_MS = 10.0
 #: ... or when the time-weighted in-flight count fell below this share of the target.
 CONCURRENCY_HELD_SHARE = 0.95
@@ -176,7 +176,7 @@ class RequestTiming:
 
     @property
     def succeeded(self) -> bool:
-        """2xx, a properly ended stream and at least one token (METRICS.md)."""
+        """2xx, a properly ended stream and at least one token (docs/figures.md)."""
         return self.error_class is None
 
     @property
@@ -191,7 +191,7 @@ class RequestTiming:
         return None if self.t_first_content is None else self.t_first_content - self.t_send
 
     def itl_gaps(self) -> tuple[list[float], list[int]]:
-        """Per-token inter-token latencies and their weights (METRICS.md ITL).
+        """Per-token inter-token latencies and their weights (docs/figures.md ITL).
 
         Each gap between consecutive content events is recorded once; when the later event
         carried k > 1 tokens (known from continuous usage) it counts k times at gap / k.
@@ -318,7 +318,7 @@ def send_rate(timings: Sequence[RequestTiming]) -> float | None:
 
 def measured_window(timings: Sequence[RequestTiming]) -> tuple[float, float] | None:
     """The measured window: first send to last end of the measured (not warm-up) requests,
-    failed ones included (METRICS.md); (start, start) when none has ended, None when there
+    failed ones included (docs/figures.md); (start, start) when none has ended, None when there
     are no measured requests."""
     start: float | None = None
     end: float | None = None
@@ -338,7 +338,7 @@ def tokens_in_window(
     timings: Sequence[RequestTiming], start: float, stop: float
 ) -> tuple[float, float]:
     """Output and input tokens that arrived inside [start, stop], from every request given
-    (warm-up and failed ones too: what the server produced for this client; METRICS.md).
+    (warm-up and failed ones too: what the server produced for this client; docs/figures.md).
 
     Output tokens are placed at their events' arrival: an event carries its continuous-usage
     count when every event said (tokens counted after the last event with text, in events
@@ -478,7 +478,7 @@ def adequacy_block(
     telemetry_interval_s: float | None = None,
     cache_expected: bool = False,
 ) -> dict[str, Any]:
-    """Whether a level's evidence supports the figures it reports (CONTRACT.md `adequacy`):
+    """Whether a level's evidence supports the figures it reports (docs/figures.md, `adequacy`):
     `ok`, and each reason it does not as {"code", "detail"}. Codes: few_requests, short,
     client_bound, rate_not_held, concurrency_not_held, errors, prompt_cache."""
     reasons: list[dict[str, str]] = []
@@ -612,7 +612,7 @@ def concurrency_cap_block(
 def cache_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     """Prompt tokens served from the prefix cache over the measured, successful requests that
     reported it (usage.prompt_tokens_details.cached_tokens or the engine's own count); None
-    when none did. A high share makes TTFT incomparable with uncached runs (METRICS.md)."""
+    when none did. A high share makes TTFT incomparable with uncached runs (docs/figures.md)."""
     reported = [t for t in ok if t.cached_tokens is not None]
     if not reported:
         return None
@@ -630,7 +630,7 @@ def cache_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
 def reasoning_block(
     ok: Sequence[RequestTiming], output_tokens_per_s: float | None
 ) -> tuple[dict[str, Any], float | None, float | None]:
-    """Reasoning and answer tokens of the measured, successful requests (METRICS.md, as
+    """Reasoning and answer tokens of the measured, successful requests (docs/figures.md, as
     docs/figures.md states it): per request, how many of each; the share of output that was
     reasoning; and, from it, the reasoning and answer tokens per second, which add up to
     output_tokens_per_s. Also (reasoning/s, answer/s) for the run's columns."""
@@ -786,7 +786,7 @@ def meets_slo(t: RequestTiming, limits: Mapping[str, float]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class RunFigures:
-    """Everything METRICS.md defines for one load level, over its measured window."""
+    """Everything docs/figures.md defines for one load level, over its measured window."""
 
     requests_total: int
     requests_succeeded: int

@@ -1,6 +1,6 @@
 """A run's TPOT, ITL and throughput recomputed under other tools' definitions.
 
-The same name means different formulas in different benchmark tools (METRICS.md): vLLM's
+The same name means different formulas in different benchmark tools (docs/figures.md): vLLM's
 `vllm bench serve`, GuideLLM and NVIDIA AIPerf each divide a different time span by a
 different token count, pool or average differently, and measure throughput over a
 different window. A user holding a figure from one of them can only compare it with

@@ -749,7 +749,7 @@ def _aiperf_records(documents: Sequence[Any]) -> ImportedFile:
 
 
 def _error_class(code: float | None) -> str:
-    """infercost's error class (METRICS.md) of an AIPerf error code."""
+    """infercost's error class (docs/figures.md) of an AIPerf error code."""
     if code is None:
         return "protocol"
     if 400 <= code < 500:

@@ -233,7 +233,7 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     tpot_p50_ms: Mapped[float | None]
     tpot_p95_ms: Mapped[float | None]
     stats: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
-    # The telemetry summary over the measured window, with scrape errors (CONTRACT.md).
+    # The telemetry summary over the measured window, with scrape errors (docs/cli-and-api.md).
     telemetry: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # The engine's own per-request timings summarised beside the client's, and prompt tokens
     # served from its prefix cache (infercost.figures.metrics); null where the engine reported none.

@@ -126,7 +126,7 @@ class WorkloadPlan(msgspec.Struct, frozen=True, kw_only=True):
 
 class WindowPlan(msgspec.Struct, frozen=True):
     """The part of a trace a replay sends: [start_s, start_s + duration_s) in the trace's
-    own seconds after its first request (METRICS.md, "replay"). A stored plan always has
+    own seconds after its first request (docs/figures.md, "replay"). A stored plan always has
     duration_s; None only in a request before the API resolved it to the trace's end."""
 
     start_s: float

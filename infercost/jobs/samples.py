@@ -1,6 +1,6 @@
 """A request's timings to and from its request_samples row: the one place times change unit.
 
-The worker measures in seconds from the run's origin (RequestTiming, METRICS.md) and hands
+The worker measures in seconds from the run's origin (RequestTiming, docs/figures.md) and hands
 those to `sample_rows`; the row keeps t_sched and t_send in seconds and every duration in
 milliseconds from t_send, as the API serves them; `timing_of` turns a stored row back into
 the seconds the metric definitions take (a sharded level's merge reads its shards' rows).

@@ -1,4 +1,4 @@
-"""Cost at your traffic: replicas, utilisation, cost and break-even (METRICS.md, Cost).
+"""Cost at your traffic: replicas, utilisation, cost and break-even (docs/figures.md, Cost).
 
 For a traffic profile and per-replica capacities measured at an SLO, each self-hosted
 deployment is sized to whole replicas and priced; hosted APIs are priced per token; the
@@ -380,7 +380,7 @@ def self_hosted_cost(
     traffic: Traffic, deployment: Deployment, target_utilization: float = 1.0
 ) -> SelfHostedEstimate:
     """Size `deployment` for `traffic` with each replica at most `target_utilization` of its
-    capacity, and price it (METRICS.md, cost at your traffic); with the capacity's interval,
+    capacity, and price it (docs/figures.md, cost at your traffic); with the capacity's interval,
     the replicas and costs it allows."""
     replicas = replicas_for(traffic.requests_per_s, deployment.capacity_rps, target_utilization)
     total_capacity = replicas * deployment.capacity_rps
@@ -431,7 +431,7 @@ def _ranges(traffic: Traffic, deployment: Deployment, target_utilization: float)
 
 
 def hosted_cost(traffic: Traffic, api: HostedApi) -> HostedEstimate:
-    """Price `traffic` on a hosted API (METRICS.md, hosted APIs)."""
+    """Price `traffic` on a hosted API (docs/figures.md, hosted APIs)."""
     usd_per_hour = api.usd_per_hour_at(traffic.input_tokens_per_s, traffic.output_tokens_per_s)
     warnings: tuple[str, ...] = ()
     if not api.evidence:

@@ -1,4 +1,4 @@
-"""Physical limits of decoding and prefill on given hardware (METRICS.md, Physical limits).
+"""Physical limits of decoding and prefill on given hardware (docs/figures.md, Physical limits).
 
 Notation: P parameters, b bytes per parameter, B memory bandwidth (bytes/s), F peak dense
 compute (FLOP/s), kv bytes of KV cache per token of context. Each function returns a

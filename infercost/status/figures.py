@@ -40,7 +40,7 @@ FIGURES: dict[str, str] = {
 @dataclass(frozen=True, slots=True)
 class Rolling:
     """One figure over the window: the latest counted run's value, median and p95 over the
-    counted runs (linear interpolation, as METRICS.md's percentiles), the trend."""
+    counted runs (linear interpolation, as docs/figures.md's percentiles), the trend."""
 
     latest: float | None
     median: float | None

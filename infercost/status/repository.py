@@ -3,7 +3,7 @@
 figures over the window computed here, all rows at once.
 
 Every figure is exact over the window's runs, as if computed from the runs themselves: the
-median and p95 by linear interpolation (percentile_cont, METRICS.md's percentiles) over the
+median and p95 by linear interpolation (percentile_cont, docs/figures.md's percentiles) over the
 counted runs' values, the trend's slice medians the same way, counts and request sums over
 every succeeded run in the window, and the scheduled jobs created in the window."""
 

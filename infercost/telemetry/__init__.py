@@ -1,5 +1,5 @@
 """Telemetry during a run: scrape Prometheus URLs, map engine and GPU metric names to
-canonical figures, and summarise them over the measured window (METRICS.md, Telemetry)."""
+canonical figures, and summarise them over the measured window (docs/figures.md, Telemetry)."""
 
 from infercost.engines.metrics import (
     CANONICAL_UNITS,

@@ -1,4 +1,4 @@
-"""Scrape Prometheus URLs on a fixed cadence in background threads (METRICS.md, Telemetry).
+"""Scrape Prometheus URLs on a fixed cadence in background threads (docs/figures.md, Telemetry).
 
 The load generator owns an asyncio loop whose timestamps must not be delayed, so scraping
 runs in plain threads with a synchronous httpx client: one thread per URL, so a slow or

@@ -1,4 +1,4 @@
-"""Summarise scraped telemetry over a run's measured window (METRICS.md, Telemetry and Cost).
+"""Summarise scraped telemetry over a run's measured window (docs/figures.md, Telemetry and Cost).
 
 Rules, so every figure means one thing:
 
@@ -46,7 +46,7 @@ import msgspec
 from infercost.engines.metrics import MetricSpec, lookup
 from infercost.telemetry.scrape import Sample, TelemetryError
 
-#: Keys of the run summary's telemetry block, in CONTRACT.md's order.
+#: Keys of the run summary's telemetry block, in the documented order (docs/telemetry.md).
 CONTRACT_KEYS: Final = (
     "gpu_util_mean",
     "gpu_util_p95",
@@ -71,7 +71,7 @@ Segment = tuple[float, float, float]
 
 class Telemetry(msgspec.Struct, frozen=True):
     """GPU and engine figures over the measured window, from the endpoint's metrics_urls
-    (METRICS.md, Telemetry); null where not scraped or not published.
+    (docs/figures.md, Telemetry); null where not scraped or not published.
 
     Fractions 0..1: utilisation, SM/DRAM/tensor activity, KV-cache usage, prefix-cache hit
     rate; power in W, energy in J, memory in bytes. Gauges are averaged over time; counters
@@ -282,7 +282,7 @@ class Telemetry(msgspec.Struct, frozen=True):
     ] = 0
 
     def contract(self) -> dict[str, Any]:
-        """The run summary's `telemetry` block, exactly as CONTRACT.md lists it."""
+        """The run summary's `telemetry` block, exactly as docs/telemetry.md lists it."""
         return {key: getattr(self, key) for key in CONTRACT_KEYS}
 
     def as_dict(self) -> dict[str, Any]:

@@ -75,7 +75,7 @@ async def test_vllm_results_one_per_line_become_three_runs_with_the_files_figure
     assert burst["output_tokens_per_s"] == 10145.340773280393
     # vLLM saves `date` when the run ends: 20250530-195922.
     assert first["finished_at"] == "2025-05-30T19:59:22Z"
-    # Priced at the request's USD 7 an hour, like any run (METRICS.md, cost).
+    # Priced at the request's USD 7 an hour, like any run (docs/figures.md, cost).
     assert first["cost"]["per_million_output_tokens_usd"] == pytest.approx(
         7.0 / (2282.2747096685353 * 3600) * 1e6, rel=1e-12
     )

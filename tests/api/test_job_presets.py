@@ -1,4 +1,4 @@
-"""A job may name a workload preset instead of lengths and an SLO (CONTRACT.md, Job)."""
+"""A job may name a workload preset instead of lengths and an SLO (docs/cli-and-api.md, Job)."""
 
 from __future__ import annotations
 

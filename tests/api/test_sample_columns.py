@@ -15,7 +15,7 @@ from infercost.jobs.models import RequestSample
 from infercost.jobs.repository import SAMPLE_COLUMNS
 from infercost.jobs.samples import sample_rows
 
-#: The CSV header of GET /v1/runs/{id}/requests, as users read it (CONTRACT.md's columns
+#: The CSV header of GET /v1/runs/{id}/requests, as users read it (docs/cli-and-api.md's columns
 #: first, then the ones added since).
 CSV_HEADER = (
     "seq", "warmup", "t_sched", "t_send", "ttfb_ms", "ttft_ms", "e2e_ms", "n_in", "n_out",

@@ -1,4 +1,4 @@
-"""Cost figures of METRICS.md: price per hour over measured throughput."""
+"""Cost figures of docs/figures.md: price per hour over measured throughput."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from infercost.figures.cost import (
 
 
 def test_worked_example_h200() -> None:
-    # METRICS.md: H200 at USD 3.50/GPU-hour, 1,200,000 output tokens in 300 s
+    # docs/figures.md: H200 at USD 3.50/GPU-hour, 1,200,000 output tokens in 300 s
     # -> 4,000 tokens/s -> 3.50 / (4,000 x 3,600) x 1e6 = USD 0.2431 per million output tokens
     output_tokens_per_s = 1_200_000 / 300
     assert output_tokens_per_s == 4000

@@ -1,4 +1,4 @@
-"""The figures of METRICS.md against values worked out by hand (the arithmetic is in comments)."""
+"""The figures of docs/figures.md against values worked out by hand (the arithmetic is in comments)."""
 
 from __future__ import annotations
 
@@ -262,7 +262,7 @@ def test_throughput_duration_and_error_rate() -> None:
     fig = summarize(_measured_run())
     # duration = max(t_end) - min(t_send) = 4.0 - 1.0 = 3.0 s
     assert fig.duration_s == pytest.approx(3.0)
-    # every token that arrived in the window, the broken request's too (METRICS.md: what
+    # every token that arrived in the window, the broken request's too (docs/figures.md: what
     # the server produced): out = (100 + 200 + 30) / 3 = 110; in = (50 + 70 + 40) / 3
     assert fig.output_tokens_per_s == pytest.approx(110.0)
     assert fig.input_tokens_per_s == pytest.approx(160 / 3)
@@ -313,7 +313,7 @@ def test_duration_uses_measured_requests_including_failed_ones() -> None:
 
 
 def test_warmup_tokens_that_arrive_inside_the_window_count() -> None:
-    """METRICS.md: output tokens/s counts every token that arrived inside the measured window,
+    """docs/figures.md: output tokens/s counts every token that arrived inside the measured window,
     from warm-up requests still running in it too (what the server's counters see)."""
     measured = _measured_run()  # window 1.0 .. 4.0 s; 330 output, 160 input tokens inside
     warmup = [

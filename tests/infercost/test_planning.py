@@ -1,4 +1,4 @@
-"""Cost planning against hand-computed figures (METRICS.md: Cost, Physical limits)."""
+"""Cost planning against hand-computed figures (docs/figures.md: Cost, Physical limits)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def deployment(
 
 
 def test_worked_example_through_the_planner() -> None:
-    # METRICS.md: one H200 at USD 3.50/h producing 4,000 output tokens/s
+    # docs/figures.md: one H200 at USD 3.50/h producing 4,000 output tokens/s
     # -> 3.50 / (4,000 x 3,600) x 1e6 = USD 0.243 per million output tokens.
     # 40 requests/s of 100 output tokens each fill exactly one replica of capacity 40 rps.
     h200 = deployment("h200", capacity_rps=40.0, usd_per_hour=3.50, hardware="H200-SXM")

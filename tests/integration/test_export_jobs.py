@@ -81,7 +81,7 @@ async def test_export_reads_back_with_pandas_and_reproduces_ttft_p50(
         measured = mine[~mine["warmup"].astype(bool) & mine["error_class"].isna()]
         assert len(measured) == 25
         # An independent reference: the worker summarised the run when it ended; the file's
-        # raw samples, with NumPy's linear interpolation (METRICS.md), must agree.
+        # raw samples, with NumPy's linear interpolation (docs/figures.md), must agree.
         p50 = float(np.percentile(measured["ttft_ms"].to_numpy(dtype=float), 50))
         assert p50 == pytest.approx(run["ttft_ms"]["p50"], rel=1e-9, abs=1e-9)
         assert run["ttft_ms"]["count"] == 25

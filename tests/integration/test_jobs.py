@@ -99,7 +99,7 @@ async def test_fixed_sim_figures_match_ground_truth(
         assert run["error_rate"] == 0
         assert run["slo_passed"] is True
         assert run["slo_attainment"] == 1.0
-        # Cost follows METRICS.md from the stored throughput.
+        # Cost follows docs/figures.md from the stored throughput.
         cost = run["cost"]
         expected = 3.5 / (run["output_tokens_per_s"] * 3600) * 1e6
         assert cost["usd_per_hour"] == 3.5

@@ -140,7 +140,7 @@ async def test_hosted_api_runs_cost_what_their_tokens_cost(
     assert cost["price_source"] == "run"
     assert cost["input_usd_per_million_tokens"] == 0.40
     assert cost["output_usd_per_million_tokens"] == 1.60
-    # Blended 3:1 (METRICS.md): (3 x 0.40 + 1.60) / 4 = 0.70.
+    # Blended 3:1 (docs/figures.md): (3 x 0.40 + 1.60) / 4 = 0.70.
     assert cost["blended_usd_per_million_tokens"] == pytest.approx(0.70)
     # Each request costs n_in x input price + n_out x output price, so per million output
     # tokens the run costs (input tokens/s x 0.40 + output tokens/s x 1.60) / output tokens/s.

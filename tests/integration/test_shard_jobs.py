@@ -132,7 +132,7 @@ async def test_two_shards_run_each_level_together(
             per_shard = [s[key] for s in client["shards"]]
             assert None not in per_shard, key
             assert client[key] == max(per_shard), key
-        # The merged run's concurrency is both shards' (METRICS.md, figures.md), as the merged
+        # The merged run's concurrency is both shards' (docs/figures.md), as the merged
         # samples show it: a sweep over their send and end instants here, counting every
         # request in flight (warm-ups still running included) between the first and the last
         # measured send. Whether the level was held depends on how far apart the shards woke

@@ -14,7 +14,7 @@ from sim.config import SimConfig
 from sim.process import SimProcess, sim_process
 from tests.conftest import TeamClient
 
-#: Inadequacy that means the client set the pace (CONTRACT.md's adequacy codes): a sweep
+#: Inadequacy that means the client set the pace (docs/cli-and-api.md's adequacy codes): a sweep
 #: never lengthens a level for them.
 CLIENT_SIDE = {"client_bound", "rate_not_held", "concurrency_not_held"}
 

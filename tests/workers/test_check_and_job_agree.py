@@ -34,7 +34,7 @@ EXTRA: dict[str, tuple[int, bytes, list[bytes]]] = {
     "no-key": (401, b"application/json", [b'{"error":{"message":"Invalid API key"}}']),
 }
 
-#: What METRICS.md makes of each (None: a request that succeeds); the shapes all succeed.
+#: What docs/figures.md makes of each (None: a request that succeeds); the shapes all succeed.
 EXPECTED: dict[str, str | None] = {
     "just-stops": "stream_broken",
     "unended-done": "stream_broken",

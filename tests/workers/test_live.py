@@ -61,7 +61,7 @@ def test_final_live_figures_equal_the_summary() -> None:
 
 def test_failed_requests_at_the_edges_count_in_the_window_as_in_the_summary() -> None:
     # The first send and the last end of the level are failed requests: the measured
-    # window still spans them (METRICS.md), so output tokens/s is over 0..2005 ms.
+    # window still spans them (docs/figures.md), so output tokens/s is over 0..2005 ms.
     done = [failed(0, 0.0), finished(1, 100.0, 50.0, 20), failed(2, 2000.0)]
     figures = LiveLevel(done, planned=None, origin_ns=0).figures(now_ns=2_100 * MS)
     summary = summarize([r.timing(0) for r in done])

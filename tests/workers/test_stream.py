@@ -1,5 +1,5 @@
 """`send()` against real HTTP on loopback: captured llama-server responses replayed event by event,
-servers that fail in each of the ways METRICS.md names, and every server-sent events rule.
+servers that fail in each of the ways docs/figures.md names, and every server-sent events rule.
 
 Every case runs on both ways a body reaches the one read loop (`path`): `slot`, the production
 path (the worker's load client, a request written straight to a slot's connection, each read
@@ -92,7 +92,7 @@ TGI_CHAT_BODY = (
     b'"usage":{"prompt_tokens":9,"completion_tokens":5,"total_tokens":14}}'
 )
 
-#: Streams that end in each way METRICS.md distinguishes.
+#: Streams that end in each way docs/figures.md distinguishes.
 ENDINGS: dict[str, list[bytes]] = {
     # The body just stops: no finish_reason, no [DONE].
     "just-stops": [_ROLE, *_TWO],

@@ -1,4 +1,4 @@
-"""One request to an OpenAI-compatible endpoint, timed per METRICS.md.
+"""One request to an OpenAI-compatible endpoint, timed per docs/figures.md.
 
 This is the hot path. Timestamps come from `time.perf_counter_ns` as bytes arrive and nothing
 is logged per event. Every streamed body, whatever brought it, is read by one loop
@@ -376,7 +376,7 @@ async def _exchange(
 
     async def trace(event: str, _info: object) -> None:
         # httpcore announces each step; t_send is "just before the request is written to the
-        # connection" (METRICS.md), so time spent waiting for the pool or for this process's
+        # connection" (docs/figures.md), so time spent waiting for the pool or for this process's
         # own event loop counts as queue delay, not as server latency.
         if event == "http11.send_request_headers.started":
             rec.t_send = perf_counter_ns()

@@ -717,7 +717,7 @@ async def count_outputs(
     client: httpx.AsyncClient, tokenizer: Tokenizer, recs: Sequence[RawRequest]
 ) -> None:
     """Replace event counts with the tokenizer's count of the received text, for requests
-    whose server sent no usage (METRICS.md n_out); run after the level, off the clock.
+    whose server sent no usage (docs/figures.md n_out); run after the level, off the clock.
     A request whose text cannot be counted keeps its event count."""
     todo = [r for r in recs if r.text and r.count_source != "usage"]
 

@@ -21,7 +21,7 @@ Servers close kept-alive connections when they like: llama.cpp's server closes e
 after a streamed response although it answered `Keep-Alive`, so the slot's next request can
 be written onto a connection whose close has not been read yet. A request written to a
 reused connection that then ends (closed, reset, or the write fails) before any byte of a
-response came back is therefore sent again, once, on a fresh connection (METRICS.md); the
+response came back is therefore sent again, once, on a fresh connection (docs/figures.md); the
 `trace` event fires again, so t_send is the re-send's. A failure on a fresh connection, or
 after a response byte, is the server's and surfaces. A response that says `Connection:
 close` (or HTTP/1.0 without keep-alive) never leaves its connection for the next request.
@@ -355,7 +355,7 @@ class _SlotTransport:
         )
 
         async def announce() -> None:
-            # t_send (METRICS.md) is stamped here, as it is with httpcore; a re-send stamps
+            # t_send (docs/figures.md) is stamped here, as it is with httpcore; a re-send stamps
             # it again.
             if trace is not None:
                 await trace("http11.send_request_headers.started", {"request": request})

@@ -184,7 +184,7 @@ class RequestSource:
 
     async def output_counter(self, target: Target) -> Tokenizer | None:
         """The endpoint's tokenizer route when it answers, to count output tokens of
-        responses without usage (METRICS.md n_out); else None. Probed once per job: a
+        responses without usage (docs/figures.md n_out); else None. Probed once per job: a
         failed probe may take the whole request timeout."""
         if not self._counter_probed:
             self._counter = (await PROBES.get(self.rt.http, target)).tokenizer

@@ -1,4 +1,4 @@
-"""Comparisons across a team's runs and the frontier of one model (CONTRACT.md,
+"""Comparisons across a team's runs and the frontier of one model (docs/cli-and-api.md,
 GET /v1/comparisons): parameters checked here, the query in infercost.comparisons."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Request and response shapes for registered endpoints (CONTRACT.md, Endpoint)."""
+"""Request and response shapes for registered endpoints (docs/cli-and-api.md, Endpoint)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class EndpointCreate(msgspec.Struct, forbid_unknown_fields=True):
     `usd_per_million_output_tokens`, both, and no hourly price.
 
     `params_b`, `precision` and `kv_bytes_per_token` are the model's facts; with `hardware`
-    they give the roofline bounds and each run's efficiency (METRICS.md, Physical limits).
+    they give the roofline bounds and each run's efficiency (docs/figures.md, Physical limits).
     """
 
     name: Annotated[
@@ -366,7 +366,7 @@ class CheckProbe(msgspec.Struct, omit_defaults=True):
     urls: list[MetricsUrlCheck] | None = None
     # streaming: the request fields the server refused (a job sends them too: set the
     # endpoint's engine, or leave the field out), and the error class a job's request would
-    # have (METRICS.md) when the stream itself failed.
+    # have (docs/figures.md) when the stream itself failed.
     refused_fields: list[str] | None = None
     error_class: str | None = None
 

@@ -1,5 +1,5 @@
 """Turning stored runs into planning evidence: capacity at an SLO, and efficiency against
-the roofline bounds of the endpoint's hardware and model (METRICS.md, Cost and Physical
+the roofline bounds of the endpoint's hardware and model (docs/figures.md, Cost and Physical
 limits). Used by job reads and by the estimate planner, so both say the same thing."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def mean_context(run: Run) -> float | None:
 
 
 def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> Efficiency:
-    """The roofline figures of one run (METRICS.md, Physical limits)."""
+    """The roofline figures of one run (docs/figures.md, Physical limits)."""
     context = mean_context(run)
     bounds: RooflineBounds = roofline_bounds(facts, hardware, context)
     at_load: float | None = None

@@ -1,4 +1,4 @@
-"""Request and response shapes of POST /v1/estimates and GET /v1/presets (CONTRACT.md)."""
+"""Request and response shapes of POST /v1/estimates and GET /v1/presets (docs/cli-and-api.md)."""
 
 from __future__ import annotations
 

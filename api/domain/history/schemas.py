@@ -155,7 +155,7 @@ class Change(msgspec.Struct):
 
 
 class HistoryPoint(msgspec.Struct):
-    """One succeeded run of a series: when it finished, its headline figures (METRICS.md)
+    """One succeeded run of a series: when it finished, its headline figures (docs/figures.md)
     and its change against its baseline (null for runs measured before history)."""
 
     run_id: uuid.UUID

@@ -1,4 +1,4 @@
-"""Request and response shapes for jobs (CONTRACT.md): the job a user submits, its progress,
+"""Request and response shapes for jobs (docs/cli-and-api.md): the job a user submits, its progress,
 its place in the queue, and the job as read back with its runs."""
 
 from __future__ import annotations

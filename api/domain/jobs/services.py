@@ -132,7 +132,7 @@ def _model_figures(
 def run_summary(
     run: Run, price: HourlyPrice | None = None, physics: Efficiency | None = None
 ) -> RunSummary:
-    """The CONTRACT.md run summary of a stored run, priced at `price` (default: the run's
+    """The run summary (docs/jobs.md) of a stored run, priced at `price` (default: the run's
     stored snapshot), with its roofline efficiency when known. The run is only read."""
     stats: dict[str, Any] = run.stats or {}
     empty = distribution([])

@@ -1,4 +1,4 @@
-"""Request and response shapes for the price book (CONTRACT.md, Price)."""
+"""Request and response shapes for the price book (docs/cli-and-api.md, Price)."""
 
 from __future__ import annotations
 

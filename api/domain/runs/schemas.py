@@ -744,7 +744,7 @@ class ClientHealth(msgspec.Struct):
     """Whether the load generator, not the server, set the pace.
 
     `concurrency_held` applies to concurrency levels; `send_rate` (measured sends per second)
-    and `rate_held` to rate levels (METRICS.md, client health). Null where they do not apply.
+    and `rate_held` to rate levels (docs/figures.md, client health). Null where they do not apply.
     """
 
     queue_delay_p99_ms: Annotated[
@@ -1042,7 +1042,7 @@ class ConcurrencyCap(msgspec.Struct):
 
 
 class Efficiency(msgspec.Struct):
-    """A run against the roofline bounds of its hardware and model (METRICS.md, Physical
+    """A run against the roofline bounds of its hardware and model (docs/figures.md, Physical
     limits), present when the endpoint gives hardware and params_b.
 
     Bounds in tokens/s: one stream's decode speed; output throughput at the run's own mean
@@ -1203,7 +1203,7 @@ class RunSource(msgspec.Struct):
 
 
 class RunSummary(msgspec.Struct):
-    """One load level's figures over its measured window (METRICS.md)."""
+    """One load level's figures over its measured window (docs/figures.md)."""
 
     id: Annotated[
         uuid.UUID,
@@ -1262,7 +1262,7 @@ class RunSummary(msgspec.Struct):
             examples=[61.8],
         ),
     ]
-    # usage, tokenizer or events (or mixed): where n_out came from (METRICS.md).
+    # usage, tokenizer or events (or mixed): where n_out came from (docs/figures.md).
     count_source: Annotated[
         str | None,
         msgspec.Meta(
@@ -1638,7 +1638,7 @@ class SkippedLevel(msgspec.Struct):
 
 
 class CapacityAtSlo(msgspec.Struct, omit_defaults=False):
-    """The highest load that meets the job's SLO (METRICS.md, cost at SLO), from adequate,
+    """The highest load that meets the job's SLO (docs/figures.md, cost at SLO), from adequate,
     not client-bound levels only; `skipped` names the others and why.
 
     Interpolated between the last passing and the first failing level (`between`) when both
@@ -1790,7 +1790,7 @@ class SamplePage(msgspec.Struct):
 #: Sample fields the CSV export leaves out: the error's own text, and the per-event lists
 #: (JSON pages carry them).
 CSV_LEFT_OUT = frozenset({"error", "chunk_times_ms", "chunk_tokens", "invalid_reasons"})
-#: Columns of the CSV export, in order (CONTRACT.md, Raw samples): the sample's fields.
+#: Columns of the CSV export, in order (docs/jobs.md, samples): the sample's fields.
 CSV_COLUMNS: tuple[str, ...] = tuple(
     name for name in Sample.__struct_fields__ if name not in CSV_LEFT_OUT
 )
