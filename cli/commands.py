@@ -576,13 +576,7 @@ def job_body(
     images: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The POST /v1/jobs body the options describe (`endpoint` resolved later)."""
-    workload: dict[str, Any] = {
-        key: value
-        for key, value in (("features", features), ("models", models), ("images", images))
-        if value
-    }
-    if preset:
-        workload["preset"] = preset
+    workload = _request_kinds(preset, features, models, images)
     if input_tokens is not None:
         workload["input_tokens"] = {"mean": input_tokens}
     if output_tokens is not None:
@@ -597,14 +591,27 @@ def job_body(
     if max_concurrency is not None:
         load["max_concurrency"] = max_concurrency
     body: dict[str, Any] = {"endpoint": endpoint, "workload": workload, "load": load}
-    slo: dict[str, Any] = {}
-    if slo_ttft_p95 is not None:
-        slo["ttft_ms"] = {"p95": slo_ttft_p95}
-    if slo_tpot_p95 is not None:
-        slo["tpot_ms"] = {"p95": slo_tpot_p95}
+    slo = _slo(slo_ttft_p95, slo_tpot_p95)
     if slo:
         body["slo"] = slo
     return body
+
+
+def _request_kinds(
+    preset: str | None,
+    features: list[str] | None,
+    models: list[dict[str, Any]] | None,
+    images: dict[str, int] | None,
+) -> dict[str, Any]:
+    """The workload's preset, request features, models and images, where given."""
+    workload: dict[str, Any] = {
+        key: value
+        for key, value in (("features", features), ("models", models), ("images", images))
+        if value
+    }
+    if preset:
+        workload["preset"] = preset
+    return workload
 
 
 def _slo(slo_ttft_p95: float | None, slo_tpot_p95: float | None) -> dict[str, Any]:
@@ -643,13 +650,7 @@ def trace_body(
         load["interval_s"] = interval_s
     if max_concurrency is not None:
         load["max_concurrency"] = max_concurrency
-    workload: dict[str, Any] = {
-        key: value
-        for key, value in (("features", features), ("models", models), ("images", images))
-        if value
-    }
-    if preset:
-        workload["preset"] = preset
+    workload = _request_kinds(preset, features, models, images)
     body: dict[str, Any] = {"endpoint": endpoint, "workload": workload, "load": load}
     slo = _slo(slo_ttft_p95, slo_tpot_p95)
     if slo:

@@ -24,6 +24,7 @@ from api.domain.datasets.schemas import DatasetRead
 from api.domain.datasets.services import DatasetService, TooLarge
 from api.openapi import problem_responses
 from api.schemas import Limit, Offset, Page, PathId
+from api.uploads import mib, read_capped
 from infercost.datasets.models import DatasetFormat
 from infercost.errors import InfercostError
 
@@ -56,30 +57,6 @@ class UnsupportedType(InfercostError):
 
     status_code = 415
     title = "Unsupported media type"
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1024 * 1024):g} MiB"
-
-
-async def read_capped(request: Request[Any, Any, Any], cap: int) -> tuple[bytes, str]:
-    """The body and its sha256, refusing (413) as soon as it exceeds `cap` bytes: an
-    announced Content-Length over the cap is refused before anything is read."""
-    too_large = TooLarge(
-        f"the dataset is over this server's limit of {_mib(cap)} ({cap} bytes, "
-        "INFERCOST_MAX_DATASET_BYTES): split it or ask an admin to raise the limit"
-    )
-    announced = request.headers.get("content-length")
-    if announced is not None and announced.isdigit() and int(announced) > cap:
-        raise too_large
-    body = bytearray()
-    digest = hashlib.sha256()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > cap:
-            raise too_large
-        digest.update(chunk)
-    return bytes(body), digest.hexdigest()
 
 
 class DatasetController(Controller):
@@ -132,7 +109,13 @@ class DatasetController(Controller):
                 "send application/x-ndjson (JSONL) or application/json (ShareGPT), "
                 "or add ?format=jsonl or ?format=sharegpt"
             )
-        data, sha256 = await read_capped(request, settings.max_dataset_bytes)
+        cap = settings.max_dataset_bytes
+        refusal = TooLarge(
+            f"the dataset is over this server's limit of {mib(cap)} ({cap} bytes, "
+            "INFERCOST_MAX_DATASET_BYTES): split it or ask an admin to raise the limit"
+        )
+        data = await read_capped(request, cap, refusal)
+        sha256 = hashlib.sha256(data).hexdigest()
         dataset, created = await datasets.upload(
             data, sha256, name=name, fmt=resolved, max_datasets=settings.max_datasets
         )

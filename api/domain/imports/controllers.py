@@ -25,6 +25,7 @@ from api.domain.jobs.schemas import JobRead
 from api.domain.jobs.services import JobService
 from api.domain.traffic.services import too_large
 from api.openapi import problem_responses
+from api.uploads import read_capped
 from infercost.imports.parse import ImportFormat
 
 _FILE = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
@@ -122,16 +123,7 @@ class ImportController(Controller):
         `name` is a deployment registered to be benchmarked; 413 over
         INFERCOST_MAX_TRAFFIC_BYTES."""
         cap = settings.max_traffic_bytes
-        announced = request.headers.get("content-length")
-        if announced is not None and announced.isdigit() and int(announced) > cap:
-            raise too_large(cap)
-        chunks = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise too_large(cap)
-            chunks.append(chunk)
+        data = await read_capped(request, cap, too_large(cap))
         options = ImportOptions(
             name=name,
             model=model,
@@ -140,7 +132,7 @@ class ImportController(Controller):
             gpu_count=gpu_count,
             usd_per_hour=usd_per_hour,
         )
-        job_id = await imports.import_file(fmt, b"".join(chunks), options)
+        job_id = await imports.import_file(fmt, data, options)
         job = await jobs.get(job_id)
         await audit.record(
             "job.import",

@@ -22,6 +22,7 @@ from api.domain.traffic.schemas import (
     TrafficPoint,
     TrafficSeries,
 )
+from api.uploads import mib
 from infercost.errors import Conflict, InfercostError, InvalidInput, NotFound
 from infercost.jobs.plan import Plan, WindowPlan
 from infercost.teams.caps import check_room
@@ -76,14 +77,10 @@ class _Same(Exception):
         self.existing = existing
 
 
-def _mib(size: int) -> str:
-    return f"{size / (1024 * 1024):g} MiB"
-
-
 def too_large(cap: int) -> TrafficTooLarge:
     """The 413 for a log over `cap` bytes."""
     return TrafficTooLarge(
-        f"the log is over this server's limit of {_mib(cap)} ({cap} bytes of text, "
+        f"the log is over this server's limit of {mib(cap)} ({cap} bytes of text, "
         "INFERCOST_MAX_TRAFFIC_BYTES): import a shorter window of it, or ask an admin to "
         "raise the limit"
     )
