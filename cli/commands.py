@@ -690,6 +690,12 @@ def jobs_watch(job: str, as_json: bool, client: ApiClient) -> None:
     help="A row per deployment and level (default), or per deployment at its best level.",
 )
 @click.option("--aggregate", type=click.Choice(["median", "latest"]))
+@click.option(
+    "--by-model",
+    is_flag=True,
+    help="A row per model or adapter the requests asked for (workload.models), with its "
+    "own figures; --model then matches those too.",
+)
 @click.option("--figures", help="Comma-separated figure names (table default: a short set).")
 @click.option("--sort", help="Comma-separated keys, '-' for descending.")
 @click.option("--limit", type=click.IntRange(1, 500), help="Rows (default 50; CSV: all).")
@@ -713,6 +719,7 @@ def compare(  # click passes every option by name
     include_client_bound: bool,
     group_by: str | None,
     aggregate: str | None,
+    by_model: bool,
     figures: str | None,
     sort: str | None,
     limit: int | None,
@@ -738,6 +745,7 @@ def compare(  # click passes every option by name
         "include_client_bound": "true" if include_client_bound else None,
         "group_by": group_by,
         "aggregate": aggregate,
+        "split": "model" if by_model else None,
         "sort": sort,
         "limit": limit,
     }
@@ -767,9 +775,10 @@ def compare(  # click passes every option by name
         d = row["deployment"]
         slo = row["slo_passed"]
         adequate = row.get("adequate")
+        served = row.get("served_model")
         rows.add_row(
             *cells(
-                d["model"],
+                d["model"] if served in (None, d["model"]) else f"{served} (on {d['model']})",
                 d["engine"] or "-",
                 d["hardware"] or "-",
                 str(d["gpu_count"]),

@@ -152,3 +152,58 @@ def test_the_total_cost_migration_changes_only_hosted_embeddings() -> None:
         assert [row[0] for row in asyncio.run(_figures(plain, runs, total))] == before
     finally:
         _run_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+#: A run of three models as a worker stored its `models` block before run_models existed,
+#: and a run of one model (no block).
+MODELS_BLOCK = [
+    {"model": "base", "requests": {"total": 20, "succeeded": 19, "failed": 1},
+     "ttft_ms": {"p50": 41.5, "p95": 60.25}, "tpot_ms": {"p50": 8.0, "p95": 9.5},
+     "e2e_ms": {"p50": 200.0, "p95": 260.0}, "output_tokens_per_s": 300.0,
+     "input_tokens_per_s": 1200.0, "requests_per_s": 4.75, "error_rate": 0.05,
+     "token_share": 0.6},
+    {"model": "lora-a", "requests": {"total": 10, "succeeded": 10, "failed": 0},
+     "ttft_ms": {"p50": 20.0, "p95": None}, "tpot_ms": {"p50": 4.0, "p95": 4.5},
+     "e2e_ms": {"p50": 90.0, "p95": 99.0}, "output_tokens_per_s": 200.0,
+     "input_tokens_per_s": 800.0, "requests_per_s": 2.5, "error_rate": 0.0,
+     "token_share": 0.4},
+]  # fmt: skip
+
+
+def test_run_models_are_filled_in_from_the_blocks_of_runs_stored_before() -> None:
+    name = f"infercost_test_{uuid.uuid4().hex[:10]}"
+    _run_sql(f'CREATE DATABASE "{name}"')
+    url, plain = _pg_url(name, "postgresql+asyncpg"), _pg_url(name)
+
+    async def rows() -> list[tuple[object, ...]]:
+        conn = await asyncpg.connect(plain)
+        try:
+            found = await conn.fetch(
+                "SELECT run_id, model, requests_total, requests_succeeded, ttft_p50_ms,"
+                " ttft_p95_ms, tpot_p95_ms, e2e_p50_ms, output_tokens_per_s,"
+                " input_tokens_per_s, requests_per_s, error_rate, token_share"
+                " FROM run_models ORDER BY model"
+            )
+            return [tuple(r) for r in found]
+        finally:
+            await conn.close()
+
+    try:
+        up = alembic(url, "upgrade", "f1c2a3b4d021")
+        assert up.returncode == 0, up.stdout + up.stderr
+        mixed, single = asyncio.run(
+            _seed(plain, [{"models": json.dumps(MODELS_BLOCK)}, {"stats": "{}"}])
+        )
+        up = alembic(url, "upgrade", "a7c9e1f3b022")
+        assert up.returncode == 0, up.stdout + up.stderr
+        # Each model's figures as its block holds them; a statistic the block lacks is null,
+        # and the run of one model has no rows.
+        assert asyncio.run(rows()) == [
+            (mixed, "base", 20, 19, 41.5, 60.25, 9.5, 200.0, 300.0, 1200.0, 4.75, 0.05, 0.6),
+            (mixed, "lora-a", 10, 10, 20.0, None, 4.5, 90.0, 200.0, 800.0, 2.5, 0.0, 0.4),
+        ]
+        assert single not in {r[0] for r in asyncio.run(rows())}
+        down = alembic(url, "downgrade", "f1c2a3b4d021")
+        assert down.returncode == 0, down.stdout + down.stderr
+    finally:
+        _run_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from sqlalchemy import (
     CTE,
     ColumnElement,
+    String,
     and_,
     any_,
     case,
@@ -32,7 +33,8 @@ from infercost.endpoints.models import Endpoint
 from infercost.figures.metrics import ADEQUATE_MIN_REQUESTS
 from infercost.history.repository import not_client_bound
 from infercost.jobs.deployments import Deployment
-from infercost.jobs.models import Job, Run
+from infercost.jobs.models import Job, Run, RunModelFigures
+from infercost.jobs.per_model import MODEL_FIGURES, of_model, served_model
 from infercost.planning.capacity import inadequate_reasons
 
 GroupBy = Literal["deployment", "deployment_level"]
@@ -47,7 +49,9 @@ class Figure:
     description: str
 
 
-def _per_gpu(tokens_per_s: InstrumentedAttribute[Any]) -> ColumnElement[Any]:
+def _per_gpu(
+    tokens_per_s: ColumnElement[Any] | InstrumentedAttribute[Any],
+) -> ColumnElement[Any]:
     """Tokens/s per GPU; a hosted API (no hardware) says nothing about its GPUs, so null."""
     return case(
         (Deployment.hardware.is_(None), literal(None)),
@@ -95,6 +99,18 @@ FIGURES: dict[str, Figure] = {
     ),
 }
 
+
+def _figure(name: str, split: bool) -> ColumnElement[Any] | InstrumentedAttribute[Any]:
+    """A figure's per-run value, or per model of the run with split=model (a run of one
+    model keeps its own; per GPU divides the model's tokens/s)."""
+    if not split:
+        return FIGURES[name].value
+    if name in ("output_tokens_per_s_per_gpu", "total_tokens_per_s_per_gpu"):
+        tokens = MODEL_FIGURES[name.removesuffix("_per_gpu")]
+        return of_model(name, FIGURES[name].value, _per_gpu(tokens))
+    return of_model(name, FIGURES[name].value)
+
+
 #: Sort keys besides the figures.
 SORT_KEYS = ("model", "engine", "hardware", "gpu_count", "mode", "level", "runs", "measured_at")
 
@@ -120,6 +136,9 @@ class ComparisonFilter:
     #: Only runs whose evidence is adequate (the frontier's rule); runs stored before
     #: adequacy verdicts count when they have enough successful requests.
     adequate_only: bool = False
+    #: split=model: a row per model a run's requests asked for (workload.models); `models`
+    #: then matches that model as well as the deployment's.
+    split_by_model: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +152,8 @@ class ComparisonRow:
     mode: str
     level: float
     workload_fingerprint: str | None
+    #: With split=model, the model this row's requests asked for; None otherwise.
+    served_model: str | None
     runs: int
     run_ids: list[uuid.UUID]
     endpoint_ids: list[uuid.UUID]
@@ -190,7 +211,7 @@ def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]
     # Model, engine, hardware and GPU count as the run measured them (its deployment);
     # tags are the endpoint's as they are now (they label, they do not measure).
     any_of: list[tuple[Any, Sequence[Any]]] = [
-        (Deployment.model, f.models),
+        (Deployment.model, () if f.split_by_model else f.models),
         (func.lower(Deployment.hardware), [h.lower() for h in f.hardware]),
         (Deployment.engine, f.engines),
         (Run.endpoint_id, f.endpoint_ids),
@@ -199,6 +220,10 @@ def _where(team_id: uuid.UUID, f: ComparisonFilter) -> list[ColumnElement[bool]]
         (Run.level, [float(x) for x in f.levels]),
     ]
     where += [column.in_(values) for column, values in any_of if values]
+    if f.split_by_model and f.models:
+        # A run whose deployment is one of them, or that sent requests to one of them.
+        spread = select(RunModelFigures.run_id).where(RunModelFigures.model.in_(f.models))
+        where.append(or_(Deployment.model.in_(f.models), Run.id.in_(spread)))
     if f.tags:
         tagged = readable(Endpoint, team_id, Endpoint.id)
         for key, value in f.tags:
@@ -282,7 +307,7 @@ async def inadequate_left_out(
 
 
 _DEPLOYMENT_KEYS = ("model", "engine", "hardware", "gpu_count")
-_LEVEL_KEYS = ("workload_fingerprint", "mode", "level")
+_LEVEL_KEYS = ("workload_fingerprint", "mode", "level", "served_model")
 
 
 def _aggregate(
@@ -338,11 +363,16 @@ def _groups(
     d = deployments.c
     # Byte order ("C") for the texts: grouping sorts 10^4 runs, and locale-aware comparison
     # would cost more than everything else together.
+    split = f.split_by_model
     level_keys: list[ColumnElement[Any]] = [
         Run.workload_fingerprint.collate("C").label("workload_fingerprint"),
         Run.mode.collate("C").label("mode"),
         Run.level.label("level"),
+        (served_model().collate("C") if split else literal(None, String)).label("served_model"),
     ]
+    where = _where(team_id, f)
+    if split and f.models:
+        where.append(served_model().in_(f.models))
     levels = (
         select(
             d.deployment,
@@ -351,25 +381,28 @@ def _groups(
             func.max(Run.finished_at).label("last_measured_at"),
             func.array_agg(Run.id).label("run_ids"),
             *(
-                _aggregate(FIGURES[n].value, aggregate, Run.finished_at, Run.id).label(n)
+                _aggregate(_figure(n, split), aggregate, Run.finished_at, Run.id).label(n)
                 for n in figures
             ),
         )
         .select_from(Run)
         .join(Deployment, Deployment.id == Run.deployment_id)
         .join(deployments, d.deployment_id == Run.deployment_id)
-        .where(and_(*_where(team_id, f)))
-        .group_by(d.deployment, *level_keys)
     )
+    if split:
+        levels = levels.outerjoin(RunModelFigures, RunModelFigures.run_id == Run.id)
+    keys = level_keys if split else level_keys[:3]
+    levels = levels.where(and_(*where)).group_by(d.deployment, *keys)
     if group_by == "deployment_level":
         return levels.cte("groups")
     sub = levels.subquery("levels")
     return (
         select(sub)
-        .ext(distinct_on(sub.c.deployment, sub.c.workload_fingerprint))
+        .ext(distinct_on(sub.c.deployment, sub.c.workload_fingerprint, sub.c.served_model))
         .order_by(
             sub.c.deployment,
             sub.c.workload_fingerprint,
+            sub.c.served_model,
             sub.c.output_tokens_per_s.desc().nullslast(),
             sub.c.level.desc(),
         )
@@ -417,7 +450,13 @@ async def compare(
     for key, descending in sort:
         col = column[key] if key in column else g[key]
         order.append(col.desc().nullslast() if descending else col.asc().nullslast())
-    order += [g.deployment.asc(), g.workload_fingerprint.asc().nullslast(), g.mode, g.level]
+    order += [
+        g.deployment.asc(),
+        g.workload_fingerprint.asc().nullslast(),
+        g.mode,
+        g.level,
+        g.served_model.asc().nullslast(),
+    ]
     fingerprints = select(func.array_agg(distinct(g.workload_fingerprint))).scalar_subquery()
     page_query = (
         select(
@@ -456,7 +495,7 @@ async def compare(
             Run.slo_passed.label("slo_passed"),
             Run.adequacy.label("adequacy"),
             Run.requests_succeeded.label("requests_succeeded"),
-            *(FIGURES[n].value.label(n) for n in shown),
+            *(_figure(n, f.split_by_model).label(n) for n in shown),
         )
         .select_from(page)
         .join(info, info.c.deployment == page.c.deployment)
@@ -464,6 +503,15 @@ async def compare(
         .join(Deployment, Deployment.id == Run.deployment_id)
         .order_by(page.c.position)
     )
+    if f.split_by_model:
+        # The row's model of each of its runs (none for a run of one model).
+        runs_query = runs_query.outerjoin(
+            RunModelFigures,
+            and_(
+                RunModelFigures.run_id == Run.id,
+                RunModelFigures.model == page.c.served_model,
+            ),
+        )
     # Core execution on the connection: the ORM's row processing would cost more than the
     # query itself on a 500-row page.
     result = (await (await session.connection()).execute(runs_query)).all()
@@ -485,9 +533,9 @@ async def compare(
 
 
 #: Positions of the lines of the page query (after position, total and fingerprints).
-_MODEL, _ENGINE, _HARDWARE, _GPUS, _FINGERPRINT, _MODE, _LEVEL = range(3, 10)
-_RUN_ID, _ENDPOINT_ID, _FINISHED, _CLIENT_BOUND, _SLO_PASSED = range(10, 15)
-_ADEQUACY, _SUCCEEDED, _FIGURES = range(15, 18)
+_MODEL, _ENGINE, _HARDWARE, _GPUS, _FINGERPRINT, _MODE, _LEVEL, _SERVED = range(3, 11)
+_RUN_ID, _ENDPOINT_ID, _FINISHED, _CLIENT_BOUND, _SLO_PASSED = range(11, 16)
+_ADEQUACY, _SUCCEEDED, _FIGURES = range(16, 19)
 
 
 def _newest(run: Sequence[Any]) -> tuple[bool, datetime, uuid.UUID]:
@@ -548,6 +596,7 @@ def _row(
         mode=first[_MODE],
         level=first[_LEVEL],
         workload_fingerprint=first[_FINGERPRINT],
+        served_model=first[_SERVED],
         runs=len(runs),
         run_ids=[r[_RUN_ID] for r in by_time],
         endpoint_ids=sorted(set(columns[_ENDPOINT_ID])),

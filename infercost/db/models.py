@@ -7,7 +7,7 @@ from infercost.db.base import Base
 from infercost.endpoints.models import Endpoint
 from infercost.hardware.models import Hardware
 from infercost.jobs.deployments import Deployment
-from infercost.jobs.models import Job, RequestSample, Run
+from infercost.jobs.models import Job, RequestSample, Run, RunModelFigures
 from infercost.jobs.outbox import TaskOutbox
 from infercost.prices.models import Price
 from infercost.schedules.models import Schedule, ScheduleRun
@@ -31,6 +31,7 @@ __all__ = [
     "Price",
     "RequestSample",
     "Run",
+    "RunModelFigures",
     "RunShard",
     "Schedule",
     "ScheduleRun",

@@ -706,6 +706,43 @@ def models_block(
     return blocks
 
 
+#: The columns of a model's row in `run_models` besides run and model, each read from its
+#: block in a run's `models` (models_block): (key, statistic), or (key, None) for a number.
+MODEL_COLUMNS: dict[str, tuple[str, str | None]] = {
+    "ttft_p50_ms": ("ttft_ms", "p50"),
+    "ttft_p95_ms": ("ttft_ms", "p95"),
+    "tpot_p50_ms": ("tpot_ms", "p50"),
+    "tpot_p95_ms": ("tpot_ms", "p95"),
+    "e2e_p50_ms": ("e2e_ms", "p50"),
+    "e2e_p95_ms": ("e2e_ms", "p95"),
+    "output_tokens_per_s": ("output_tokens_per_s", None),
+    "input_tokens_per_s": ("input_tokens_per_s", None),
+    "requests_per_s": ("requests_per_s", None),
+    "error_rate": ("error_rate", None),
+    "token_share": ("token_share", None),
+}
+
+
+def model_columns(blocks: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """The `run_models` rows of a run's `models` blocks (none for a run of one model), each
+    figure as the block holds it, null where it is not there."""
+    rows = []
+    for block in blocks or ():
+        requests = block.get("requests") or {}
+        row: dict[str, Any] = {
+            "model": block["model"],
+            "requests_total": int(requests.get("total") or 0),
+            "requests_succeeded": int(requests.get("succeeded") or 0),
+        }
+        for column, (key, stat) in MODEL_COLUMNS.items():
+            value = block.get(key)
+            if stat is not None:
+                value = value.get(stat) if isinstance(value, Mapping) else None
+            row[column] = None if value is None else float(value)
+        rows.append(row)
+    return rows
+
+
 def tools_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     """Tool calls of the measured, successful requests whose answers were judged: calls made,
     the share valid (arguments that parse as JSON and match the named tool's schema), answers

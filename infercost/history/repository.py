@@ -10,13 +10,30 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, String, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.scope import owned_by, readable, unscoped
 from infercost.endpoints.models import Endpoint
 from infercost.history.stats import METRICS, FloatArray
-from infercost.jobs.models import RequestSample, Run
+from infercost.jobs.deployments import Deployment
+from infercost.jobs.models import RequestSample, Run, RunModelFigures
+from infercost.jobs.per_model import of_model, served_model
+
+#: The figures of a history point that are a model's own with split=model
+#: (infercost.jobs.per_model); its change is null, the rest the run's.
+_MODEL_POINT = (
+    "ttft_p50_ms",
+    "ttft_p95_ms",
+    "tpot_p50_ms",
+    "tpot_p95_ms",
+    "e2e_p50_ms",
+    "e2e_p95_ms",
+    "output_tokens_per_s",
+    "cost_per_million_output_tokens_usd",
+    "change_verdict",
+    "change",
+)
 
 #: The run columns a history point shows (GET /v1/endpoints/{id}/history).
 POINT_COLUMNS = (
@@ -52,6 +69,10 @@ class HistoryFilter:
     level: float | None = None
     since: datetime | None = None
     until: datetime | None = None
+    #: split=model: a series per model a run's requests asked for (workload.models), each
+    #: point that model's figures; `model` then keeps one model's series only.
+    split_by_model: bool = False
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,18 +222,36 @@ class HistoryRepository:
             where.append(Run.finished_at >= f.since)
         if f.until is not None:
             where.append(Run.finished_at < f.until)
-        series = (Run.workload_fingerprint, Run.mode, Run.level)
-        ranked = (
-            select(
-                *(getattr(Run, name) for name in POINT_COLUMNS),
-                func.row_number()
-                .over(partition_by=series, order_by=(Run.finished_at.desc(), Run.id.desc()))
-                .label("newest"),
-                func.count().over(partition_by=series).label("series_total"),
-            )
-            .where(*where)
-            .subquery("ranked")
+        columns: list[Any] = [getattr(Run, name) for name in POINT_COLUMNS]
+        model: ColumnElement[Any] = literal(None, String)
+        if f.split_by_model:
+            # A model's point: its figures; the run's change judged all its requests, so a
+            # model's point has none.
+            columns = [
+                getattr(Run, name).label(name)
+                if name not in _MODEL_POINT
+                else of_model(name, getattr(Run, name)).label(name)
+                for name in POINT_COLUMNS
+            ]
+            model = served_model()
+            if f.model is not None:
+                where.append(model == f.model)
+        series: tuple[Any, ...] = (Run.workload_fingerprint, Run.mode, Run.level)
+        if f.split_by_model:
+            series += (model,)
+        query = select(
+            *columns,
+            model.label("model"),
+            func.row_number()
+            .over(partition_by=series, order_by=(Run.finished_at.desc(), Run.id.desc()))
+            .label("newest"),
+            func.count().over(partition_by=series).label("series_total"),
         )
+        if f.split_by_model:
+            query = query.outerjoin(Deployment, Deployment.id == Run.deployment_id).outerjoin(
+                RunModelFigures, RunModelFigures.run_id == Run.id
+            )
+        ranked = query.where(*where).subquery("ranked")
         rows = await self.session.execute(
             select(ranked)
             .where(ranked.c.newest <= per_series)
@@ -220,22 +259,28 @@ class HistoryRepository:
                 ranked.c.workload_fingerprint.asc().nulls_last(),
                 ranked.c.mode,
                 ranked.c.level,
+                ranked.c.model.asc().nulls_last(),
                 ranked.c.finished_at,
                 ranked.c.id,
             )
         )
         return [
             HistoryRow(
-                values={name: row._mapping[name] for name in POINT_COLUMNS},
+                values={name: row._mapping[name] for name in (*POINT_COLUMNS, "model")},
                 series_total=int(row.series_total),
             )
             for row in rows
         ]
 
 
-def series_key(values: dict[str, Any]) -> tuple[str | None, str, float]:
-    """The series a history row belongs to."""
-    return (values["workload_fingerprint"], values["mode"], float(values["level"]))
+def series_key(values: dict[str, Any]) -> tuple[str | None, str, float, str | None]:
+    """The series a history row belongs to (its model with split=model)."""
+    return (
+        values["workload_fingerprint"],
+        values["mode"],
+        float(values["level"]),
+        values.get("model"),
+    )
 
 
 def group_series(rows: Sequence[HistoryRow]) -> list[list[HistoryRow]]:

@@ -310,6 +310,34 @@ class Run(UUIDPrimaryKey, CreatedAt, Base):
     )
 
 
+class RunModelFigures(Base):
+    """One model's figures in a run spread over several (workload.models), one row a model:
+    the run's `models` block as columns (infercost.figures.metrics.model_columns), written
+    with it by JobRepository.update_run, so comparisons and history can group by the model a
+    request asked for without reading JSONB."""
+
+    __tablename__ = "run_models"
+
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    model: Mapped[str] = mapped_column(String(256), primary_key=True)
+    requests_total: Mapped[int]
+    requests_succeeded: Mapped[int]
+    error_rate: Mapped[float | None]
+    ttft_p50_ms: Mapped[float | None]
+    ttft_p95_ms: Mapped[float | None]
+    tpot_p50_ms: Mapped[float | None]
+    tpot_p95_ms: Mapped[float | None]
+    e2e_p50_ms: Mapped[float | None]
+    e2e_p95_ms: Mapped[float | None]
+    output_tokens_per_s: Mapped[float | None]
+    input_tokens_per_s: Mapped[float | None]
+    requests_per_s: Mapped[float | None]
+    # Its input and output tokens in the run's window / all of them: its part of the cost.
+    token_share: Mapped[float | None]
+
+
 class RequestSample(Base):
     """One request's raw timings, written in bulk with COPY; times are seconds from run start."""
 

@@ -14,9 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.base import utcnow
 from infercost.db.scope import owned_by, readable, unscoped
-from infercost.figures.metrics import percentile_columns
+from infercost.figures.metrics import model_columns, percentile_columns
 from infercost.jobs import outbox
-from infercost.jobs.models import Job, RequestSample, Run, TelemetrySample
+from infercost.jobs.models import Job, RequestSample, Run, RunModelFigures, TelemetrySample
 from infercost.jobs.tasks import RUN_JOB_TASK
 
 #: Column order of the COPY into request_samples: the table's own (infercost/jobs/models.py);
@@ -466,6 +466,16 @@ class JobRepository:
         if "stats" in values:
             values = {**values, **percentile_columns(values["stats"])}
         await self.session.execute(update(Run).where(Run.id == run_id).values(**values))
+        if "models" in values:
+            # Each model's row follows its block: written again whenever the block is.
+            await self.session.execute(
+                delete(RunModelFigures).where(RunModelFigures.run_id == run_id)
+            )
+            rows = model_columns(values["models"])
+            if rows:
+                await self.session.execute(
+                    insert(RunModelFigures), [{"run_id": run_id, **row} for row in rows]
+                )
 
     async def runs_of_jobs(self, team_id: uuid.UUID, job_ids: Sequence[uuid.UUID]) -> list[Run]:
         """The runs of several of the team's jobs, by job and level order: one a level, the

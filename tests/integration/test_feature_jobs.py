@@ -164,6 +164,111 @@ async def test_a_three_model_job_reports_each_model_and_they_sum_to_the_run(
     assert {s["seq"]: s["model"] for s in await team.samples(rerun["id"])} == first
 
 
+async def test_comparisons_and_history_split_runs_by_model(
+    team: TeamClient, adapters: SimProcess
+) -> None:
+    """split=model: a row (and a history series) per model the requests asked for, with
+    that model's figures from each run's own `models` block; a run of one model keeps its
+    figures under the deployment's model."""
+    endpoint = await team.create_endpoint(base_url=adapters.openai_base_url, usd_per_hour=3.0)
+    weights = [{"name": n, "weight": 1} for n in MODELS]
+    body = job(endpoint, models=weights, seed=11)
+    runs = [(await team.run_job(body))["runs"][0] for _ in range(2)]
+    plain = (await team.run_job(job(endpoint)))["runs"][0]
+    blocks = [{m["model"]: m for m in run["models"]} for run in runs]
+
+    page = (
+        await team.http.get(
+            "/v1/comparisons",
+            params={"endpoint_id": endpoint["id"], "split": "model", "limit": 500},
+        )
+    ).json()
+    assert page["split"] == "model"
+    rows = {(r["workload_fingerprint"], r["served_model"]): r for r in page["items"]}
+    mixed_fp, plain_fp = runs[0]["workload_fingerprint"], plain["workload_fingerprint"]
+    assert set(rows) == {(mixed_fp, name) for name in MODELS} | {(plain_fp, "sim-model")}
+    for name in MODELS:
+        row = rows[(mixed_fp, name)]
+        assert row["deployment"]["model"] == "sim-model"  # the endpoint's, as measured
+        assert sorted(row["run_ids"]) == sorted(r["id"] for r in runs)
+        mine = [b[name] for b in blocks]
+        figures = row["figures"]
+        # Two runs: each figure is the mean of the two (the median of two)
+        for figure, value in (
+            ("ttft_p50_ms", [m["ttft_ms"]["p50"] for m in mine]),
+            ("tpot_p95_ms", [m["tpot_ms"]["p95"] for m in mine]),
+            ("output_tokens_per_s", [m["output_tokens_per_s"] for m in mine]),
+            ("requests_per_s", [m["requests_per_s"] for m in mine]),
+            (
+                "cost_per_million_output_tokens_usd",
+                [m["cost"]["per_million_output_tokens_usd"] for m in mine],
+            ),
+        ):
+            assert figures[figure] == pytest.approx(sum(value) / 2, rel=1e-9), figure
+        assert figures["itl_p50_ms"] is None  # not measured per model
+    # The plain run's row is that run's own figures
+    assert rows[(plain_fp, "sim-model")]["figures"]["ttft_p50_ms"] == pytest.approx(
+        plain["ttft_ms"]["p50"]
+    )
+    # Without split: one row per workload, the runs' own figures
+    whole = (
+        await team.http.get("/v1/comparisons", params={"endpoint_id": endpoint["id"]})
+    ).json()
+    assert whole["split"] is None
+    assert {r["served_model"] for r in whole["items"]} == {None}
+    assert len(whole["items"]) == 2
+    # model= picks the adapter's rows; latest: the newer run's figures; CSV names the model
+    latest = (
+        await team.http.get(
+            "/v1/comparisons",
+            params={
+                "endpoint_id": endpoint["id"],
+                "split": "model",
+                "model": "lora-slow",
+                "aggregate": "latest",
+            },
+        )
+    ).json()
+    (only,) = latest["items"]
+    assert only["served_model"] == "lora-slow"
+    assert only["figures"]["e2e_p50_ms"] == pytest.approx(blocks[1]["lora-slow"]["e2e_ms"]["p50"])
+    csv = await team.http.get(
+        "/v1/comparisons",
+        params={"endpoint_id": endpoint["id"], "split": "model", "model": "lora-fast"},
+        headers={"Accept": "text/csv"},
+    )
+    header, line = csv.text.splitlines()[:2]
+    assert header.split(",")[:2] == ["model", "served_model"]
+    assert line.split(",")[:2] == ["sim-model", "lora-fast"]
+
+    history = (
+        await team.http.get(
+            f"/v1/endpoints/{endpoint['id']}/history",
+            params={"split": "model", "workload_fingerprint": mixed_fp},
+        )
+    ).json()
+    series = {s["model"]: s for s in history["series"]}
+    assert set(series) == set(MODELS)
+    for name, s in series.items():
+        assert [p["run_id"] for p in s["points"]] == [r["id"] for r in runs]
+        assert [p["ttft_p95_ms"] for p in s["points"]] == pytest.approx(
+            [b[name]["ttft_ms"]["p95"] for b in blocks]
+        )
+        assert [p["change"] for p in s["points"]] == [None, None]
+    one = (
+        await team.http.get(
+            f"/v1/endpoints/{endpoint['id']}/history",
+            params={"split": "model", "model": "lora-fast"},
+        )
+    ).json()
+    assert [s["model"] for s in one["series"]] == ["lora-fast"]
+    refused = await team.http.get(
+        f"/v1/endpoints/{endpoint['id']}/history", params={"model": "lora-fast"}
+    )
+    assert refused.status_code == 422
+    assert "split=model" in refused.json()["detail"]
+
+
 async def test_a_model_named_twice_is_refused(team: TeamClient, sim: SimProcess) -> None:
     endpoint = await team.create_endpoint(base_url=sim.openai_base_url)
     twice = [{"name": "sim-model", "weight": 1}, {"name": "sim-model", "weight": 2}]

@@ -117,6 +117,13 @@ class ComparisonController(Controller):
             ),
         ] = "deployment_level",
         aggregate: AggregateParam = "median",
+        split: Annotated[
+            Literal["model"] | None,
+            QueryParameter(
+                description="model: a row per model or adapter the runs' requests asked for "
+                "(workload.models), with that model's own figures"
+            ),
+        ] = None,
         figures: Annotated[
             str | None,
             QueryParameter(description="comma-separated figure names (default: all)"),
@@ -152,6 +159,7 @@ class ComparisonController(Controller):
                 until=until,
                 slo_passed=slo_passed,
                 include_client_bound=include_client_bound,
+                split_by_model=split == "model",
             ),
             figures=parse_figures(figures),
             sort=parse_sort(sort),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import Literal
 
 import msgspec
 
@@ -51,6 +52,10 @@ class ComparisonRow(msgspec.Struct):
     # runs were imported from (vllm, guidellm, aiperf; POST /v1/imports). Rows of different
     # definitions are never aggregated together.
     definitions: str = "infercost"
+    # With split=model: the model (or adapter) this row's requests asked for
+    # (workload.models; the deployment's own model for a run of one model), its figures
+    # those of its requests alone; null without split.
+    served_model: str | None = None
 
 
 class ComparisonPage(msgspec.Struct):
@@ -77,6 +82,8 @@ class ComparisonPage(msgspec.Struct):
     warnings: list[str]
     excluded: dict[str, int] = {}
     inadequate_rows: int = 0
+    # "model" when each row is one model of its runs (split=model), else null.
+    split: Literal["model"] | None = None
 
 
 class FrontierPoint(msgspec.Struct):

@@ -144,6 +144,7 @@ def comparison_filter(
     until: datetime | None = None,
     slo_passed: bool | None = None,
     include_client_bound: bool = False,
+    split_by_model: bool = False,
 ) -> ComparisonFilter:
     """The filter of a query string; times must name their zone, `since` before `until`,
     presets must exist."""
@@ -167,6 +168,7 @@ def comparison_filter(
         until=until,
         slo_passed=slo_passed,
         include_client_bound=include_client_bound,
+        split_by_model=split_by_model,
     )
 
 
@@ -268,6 +270,7 @@ class ComparisonService:
             warnings=warnings,
             excluded={"client_bound": left_out} if left_out else {},
             inadequate_rows=thin,
+            split="model" if query.filter.split_by_model else None,
         )
 
     async def frontier(
@@ -356,10 +359,13 @@ class ComparisonService:
 def comparison_csv(page: ComparisonPage) -> str:
     """The page as CSV: one row per comparison row, its figures as columns, run ids
     space-separated in the last column."""
+    # The model each row's requests asked for, beside the deployment's, with split=model.
+    keys = ("model", "served_model", *_CSV_KEYS[1:]) if page.split else _CSV_KEYS
     rows = []
     for row in page.items:
         values: dict[str, object] = {
             "model": row.deployment.model,
+            "served_model": row.served_model,
             "engine": row.deployment.engine,
             "hardware": row.deployment.hardware,
             "gpu_count": row.deployment.gpu_count,
@@ -375,6 +381,6 @@ def comparison_csv(page: ComparisonPage) -> str:
             "first_measured_at": row.first_measured_at,
             "last_measured_at": row.last_measured_at,
         }
-        cells = [values[k] for k in _CSV_KEYS] + [row.figures.get(n) for n in page.figures]
+        cells = [values[k] for k in keys] + [row.figures.get(n) for n in page.figures]
         rows.append([*map(csv_cell, cells), " ".join(str(r) for r in row.run_ids)])
-    return csv_text([*_CSV_KEYS, *page.figures, "run_ids"], rows)
+    return csv_text([*keys, *page.figures, "run_ids"], rows)

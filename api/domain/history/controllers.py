@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from litestar import Controller, get
 from litestar.di import NamedDependency
@@ -58,6 +58,17 @@ class HistoryController(Controller):
         ] = None,
         since: Since = None,
         until: Until = None,
+        split: Annotated[
+            Literal["model"] | None,
+            QueryParameter(
+                description="model: a series per model or adapter the runs' requests asked "
+                "for (workload.models), each point that model's figures"
+            ),
+        ] = None,
+        model: Annotated[
+            str | None,
+            QueryParameter(description="with split=model: only this model's series"),
+        ] = None,
         limit: Annotated[
             int,
             QueryParameter(
@@ -73,5 +84,7 @@ class HistoryController(Controller):
             since=since,
             until=until,
             limit=limit,
+            split_by_model=split == "model",
+            model=model,
         )
         return await history.history(endpoint_id, query)

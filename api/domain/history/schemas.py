@@ -191,6 +191,10 @@ class Series(msgspec.Struct):
     total: int
     latest_verdict: RunVerdict | None
     points: list[HistoryPoint]
+    # With split=model: the model (or adapter) the series' requests asked for
+    # (workload.models; the deployment's own model for runs of one model), each point that
+    # model's figures and no change (a run's change judged all its requests); else null.
+    model: str | None = None
 
 
 class History(msgspec.Struct):

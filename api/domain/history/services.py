@@ -46,6 +46,8 @@ class HistoryQuery:
     since: datetime | None = None
     until: datetime | None = None
     limit: int = DEFAULT_LIMIT
+    split_by_model: bool = False
+    model: str | None = None
 
     def __post_init__(self) -> None:
         fingerprint = self.workload_fingerprint
@@ -62,6 +64,11 @@ class HistoryQuery:
                 "level", "a load level is a concurrency or a rate above 0, e.g. level=8"
             )
         time_window(self.since, self.until)
+        if self.model is not None and not self.split_by_model:
+            raise InvalidInput(
+                "model",
+                "model picks one model's series of runs split by model: add split=model",
+            )
         if not 1 <= self.limit <= MAX_LIMIT:
             raise InvalidInput(
                 "limit", f"points per series: from 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT})"
@@ -75,6 +82,8 @@ class HistoryQuery:
             level=self.level,
             since=self.since,
             until=self.until,
+            split_by_model=self.split_by_model,
+            model=self.model,
         )
 
 
@@ -107,6 +116,7 @@ class HistoryService:
                     workload_fingerprint=first["workload_fingerprint"],
                     mode=first["mode"],
                     level=first["level"],
+                    model=first["model"],
                     total=group[0].series_total,
                     latest_verdict=None if latest is None else latest.verdict,
                     points=points,
