@@ -8,15 +8,19 @@ lower capacity."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from cli import main
 from sim.config import SimConfig
 from sim.process import SimProcess, sim_process
-from tests.conftest import TeamClient
+from tests.conftest import Api, TeamClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("worker")]
 
@@ -61,8 +65,17 @@ async def estimate(team: TeamClient, served_model: str) -> dict[str, Any]:
     return dict(response.json())
 
 
+async def cli_estimate(api: Api, team: TeamClient, served_model: str, *more: str) -> Any:
+    """`infercost estimate --served-model ...` for the same traffic, in-process."""
+    args = ["estimate", "--model", "sim-model", "--served-model", served_model, "--rps", f"{RPS:g}"]
+    args += ["--input-tokens", str(IN), "--output-tokens", str(OUT)]
+    args += ["--slo-ttft-p95", f"{SLO_TTFT_P95:g}", *more]
+    env = {"INFERCOST_URL": api.url, "INFERCOST_TOKEN": team.key}
+    return await asyncio.to_thread(CliRunner().invoke, main, args, env=env)
+
+
 async def test_each_adapter_is_planned_from_its_own_figures(
-    team: TeamClient, adapters: SimProcess
+    api_server: Api, team: TeamClient, adapters: SimProcess
 ) -> None:
     endpoint = await team.create_endpoint(
         base_url=adapters.openai_base_url, usd_per_hour=USD_PER_HOUR
@@ -129,6 +142,19 @@ async def test_each_adapter_is_planned_from_its_own_figures(
         assert sorted(p["requests_per_s"] for p in c["load_points"]) == sorted(
             block[(level, name)]["requests_per_s"] for level in (2, 8)
         )
+
+    # The command line asks the same (with projections, its default, there are none here:
+    # no other hardware has a price) and says whose figures each candidate used.
+    as_json = await cli_estimate(api_server, team, "lora-slow", "--json")
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.output)["candidates"] == slow
+    plain = await cli_estimate(api_server, team, "lora-slow")
+    assert plain.output.startswith("lora-slow (on sim-model) at 10.00 req/s"), plain.output
+    share = slow_c["served_model"]["token_share"]
+    assert (
+        f"{endpoint['name']}: lora-slow's own figures, {100 * share:.1f} % of each replica's "
+        "tokens (of USD 3.00/h a replica)"
+    ) in plain.output
 
     # A model no run sent requests to: no candidate, and why, naming those it did send.
     missing = await estimate(team, "lora-missing")
