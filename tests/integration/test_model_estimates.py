@@ -107,7 +107,9 @@ async def test_each_adapter_is_planned_from_its_own_figures(
     assert all(m["error_rate"] == 0 for m in block.values())
 
     fast = (await estimate(team, "lora-fast"))["candidates"]
-    slow = (await estimate(team, "lora-slow"))["candidates"]
+    slow_answer = await estimate(team, "lora-slow")
+    assert slow_answer["served_model"] == "lora-slow"
+    slow = slow_answer["candidates"]
     assert len(fast) == len(slow) == 1
     fast_c, slow_c = fast[0], slow[0]
 
@@ -143,6 +145,11 @@ async def test_each_adapter_is_planned_from_its_own_figures(
             block[(level, name)]["requests_per_s"] for level in (2, 8)
         )
 
+    share = slow_c["served_model"]["token_share"]
+    assert (
+        f"(lora-slow's {share:.0%} share of {slow_c['replicas']} replica(s) at USD 3.00/hour)"
+    ) in slow_answer["explanation"]
+
     # The command line asks the same (with projections, its default, there are none here:
     # no other hardware has a price) and says whose figures each candidate used.
     as_json = await cli_estimate(api_server, team, "lora-slow", "--json")
@@ -150,7 +157,6 @@ async def test_each_adapter_is_planned_from_its_own_figures(
     assert json.loads(as_json.output)["candidates"] == slow
     plain = await cli_estimate(api_server, team, "lora-slow")
     assert plain.output.startswith("lora-slow (on sim-model) at 10.00 req/s"), plain.output
-    share = slow_c["served_model"]["token_share"]
     assert (
         f"{endpoint['name']}: lora-slow's own figures, {100 * share:.1f} % of each replica's "
         "tokens (of USD 3.00/h a replica)"

@@ -55,14 +55,20 @@ def replica_hardware(row: HardwareRow, precision: str | None, gpu_count: int) ->
     return Hardware.from_gpu(row, precision or "bf16", gpu_count)
 
 
-def mean_context(run: Run) -> float | None:
-    """A run's mean context over a request's decode: its successful requests' mean prompt
-    and half their mean output, in tokens."""
-    if not run.requests_per_s or run.input_tokens_per_s is None or not run.output_tokens_per_s:
+def mean_context(run: Run, served: Served | None = None) -> float | None:
+    """A run's mean context over a request's decode: its successful requests' (for `served`,
+    that model's) mean prompt and half their mean output, in tokens."""
+    figures = load_figures(run, served)
+    if figures is None:
         return None
-    mean_input = run.input_tokens_per_s / run.requests_per_s
-    mean_output = run.output_tokens_per_s / run.requests_per_s
-    return mean_input + mean_output / 2
+    rps, given, out = (
+        figures.requests_per_s,
+        figures.input_tokens_per_s,
+        figures.output_tokens_per_s,
+    )
+    if not rps or given is None or not out:
+        return None
+    return given / rps + out / rps / 2
 
 
 def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> Efficiency:
@@ -234,6 +240,8 @@ def _usable(
             or figures is None
             or not figures.requests_per_s
             or figures.output_tokens_per_s is None
+            # a model's figures with no share of the tokens cannot bear a cost
+            or not figures.token_share
         ):
             continue
         reasons = inadequate_reasons(run)

@@ -449,7 +449,7 @@ class EstimateService:
         endpoint, source_hw, measured, facts = max(
             sources, key=lambda s: s[2].capacity.requests_per_s / max(s[0].gpu_count, 1)
         )
-        context = mean_context(measured.runs[0]) if measured.runs else None
+        context = mean_context(measured.runs[0], measured.pooled.served) if measured.runs else None
         source_bounds = roofline_bounds(
             facts, replica_hardware(source_hw, endpoint.precision, endpoint.gpu_count), context
         )
@@ -1069,6 +1069,12 @@ def _explain(candidates: Sequence[Candidate]) -> str | None:
         )
         if best.basis == "extrapolation":
             text += " (an extrapolation from another workload's runs)"
+        share = best.served_model
+        if share is not None and share.replica_usd_per_hour is not None:
+            text += (
+                f" ({share.model}'s {share.token_share:.0%} share of {best.replicas} "
+                f"replica(s) at USD {share.replica_usd_per_hour:.2f}/hour)"
+            )
     if len(candidates) > 1:
         second = candidates[1]
         more = second.usd_per_hour / best.usd_per_hour - 1 if best.usd_per_hour > 0 else 0.0
