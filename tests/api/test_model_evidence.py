@@ -200,3 +200,17 @@ def test_replicas_and_cost_of_the_adapter_at_its_traffic() -> None:
         (4.0, "basis"),
         (5.0, "basis"),
     ]
+
+
+def test_a_trace_replay_of_several_models_is_left_out_for_one_of_them() -> None:
+    # Its intervals are judged on every model's requests together: no point of one model.
+    job = Job(id=uuid.uuid4(), load={"mode": "trace"})
+    replay = run(
+        job, 3, 3.0, 100.0, [block("base", 2.0, 80.0, 0.7), block("lora-a", 1.0, 90.0, 0.3)]
+    )
+    replay.mode = "trace"
+    pooled = pooled_evidence([(job, [replay])], SLO, ADAPTER)
+    assert pooled.capacity is None and pooled.runs == []
+    (skipped,) = pooled.skipped
+    assert skipped.run_id == replay.id
+    assert [r.code for r in skipped.reasons] == ["per_model_intervals"]
