@@ -554,6 +554,11 @@ def runs_samples(run: str, output: Path | None, as_json: bool, client: ApiClient
 
 @click.command()
 @click.option("--model", required=True, help="The served model to plan for.")
+@click.option(
+    "--served-model",
+    help="One model or adapter of those jobs spread requests over (--models of `jobs "
+    "submit`): plan its traffic alone, from its own figures in each run.",
+)
 @click.option("--rps", type=click.FloatRange(min=0, min_open=True), help="Peak requests/s.")
 @click.option(
     "--per-day",
@@ -609,6 +614,7 @@ def estimate(  # click passes every option by name
     *,
     model: str,
     rps: float | None,
+    served_model: str | None = None,
     per_day: float | None = None,
     peak_to_mean: float | None = None,
     traffic_log: str | None = None,
@@ -653,6 +659,7 @@ def estimate(  # click passes every option by name
         if value is not None
     }
     for key, value in (
+        ("served_model", served_model),
         ("slo", slo or None),
         ("preset", preset or None),
         ("hardware", list(hardware) or None),
@@ -784,15 +791,31 @@ def _traffic_line(answer: dict[str, Any]) -> str:
     """What the estimate planned for, in a line."""
     t = answer["traffic"]
     lengths = f"{round(t['input_tokens']):,} in / {round(t['output_tokens']):,} out tokens"
+    served = answer.get("served_model")
+    model = answer["model"] if served is None else f"{served} (on {answer['model']})"
     if t.get("traffic_id"):
         return (
-            f"{answer['model']} for request log {t['name']}: {t['requests']:,} requests over "
+            f"{model} for request log {t['name']}: {t['requests']:,} requests over "
             f"{num(t['duration_s'], 0)} s, busiest minute {num(t['requests_per_s'], 2)} req/s, "
             f"mean {num(t['mean_requests_per_s'], 2)} req/s, {lengths}"
         )
     mean = t["mean_requests_per_s"]
     flat = "" if mean == t["requests_per_s"] else f" (mean {num(mean, 2)})"
-    return f"{answer['model']} at {num(t['requests_per_s'], 2)} req/s{flat}, {lengths}"
+    return f"{model} at {num(t['requests_per_s'], 2)} req/s{flat}, {lengths}"
+
+
+def _candidate_notes(candidate: dict[str, Any]) -> list[str]:
+    """The lines under the table on a candidate: the interval its capacity lies in, and for
+    one model of a mix, whose figures it rests on and that model's share of a replica."""
+    lines = [capacity_interval(candidate)]
+    share = candidate.get("served_model")
+    if share:
+        lines.append(
+            f"{candidate['deployment']['name']}: {share['model']}'s own figures, "
+            f"{num(_pct(share['token_share']), 1, ' %')} of each replica's tokens (of USD "
+            f"{num(share['replica_usd_per_hour'], 2)}/h a replica)"
+        )
+    return [line for line in lines if line]
 
 
 def _print_estimate(answer: dict[str, Any]) -> None:
@@ -844,8 +867,7 @@ def _print_estimate(answer: dict[str, Any]) -> None:
         if answer.get("explanation"):
             out.print(answer["explanation"], markup=False)
         for c in answer["candidates"]:
-            line = capacity_interval(c)
-            if line:
+            for line in _candidate_notes(c):
                 out.print(line, markup=False)
         shown = 0
         for c in answer["candidates"]:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.scope import readable
 from infercost.endpoints.models import Endpoint
+from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import Job
 from infercost.prices.models import Price
 from infercost.prices.repository import in_effect_at
@@ -60,6 +61,13 @@ class EvidenceRepository:
             .limit(limit)
         )
         return list(rows)
+
+    async def deployment_model(self, team_id: uuid.UUID, deployment_id: int) -> str | None:
+        """The model a deployment (what runs measured) served; None if it is not the team's."""
+        row = await self.session.scalar(
+            readable(Deployment, team_id, Deployment.model).where(Deployment.id == deployment_id)
+        )
+        return None if row is None else str(row)
 
     async def prices_in_effect(self, team_id: uuid.UUID, at: datetime) -> list[Price]:
         """For each provider, hardware and pricing model, the entry in effect at `at`."""

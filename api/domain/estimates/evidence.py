@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from api.domain.runs.schemas import AdequacyReason, CapacityAtSlo, Efficiency, SkippedLevel
 from infercost.endpoints.models import Endpoint
@@ -54,14 +55,20 @@ def replica_hardware(row: HardwareRow, precision: str | None, gpu_count: int) ->
     return Hardware.from_gpu(row, precision or "bf16", gpu_count)
 
 
-def mean_context(run: Run) -> float | None:
-    """A run's mean context over a request's decode: its successful requests' mean prompt
-    and half their mean output, in tokens."""
-    if not run.requests_per_s or run.input_tokens_per_s is None or not run.output_tokens_per_s:
+def mean_context(run: Run, served: Served | None = None) -> float | None:
+    """A run's mean context over a request's decode: its successful requests' (for `served`,
+    that model's) mean prompt and half their mean output, in tokens."""
+    figures = load_figures(run, served)
+    if figures is None:
         return None
-    mean_input = run.input_tokens_per_s / run.requests_per_s
-    mean_output = run.output_tokens_per_s / run.requests_per_s
-    return mean_input + mean_output / 2
+    rps, given, out = (
+        figures.requests_per_s,
+        figures.input_tokens_per_s,
+        figures.output_tokens_per_s,
+    )
+    if not rps or given is None or not out:
+        return None
+    return given / rps + out / rps / 2
 
 
 def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> Efficiency:
@@ -84,14 +91,82 @@ def run_physics(run: Run, facts: ModelFacts, hardware: Hardware) -> Efficiency:
     )
 
 
-def passes(run: Run, slo: Mapping[str, Mapping[str, float]]) -> tuple[bool, float | None]:
+@dataclass(frozen=True, slots=True)
+class Served:
+    """Evidence for one model of an endpoint's traffic (workload.models): `model`, the name
+    the requests asked for, and `base`, the model the deployment itself served, which is
+    what a run without a models block sent every request to."""
+
+    model: str
+    base: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFigures:
+    """A run's figures as evidence for one model: its requests/s, output and input tokens/s,
+    statistics by metric ({"ttft_ms": {"p95": ...}, ...}) and error rate, and its share of
+    the run's tokens (1 for the whole run). `model` names the models block they came from
+    (None: the run as a whole)."""
+
+    requests_per_s: float | None
+    output_tokens_per_s: float | None
+    input_tokens_per_s: float | None
+    stats: Mapping[str, Any]
+    error_rate: float | None
+    token_share: float
+    model: str | None = None
+
+
+def load_figures(run: Run, served: Served | None = None) -> LoadFigures | None:
+    """A run as a load point for `served` (docs/figures.md, "Capacity of one model"):
+    without one, or for a run without a models block whose deployment served that very
+    model, the run's own figures (share 1); from a run with a models block, that model's
+    entry; None when the model did not appear in the run (it is not its evidence)."""
+    blocks = run.models or []
+    if served is None or (not blocks and served.base == served.model):
+        return LoadFigures(
+            run.requests_per_s,
+            run.output_tokens_per_s,
+            run.input_tokens_per_s,
+            run.stats or {},
+            run.error_rate,
+            1.0,
+        )
+    block = next((b for b in blocks if b.get("model") == served.model), None)
+    if block is None:
+        return None
+    stats = {metric: block.get(metric) or {} for metric in ("ttft_ms", "tpot_ms", "e2e_ms")}
+    share = block.get("token_share")
+    return LoadFigures(
+        block.get("requests_per_s"),
+        block.get("output_tokens_per_s"),
+        block.get("input_tokens_per_s"),
+        stats,
+        block.get("error_rate"),
+        0.0 if share is None else float(share),
+        served.model,
+    )
+
+
+def models_sent(run: Run, served: Served) -> list[str]:
+    """The models a run sent requests to: its models block's, else the deployment's."""
+    return [b["model"] for b in run.models or ()] or [served.base]
+
+
+def passes(
+    run: Run, slo: Mapping[str, Mapping[str, float]], served: Served | None = None
+) -> tuple[bool, float | None]:
     """Whether a stored run meets `slo` (which may not be the SLO its job had), and its
-    margin: every limited percentile within its limit, and at most 1% of requests failed."""
-    margin = slo_margin(run.stats or {}, slo)
+    margin: every limited percentile within its limit, and at most 1% of requests failed;
+    for `served`, judged on that model's own statistics and error rate."""
+    figures = load_figures(run, served)
+    if figures is None:
+        return False, None
+    margin = slo_margin(figures.stats, slo)
     ok = (
         margin is not None
         and margin <= 1.0
-        and (run.error_rate or 0.0) <= MAX_ERROR_RATE
+        and (figures.error_rate or 0.0) <= MAX_ERROR_RATE
         and run.status == "succeeded"
     )
     return ok, margin
@@ -138,7 +213,9 @@ class CapacityEvidence:
     falls: list[uuid.UUID] = field(default_factory=list)
 
 
-def paused_but_passed(run: Run, slo: Mapping[str, Mapping[str, float]]) -> bool:
+def paused_but_passed(
+    run: Run, slo: Mapping[str, Mapping[str, float]], served: Served | None = None
+) -> bool:
     """Whether the only thing wrong with a level is its load generator's pauses
     (client_paused) and it met `slo` all the same. A pause only makes stamps late, so it
     only raises latency figures (and lowers the requests/s a closed loop carried): a level
@@ -146,25 +223,38 @@ def paused_but_passed(run: Run, slo: Mapping[str, Mapping[str, float]]) -> bool:
     load point client-bound, so a capacity resting on it may be understated). A paused
     level that failed may have failed for the pauses, and stays out."""
     codes = {r.get("code") for r in ((run.adequacy or {}).get("reasons") or ())}
-    return codes == {"client_paused"} and passes(run, slo)[0]
+    return codes == {"client_paused"} and passes(run, slo, served)[0]
 
 
 def _usable(
-    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]]
+    runs: Sequence[Run], slo: Mapping[str, Mapping[str, float]], served: Served | None = None
 ) -> tuple[list[Run], list[SkippedLevel]]:
-    """A job's finished levels that can stand as evidence at `slo`, and the others with why
-    not."""
-    finished = [
-        r
-        for r in runs
-        if r.status == "succeeded" and r.requests_per_s and r.output_tokens_per_s is not None
-    ]
+    """A job's finished levels that can stand as evidence at `slo` (for `served`: those
+    that sent it requests), and the others with why not."""
     usable: list[Run] = []
     skipped: list[SkippedLevel] = []
-    for run in finished:
+    for run in runs:
+        figures = load_figures(run, served)
+        if (
+            run.status != "succeeded"
+            or figures is None
+            or not figures.requests_per_s
+            or figures.output_tokens_per_s is None
+            # a model's figures with no share of the tokens cannot bear a cost
+            or not figures.token_share
+        ):
+            continue
         reasons = inadequate_reasons(run)
-        if reasons and paused_but_passed(run, slo):
+        if reasons and paused_but_passed(run, slo, served):
             reasons = []
+        if served is not None and run.mode == "trace" and run.models:
+            reasons.append(
+                {
+                    "code": "per_model_intervals",
+                    "detail": "a trace replay's intervals are not split by model, so its "
+                    f"load points say nothing of {served.model}'s own capacity",
+                }
+            )
         if reasons:
             skipped.append(
                 SkippedLevel(
@@ -191,11 +281,18 @@ class _Point:
     slo_margin: float | None
 
 
-def _points_of(run: Run, slo: Mapping[str, Mapping[str, float]], *, as_rate: bool) -> list[_Point]:
+def _points_of(
+    run: Run,
+    slo: Mapping[str, Mapping[str, float]],
+    *,
+    as_rate: bool,
+    served: Served | None = None,
+) -> list[_Point]:
     """A run's load points at `slo`: a trace replay's intervals (each at the requests/s it
     achieved, judged on its own statistics; intervals with fewer than
     INTERVAL_MIN_REQUESTS successful requests left out), else the run at its level, or at
-    the requests/s it carried when `as_rate` (a sweep's levels)."""
+    the requests/s it carried when `as_rate` (a sweep's levels); for `served`, at that
+    model's own requests/s and output tokens/s, judged on its own figures."""
     if run.mode == "trace":
         points = []
         for interval in (run.replay or {}).get("intervals") or []:
@@ -211,14 +308,17 @@ def _points_of(run: Run, slo: Mapping[str, Mapping[str, float]], *, as_rate: boo
             out = float(interval["output_tokens_per_s"] or 0.0)
             points.append(_Point(rps, "rate", rps, out, ok, margin))
         return points
-    ok, margin = passes(run, slo)
-    rps = float(run.requests_per_s or 0.0)
+    figures = load_figures(run, served)
+    if figures is None:
+        return []
+    ok, margin = passes(run, slo, served)
+    rps = float(figures.requests_per_s or 0.0)
     return [
         _Point(
             rps if as_rate else run.level,
             "rate" if as_rate or run.mode == "rate" else "concurrency",
             rps,
-            float(run.output_tokens_per_s or 0.0),
+            float(figures.output_tokens_per_s or 0.0),
             ok,
             margin,
         )
@@ -277,7 +377,8 @@ class PooledEvidence:
     when no standing level met it): `runs` the levels taken as load points (with their
     jobs in `jobs_of`), `basis` those the capacity rests on, `overruled` passing levels a
     newer job's failure at a lower rate overruled, `falls` levels that served fewer
-    requests/s than a lower load of their job, `skipped` the levels left out and why."""
+    requests/s than a lower load of their job, `skipped` the levels left out and why;
+    `figures` each run's figures as a load point (for `served`: that model's)."""
 
     capacity: Capacity | None
     runs: list[Run] = field(default_factory=list)
@@ -287,13 +388,26 @@ class PooledEvidence:
     falls: list[uuid.UUID] = field(default_factory=list)
     skipped: list[SkippedLevel] = field(default_factory=list)
     passed: dict[uuid.UUID, bool] = field(default_factory=dict)
+    figures: dict[uuid.UUID, LoadFigures] = field(default_factory=dict)
+    served: Served | None = None
+
+    @property
+    def token_share(self) -> float:
+        """The served model's share of its replica's tokens at the capacity's basis level
+        (the best passing one; 1 without a model, or for a run of that model alone)."""
+        if not self.basis:
+            return 1.0
+        return self.figures[self.basis[0]].token_share
 
 
 def pooled_evidence(
-    jobs: Sequence[tuple[Job, Sequence[Run]]], slo: Mapping[str, Mapping[str, float]]
+    jobs: Sequence[tuple[Job, Sequence[Run]]],
+    slo: Mapping[str, Mapping[str, float]],
+    served: Served | None = None,
 ) -> PooledEvidence:
     """The capacity at `slo` over the adequate levels of every job in `jobs` (newest job
-    first), each level a load point at the requests/s it served (see pooled_capacity)."""
+    first), each level a load point at the requests/s it served (see pooled_capacity); for
+    `served`, at that model's own figures, from the runs that sent it requests."""
     runs: list[Run] = []
     # The run of each load point (a trace run gives one per interval of its replay).
     of_point: list[Run] = []
@@ -301,16 +415,19 @@ def pooled_evidence(
     skipped: list[SkippedLevel] = []
     jobs_of: dict[uuid.UUID, Job] = {}
     passed: dict[uuid.UUID, bool] = {}
+    figures: dict[uuid.UUID, LoadFigures] = {}
     for rank, (job, job_runs) in enumerate(jobs):
-        usable, left_out = _usable(job_runs, slo)
+        usable, left_out = _usable(job_runs, slo, served)
         skipped += left_out
         load = read_load(job.load)
         sweep = load is not None and load.mode == "sweep"
         for run in usable:
-            run_points = _points_of(run, slo, as_rate=sweep)
-            if not run_points:
+            run_figures = load_figures(run, served)
+            run_points = _points_of(run, slo, as_rate=sweep, served=served)
+            if run_figures is None or not run_points:
                 continue
             runs.append(run)
+            figures[run.id] = run_figures
             jobs_of[run.id] = job
             # A trace run passes when every interval taken as a load point did.
             passed[run.id] = all(p.slo_passed for p in run_points)
@@ -330,7 +447,9 @@ def pooled_evidence(
                 )
     found = pooled_capacity(points) if points else None
     if found is None:
-        return PooledEvidence(None, runs, jobs_of, skipped=skipped, passed=passed)
+        return PooledEvidence(
+            None, runs, jobs_of, skipped=skipped, passed=passed, figures=figures, served=served
+        )
     capacity = found.capacity
     return PooledEvidence(
         capacity,
@@ -341,6 +460,8 @@ def pooled_evidence(
         falls=_unique([of_point[i].id for i in capacity.falls_with_load]),
         skipped=skipped,
         passed=passed,
+        figures=figures,
+        served=served,
     )
 
 

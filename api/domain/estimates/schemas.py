@@ -96,7 +96,9 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
     `allow_mismatched_workload` is true; then the candidate's basis is "extrapolation".
     `traffic_id` (a request log, POST /v1/traffic) may replace `traffic`: the log's busiest
     minute is the rate to size for, its mean lengths and token counts price it, and each
-    self-hosted candidate gets `fleets`, cut and lagged as `fleets` says."""
+    self-hosted candidate gets `fleets`, cut and lagged as `fleets` says. `served_model`
+    plans one model of those a job's `workload.models` spread requests over (an adapter on
+    the endpoints' base, or the base itself) from that model's own figures in each run."""
 
     model: Annotated[
         Annotated[str, msgspec.Meta(min_length=1, max_length=256)],
@@ -105,6 +107,16 @@ class EstimateCreate(msgspec.Struct, forbid_unknown_fields=True):
             examples=["meta-llama/Llama-3.1-8B-Instruct"],
         ),
     ]
+    served_model: Annotated[
+        Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None,
+        msgspec.Meta(
+            description="The model or adapter whose traffic this is, as workload.models named "
+            "it, when the endpoints serve several: each candidate's evidence is then that "
+            "model's own figures in runs that sent it requests, and its cost the share of the "
+            "replicas its tokens bear",
+            examples=["lora-support"],
+        ),
+    ] = None
     traffic: Annotated[
         TrafficIn | None,
         msgspec.Meta(
@@ -318,6 +330,21 @@ class BreakEvenRead(msgspec.Struct):
     always_cheaper_above_rps: float | None
 
 
+class ServedModelRead(msgspec.Struct):
+    """Whose figures a candidate rests on when the estimate names a served_model
+    (docs/figures.md, "Capacity of one model"): the model; its `token_share` of the replica's
+    tokens at the capacity's basis level (1 when `whole_runs`: runs without a models block,
+    of an endpoint serving that model alone); `replica_usd_per_hour`, one replica's whole
+    price, of which the candidate's usd_per_hour is replicas x it x token_share; and the
+    model's output tokens/s per replica at its capacity."""
+
+    model: str
+    token_share: float
+    whole_runs: bool
+    replica_usd_per_hour: float | None
+    capacity_output_tokens_per_s: float
+
+
 class Candidate(msgspec.Struct):
     """One way to serve the traffic, with its cost, sizing and evidence.
 
@@ -331,7 +358,8 @@ class Candidate(msgspec.Struct):
     average rate's tokens at their per-token prices (from a log: its own token counts).
     `load_points`: every level the capacity was chosen from; `monotone` false when a level
     served fewer requests/s than a lower load of its job (the capacity is the best passing
-    level). `fleets`: with traffic_id, the plan over the log.
+    level). `fleets`: with traffic_id, the plan over the log. `served_model`: with the
+    estimate's served_model, the model's figures it used and its share of the cost.
     """
 
     kind: Literal["self_hosted", "hosted_api"]
@@ -363,6 +391,7 @@ class Candidate(msgspec.Struct):
     load_points: list[LoadPointRead] = []
     monotone: bool | None = None
     fleets: FleetsRead | None = None
+    served_model: ServedModelRead | None = None
 
 
 class Unavailable(msgspec.Struct):
@@ -380,7 +409,8 @@ class EstimateRead(msgspec.Struct):
     """Candidates cheapest first (USD per hour at this traffic), why the first one wins,
     and the endpoints left out. With no evidence, `candidates` is empty and `reason` says
     what to measure. `assumptions` states every default the figures rest on (peak over
-    average, target utilisation), so none is silent."""
+    average, target utilisation), so none is silent. `served_model`: the model of a mix the
+    traffic was planned for (null: the endpoints' traffic as a whole)."""
 
     model: str
     traffic: TrafficRead
@@ -392,6 +422,7 @@ class EstimateRead(msgspec.Struct):
     reason: str | None = None
     target_utilization: float = DEFAULT_TARGET_UTILIZATION
     assumptions: list[str] = []
+    served_model: str | None = None
 
 
 class PresetRead(msgspec.Struct):

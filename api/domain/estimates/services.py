@@ -22,8 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from api.domain.estimates.evidence import (
     PooledEvidence,
+    Served,
+    load_figures,
     mean_context,
     model_facts,
+    models_sent,
     pooled_evidence,
     replica_hardware,
 )
@@ -40,6 +43,7 @@ from api.domain.estimates.schemas import (
     FleetsRead,
     IntervalRead,
     LoadPointRead,
+    ServedModelRead,
     SloRiskRead,
     TrafficRead,
     Unavailable,
@@ -98,24 +102,31 @@ def _stated_lengths(job: Job) -> tuple[float | None, float | None]:
     return (None if given is None else given.central), (None if out is None else out.central)
 
 
-def _measured_lengths(runs: Sequence[Run]) -> tuple[float | None, float | None]:
-    """Mean prompt and output tokens per successful request over a job's runs, from their
-    token rates (for workloads that state no lengths: datasets, sessions)."""
-    rps = sum(r.requests_per_s or 0.0 for r in runs if r.input_tokens_per_s is not None)
+def _measured_lengths(
+    runs: Sequence[Run], served: Served | None = None
+) -> tuple[float | None, float | None]:
+    """Mean prompt and output tokens per successful request over a job's runs (for `served`,
+    that model's requests), from their token rates (for workloads that state no lengths:
+    datasets, sessions)."""
+    figures = [f for f in (load_figures(r, served) for r in runs) if f is not None]
+    rps = sum(f.requests_per_s or 0.0 for f in figures if f.input_tokens_per_s is not None)
     if not rps:
         return None, None
-    tokens_in = sum(r.input_tokens_per_s or 0.0 for r in runs if r.requests_per_s)
-    tokens_out = sum(r.output_tokens_per_s or 0.0 for r in runs if r.requests_per_s)
+    tokens_in = sum(f.input_tokens_per_s or 0.0 for f in figures if f.requests_per_s)
+    tokens_out = sum(f.output_tokens_per_s or 0.0 for f in figures if f.requests_per_s)
     return tokens_in / rps, tokens_out / rps
 
 
-def similarity(job: Job, traffic: Traffic, runs: Sequence[Run] = ()) -> float | None:
+def similarity(
+    job: Job, traffic: Traffic, runs: Sequence[Run] = (), served: Served | None = None
+) -> float | None:
     """How alike a job's token lengths and the traffic's are: the smaller of the two
     ratios (shorter over longer) of mean prompt and mean output length, 1 = the same. The
-    job's stated lengths, else what its runs measured; None when neither is known."""
+    job's stated lengths, else what its runs measured (of `served`'s requests); None when
+    neither is known."""
     job_in, job_out = _stated_lengths(job)
     if job_in is None or job_out is None:
-        job_in, job_out = _measured_lengths(runs)
+        job_in, job_out = _measured_lengths(runs, served)
     if job_in is None or job_out is None:
         return None
 
@@ -160,6 +171,20 @@ class Measured:
         return self.similarity is not None and self.similarity >= SIMILAR_WORKLOAD
 
     @property
+    def token_share(self) -> float:
+        """The planned model's share of its replica's tokens at the capacity's basis level."""
+        return self.pooled.token_share
+
+    @property
+    def levels_rps(self) -> list[float]:
+        """The requests/s of every level taken as evidence (the planned model's own)."""
+        return [
+            float(rps)
+            for r in self.pooled.runs
+            if (rps := self.pooled.figures[r.id].requests_per_s)
+        ]
+
+    @property
     def measured_at(self) -> datetime | None:
         """When the newest run the capacity rests on finished."""
         basis = [r for r in self.pooled.runs if r.id in self.pooled.basis]
@@ -182,7 +207,7 @@ class Measured:
                     measured_at=run.finished_at,
                     level=run.level,
                     mode=run.mode,
-                    requests_per_s=float(run.requests_per_s or 0.0),
+                    requests_per_s=float(pooled.figures[run.id].requests_per_s or 0.0),
                     slo_passed=pooled.passed[run.id],
                     role=role,
                     stale=run.finished_at is not None and run.finished_at < stale_before,
@@ -294,6 +319,7 @@ class _Gathered:
     points: dict[str, list[LoadPointRead]] = field(default_factory=dict)
     monotone: dict[str, bool] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    shares: dict[str, ServedModelRead] = field(default_factory=dict)
 
 
 class EstimateService:
@@ -306,23 +332,43 @@ class EstimateService:
         self.hardware = HardwareRepository(session)
 
     async def _best_measurement(
-        self, endpoint: Endpoint, slo: Mapping[str, Mapping[str, float]], traffic: Traffic
+        self,
+        endpoint: Endpoint,
+        slo: Mapping[str, Mapping[str, float]],
+        traffic: Traffic,
+        served_model: str | None = None,
     ) -> Measured | Unmeasured:
         """The endpoint's capacity at the SLO from every adequate level of its jobs on this
         traffic's workload (docs/figures.md, "Capacity at the SLO"), measured on the
         deployment its newest evidence describes; from jobs of other workloads only when
-        none of this one gives a capacity (then `similar` is false), or why there is none."""
+        none of this one gives a capacity (then `similar` is false), or why there is none.
+        With `served_model`, each level is that model's own figures, from the runs that
+        sent it requests (docs/figures.md, "Capacity of one model")."""
         jobs = await self.evidence.finished_jobs(self.team_id, endpoint.id, EVIDENCE_JOBS)
         if not jobs:
             return Unmeasured("never measured: submit a job with several load levels")
         runs = await JobRepository(self.session).runs_of_jobs(self.team_id, [j.id for j in jobs])
         # A re-pointed or re-sized endpoint: only its present deployment's runs count.
         newest = next((r.deployment_id for r in runs if r.deployment_id is not None), None)
+        served: Served | None = None
+        if served_model is not None:
+            base = (
+                None
+                if newest is None
+                else await self.evidence.deployment_model(self.team_id, newest)
+            )
+            served = Served(served_model, base or endpoint.model)
         by_job: dict[uuid.UUID, list[Run]] = {}
         for run in runs:
             if run.deployment_id in (None, newest):
                 by_job.setdefault(run.job_id, []).append(run)
-        alike = {j.id: similarity(j, traffic, by_job.get(j.id, [])) for j in jobs}
+        if served is not None:
+            mine = [r for rs in by_job.values() for r in rs if load_figures(r, served)]
+            if not mine:
+                return Unmeasured(
+                    _not_sent_reason(served, [r for rs in by_job.values() for r in rs], jobs)
+                )
+        alike = {j.id: similarity(j, traffic, by_job.get(j.id, []), served) for j in jobs}
 
         def is_similar(job: Job) -> bool:
             value = alike[job.id]
@@ -335,7 +381,7 @@ class EstimateService:
         ):
             if not group:
                 continue
-            pooled = pooled_evidence([(j, by_job.get(j.id, [])) for j in group], slo)
+            pooled = pooled_evidence([(j, by_job.get(j.id, [])) for j in group], slo, served)
             skipped += pooled.skipped
             if pooled.capacity is not None:
                 job = pooled.jobs_of[pooled.basis[0]]
@@ -363,13 +409,15 @@ class EstimateService:
         usd_per_hour: float,
         stale_before: datetime,
     ) -> Deployment:
-        """A measured endpoint as the planner's input (one replica's capacity and price)."""
-        levels_rps = [r.requests_per_s for r in measured.runs if r.requests_per_s]
+        """A measured endpoint as the planner's input (one replica's capacity and price; for
+        one model of a mix, its capacity and the part of the replica's price its share of
+        the tokens bears)."""
+        levels_rps = measured.levels_rps
         measured_at = measured.measured_at
         return Deployment(
             name=endpoint.name,
             capacity_rps=measured.capacity.requests_per_s,
-            usd_per_hour=usd_per_hour,
+            usd_per_hour=usd_per_hour * measured.token_share,
             gpu_count=endpoint.gpu_count,
             evidence=measured.evidence(),
             endpoint_id=str(endpoint.id),
@@ -391,20 +439,21 @@ class EstimateService:
         measured_hardware: set[uuid.UUID],
         allowed: set[str] | None,
         now: datetime,
-    ) -> list[tuple[Deployment, str, Measured, str | None]]:
+    ) -> list[tuple[Deployment, str, Measured, str | None, float]]:
         """Hardware with a price in the book but no measurement of this model, projected
         from the best-measured source by the ratio of roofline bounds (the smaller of the
-        decode and the peak-throughput ratios, so the projection errs low)."""
+        decode and the peak-throughput ratios, so the projection errs low); each with one
+        replica's whole price (for one model of a mix the deployment bears its share)."""
         if not sources:
             return []
         endpoint, source_hw, measured, facts = max(
             sources, key=lambda s: s[2].capacity.requests_per_s / max(s[0].gpu_count, 1)
         )
-        context = mean_context(measured.runs[0]) if measured.runs else None
+        context = mean_context(measured.runs[0], measured.pooled.served) if measured.runs else None
         source_bounds = roofline_bounds(
             facts, replica_hardware(source_hw, endpoint.precision, endpoint.gpu_count), context
         )
-        out: list[tuple[Deployment, str, Measured, str | None]] = []
+        out: list[tuple[Deployment, str, Measured, str | None, float]] = []
         visible = {h.id: h for h in await self.hardware.list(self.team_id)}
         for price in await self.evidence.prices_in_effect(self.team_id, now):
             if price.hardware_id in measured_hardware or price.pricing_model != "on-demand":
@@ -426,12 +475,13 @@ class EstimateService:
                 target.decode_tokens_per_s if use_decode else target.peak_output_tokens_per_s,
             )
             name = f"{row.name} x{endpoint.gpu_count} ({price.provider}, projected)"
+            replica_usd_per_hour = price.usd_per_gpu_hour * endpoint.gpu_count
             out.append(
                 (
                     Deployment(
                         name=name,
                         capacity_rps=projected.requests_per_s,
-                        usd_per_hour=price.usd_per_gpu_hour * endpoint.gpu_count,
+                        usd_per_hour=replica_usd_per_hour * measured.token_share,
                         gpu_count=endpoint.gpu_count,
                         evidence=measured.evidence(),
                         endpoint_id=None,
@@ -445,6 +495,7 @@ class EstimateService:
                     price.provider,
                     measured,
                     price.warning,
+                    replica_usd_per_hour,
                 )
             )
         return out
@@ -460,9 +511,11 @@ class EstimateService:
         now: datetime,
         stale_before: datetime,
         allow_mismatched: bool = False,
+        served_model: str | None = None,
     ) -> None:
         """Add one endpoint to the candidates (or to `unavailable`, saying why): evidence from
-        another workload only when `allow_mismatched`, as an extrapolation."""
+        another workload only when `allow_mismatched`, as an extrapolation; for
+        `served_model`, that model's own evidence."""
         hardware = (
             await self.hardware.get(self.team_id, endpoint.hardware_id)
             if endpoint.hardware_id
@@ -476,7 +529,7 @@ class EstimateService:
         ):
             # A hardware filter narrows self-hosted choices; hosted APIs have no hardware.
             return
-        best = await self._best_measurement(endpoint, slo, traffic)
+        best = await self._best_measurement(endpoint, slo, traffic, served_model)
         measured = best if isinstance(best, Measured) else None
         price = await hourly_price(self.session, endpoint, now)
         found.providers[endpoint.name] = endpoint.provider
@@ -528,6 +581,9 @@ class EstimateService:
             )
         )
         found.similarities[endpoint.name] = best.similarity
+        share = _share_read(best, price.usd_per_hour)
+        if share is not None:
+            found.shares[endpoint.name] = share
         found.skipped[endpoint.name] = best.skipped
         found.points[endpoint.name] = best.points(stale_before)
         found.monotone[endpoint.name] = best.capacity.monotone
@@ -572,6 +628,15 @@ class EstimateService:
             + (", the default" if target == DEFAULT_TARGET_UTILIZATION else "")
             + "): the rest is headroom for bursts and for the capacity's own uncertainty"
         )
+        if data.served_model is not None:
+            name = data.served_model
+            assumptions.append(
+                f"traffic of '{name}' alone, planned from its own figures in runs that sent "
+                f"it requests: a replica's capacity is {name}'s requests/s while the replica "
+                "serves the mix those runs measured, and the cost is the replicas x one "
+                f"replica's USD per hour x {name}'s share of its tokens at the capacity's "
+                "basis level (each candidate's served_model)"
+            )
         endpoints = await self.evidence.endpoints_serving(self.team_id, data.model)
         if not endpoints:
             models = await self.evidence.models(self.team_id)
@@ -594,16 +659,24 @@ class EstimateService:
                 now=now,
                 stale_before=now - timedelta(days=data.max_age_days),
                 allow_mismatched=data.allow_mismatched_workload,
+                served_model=data.served_model,
             )
         if data.include_projections:
-            for deployment, provider, source, warning in await self._projections(
-                found.sources, found.measured_hardware, allowed, now
-            ):
+            for (
+                deployment,
+                provider,
+                source,
+                warning,
+                replica_usd_per_hour,
+            ) in await self._projections(found.sources, found.measured_hardware, allowed, now):
                 found.deployments.append(deployment)
                 if warning:
                     found.notes[deployment.name] = [warning]
                 found.providers[deployment.name] = provider
                 found.similarities[deployment.name] = source.similarity
+                share = _share_read(source, replica_usd_per_hour)
+                if share is not None:
+                    found.shares[deployment.name] = share
                 found.skipped[deployment.name] = source.skipped
                 found.monotone[deployment.name] = source.capacity.monotone
 
@@ -622,6 +695,7 @@ class EstimateService:
         if isinstance(planned, NoEvidence):
             return EstimateRead(
                 model=data.model,
+                served_model=data.served_model,
                 traffic=traffic_read,
                 slo=slo,
                 preset=data.preset,
@@ -640,6 +714,7 @@ class EstimateService:
             name = candidate.deployment.name
             candidate.load_points = found.points.get(name, [])
             candidate.monotone = found.monotone.get(name)
+            candidate.served_model = found.shares.get(name)
             candidate.warnings += found.notes.get(name, [])
             if log is not None and isinstance(c, SelfHostedEstimate):
                 candidate.fleets = _fleets_read(
@@ -661,6 +736,7 @@ class EstimateService:
             explanation += _explain_fleets(candidates)
         return EstimateRead(
             model=data.model,
+            served_model=data.served_model,
             traffic=traffic_read,
             slo=slo,
             preset=data.preset,
@@ -795,6 +871,33 @@ def _explain_fleets(candidates: Sequence[Candidate]) -> str:
         f" Over the log, {best.deployment.name} costs USD {fixed:,.2f} a day as a fixed fleet "
         f"of {f.fixed.replicas} replica(s) and USD {auto:,.2f} autoscaled ({lag} behind "
         f"demand, mean {f.autoscaled.mean_replicas:.2f} replicas): {verdict}; {short}."
+    )
+
+
+def _not_sent_reason(served: Served, runs: Sequence[Run], jobs: Sequence[Job]) -> str:
+    """Why an endpoint has no evidence for a model: no run sent it requests; and what they
+    sent instead."""
+    sent = sorted({name for run in runs for name in models_sent(run, served)})
+    names = ", ".join(f"'{name}'" for name in sent) if sent else "nothing"
+    return (
+        f"no run of its {len(jobs)} latest job(s) sent requests to model '{served.model}' "
+        f"(they sent {names}): submit a job whose workload.models names it"
+    )
+
+
+def _share_read(measured: Measured, replica_usd_per_hour: float | None) -> ServedModelRead | None:
+    """What a candidate for one model of a mix rests on: the model, its token share at the
+    capacity's basis level and the whole replica's price the share is taken of."""
+    served = measured.pooled.served
+    if served is None:
+        return None
+    basis = measured.pooled.figures[measured.pooled.basis[0]]
+    return ServedModelRead(
+        model=served.model,
+        token_share=measured.token_share,
+        whole_runs=basis.model is None,
+        replica_usd_per_hour=replica_usd_per_hour,
+        capacity_output_tokens_per_s=measured.capacity.output_tokens_per_s,
     )
 
 
@@ -966,6 +1069,12 @@ def _explain(candidates: Sequence[Candidate]) -> str | None:
         )
         if best.basis == "extrapolation":
             text += " (an extrapolation from another workload's runs)"
+        share = best.served_model
+        if share is not None and share.replica_usd_per_hour is not None:
+            text += (
+                f" ({share.model}'s {share.token_share:.0%} share of {best.replicas} "
+                f"replica(s) at USD {share.replica_usd_per_hour:.2f}/hour)"
+            )
     if len(candidates) > 1:
         second = candidates[1]
         more = second.usd_per_hour / best.usd_per_hour - 1 if best.usd_per_hour > 0 else 0.0

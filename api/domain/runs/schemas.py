@@ -153,8 +153,9 @@ class AdequacyReason(msgspec.Struct):
         msgspec.Meta(
             description="few_requests, short, client_bound, client_paused, rate_not_held, "
             "concurrency_not_held, errors or prompt_cache; a level skipped as capacity "
-            "evidence may also say burst (requests sent at once) or concurrency_capped "
-            "(requests waited for load.max_concurrency)",
+            "evidence may also say burst (requests sent at once), concurrency_capped "
+            "(requests waited for load.max_concurrency) or, for an estimate's served_model, "
+            "per_model_intervals (a trace replay of several models)",
             examples=["few_requests"],
         ),
     ]
