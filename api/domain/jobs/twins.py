@@ -34,6 +34,12 @@ from infercost.workload.fingerprint import job_fingerprint, without_feature
 
 #: The feature whose cost a twin shows.
 STRUCTURED = "structured"
+#: Why a run whose dataset items asked for JSON answers has no twin.
+FROM_ITEMS = (
+    "no plain twin: this run's dataset items ask for structured output themselves (the "
+    "workload has no structured feature to leave out); measure the same items without "
+    "response_format as a dataset of their own to compare"
+)
 #: Load modes `infercost jobs submit` takes with --levels (a sweep's levels are its own).
 _CLI_MODES = ("concurrency", "rate", "burst")
 
@@ -235,10 +241,12 @@ class PlainTwins:
         if not judged:
             return {}
         job_ids = sorted({r.job_id for r in judged})
-        jobs = {
-            j.id: j
-            for j in await JobRepository(self.session).get_jobs(self.team_id, job_ids)
-            if STRUCTURED in ((j.workload or {}).get("features") or ())
+        every = await JobRepository(self.session).get_jobs(self.team_id, job_ids)
+        jobs = {j.id: j for j in every if STRUCTURED in ((j.workload or {}).get("features") or ())}
+        # A dataset's items may ask for JSON answers themselves (without the feature): the
+        # workload then is its own plain form, and has no twin to find.
+        answers: dict[uuid.UUID, Plain] = {
+            r.id: Plain(reason=FROM_ITEMS) for r in judged if r.job_id not in jobs
         }
         endpoints = EndpointRepository(self.session)
         names: dict[uuid.UUID, str] = {}
@@ -261,7 +269,6 @@ class PlainTwins:
             if (fingerprint := plain.get(r.job_id)) is not None
         }
         found = await HistoryRepository(self.session).newest_like(self.team_id, list(keys.values()))
-        answers: dict[uuid.UUID, Plain] = {}
         for run in judged:
             owner = jobs.get(run.job_id)
             if owner is None or run.job_id not in names:
