@@ -17,7 +17,14 @@ import pytest
 
 from api.domain.jobs.schemas import JobCreate
 from api.domain.jobs.twins import ratio, what_to_run
-from cli.commands import job_body, jobs_submit, parse_images, parse_levels, parse_models
+from cli.commands import (
+    job_body,
+    jobs_submit,
+    parse_images,
+    parse_levels,
+    parse_models,
+    trace_body,
+)
 from infercost.jobs.models import Job, Run
 from infercost.jobs.plan import resolve_plan
 from infercost.planning.presets import get_preset
@@ -104,6 +111,39 @@ def test_the_command_submits_the_twins_workload_at_the_runs_level(case: str) -> 
     assert job_fingerprint(plain_workload, api="openai-chat") == twin
     # ... and not the structured run's own
     assert twin != job_fingerprint(job_workload, api="openai-chat")
+
+
+def test_a_replay_is_told_to_replay_the_same_window_at_the_same_speed() -> None:
+    traffic_id = str(uuid.uuid4())
+    window = {"start_s": 600.0, "duration_s": 300.0}
+    load = {"mode": "trace", "traffic_id": traffic_id, "time_scale": 10.0, "window": window}
+    job_workload, job_load = stored({"workload": {"features": ["structured"]}, "load": load})
+    job = Job(id=uuid.uuid4(), workload=job_workload, load=job_load)
+    told = what_to_run(job, Run(mode="trace", level=12.5), ENDPOINT)
+    command = re.fullmatch(r"`(.+)`", told)
+    assert command, told
+    params = jobs_submit.make_context("submit", shlex.split(command[1])[3:]).params
+    sent = trace_body(
+        params["endpoint"],
+        params["trace"],
+        time_scale=params["time_scale"],
+        window_start=params["window_start"],
+        window_duration=params["window_duration"],
+        features=list(params["features"]),
+    )
+    assert sent["load"]["traffic_id"] == traffic_id
+    plain_workload, plain_load = stored({"workload": sent["workload"], "load": sent["load"]})
+    # The log's content hash stands for what GET /v1/traffic/{id} holds.
+    twin = job_fingerprint(
+        without_feature(job_workload, "structured"),
+        api="openai-chat",
+        trace_sha256="c0ffee",
+        load=job_load,
+    )
+    assert (
+        job_fingerprint(plain_workload, api="openai-chat", trace_sha256="c0ffee", load=plain_load)
+        == twin
+    )
 
 
 def test_a_workload_the_command_line_cannot_say_gets_the_api_request() -> None:

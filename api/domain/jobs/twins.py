@@ -157,6 +157,8 @@ def _cli_load(job: Job, run: Run) -> list[str] | None:
             options += ["--window-start", f"{window['start_s']:g}"]
         if window.get("duration_s") is not None:
             options += ["--window-duration", f"{window['duration_s']:g}"]
+        if load.get("max_concurrency") is not None:
+            options += ["--max-concurrency", str(load["max_concurrency"])]
         return options
     if mode not in _CLI_MODES or run.mode != mode:
         return None
