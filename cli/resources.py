@@ -509,9 +509,53 @@ def _feature_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     structured = summary.get("structured")
     if structured:
         rows.append(("valid JSON answers", f"{structured['valid']} of {structured['answers']}"))
+        rows += _plain_rows(summary, structured)
     image = summary.get("image")
     if image:
         rows.append(("images sent", str(image["images"])))
+    return rows
+
+
+#: A structured run's figures beside its plain twin's: label, the run's (key, statistic), the
+#: twin's key, the ratio's key, decimals.
+_PLAIN_FIGURES = (
+    ("TTFT p50 ms", ("ttft_ms", "p50"), "ttft_p50_ms", "ttft_p50", 1),
+    ("TPOT p50 ms", ("tpot_ms", "p50"), "tpot_p50_ms", "tpot_p50", 2),
+    ("E2E p50 ms", ("e2e_ms", "p50"), "e2e_p50_ms", "e2e_p50", 1),
+    (
+        "output tokens/s",
+        ("output_tokens_per_s", None),
+        "output_tokens_per_s",
+        "output_tokens_per_s",
+        1,
+    ),
+)
+
+
+def _plain_rows(summary: dict[str, Any], structured: dict[str, Any]) -> list[tuple[str, str]]:
+    """A structured run against its plain twin (the same lengths without response_format):
+    each figure structured / plain and their ratio, or what to run to measure the twin."""
+    plain = structured.get("plain")
+    if not plain:
+        reason = structured.get("plain_reason")
+        return [("without structured", reason)] if reason else []
+    rows = [
+        (
+            "without structured: run",
+            f"{plain['run_id']} (job {plain['job_id']}, finished {when(plain['finished_at'])})",
+        )
+    ]
+    ratios = plain.get("ratios") or {}
+    for label, (key, stat), twin_key, ratio_key, digits in _PLAIN_FIGURES:
+        own = summary.get(key)
+        mine = (own or {}).get(stat) if stat else own
+        ratio = ratios.get(ratio_key)
+        rows.append(
+            (
+                f"{label}, structured / plain",
+                f"{num(mine, digits)} / {num(plain.get(twin_key), digits)} (x{num(ratio, 2)})",
+            )
+        )
     return rows
 
 

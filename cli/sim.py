@@ -336,6 +336,13 @@ def _gpu_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "[default: 0].",
 )
 @click.option(
+    "--structured-itl-ms",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Fixed mode: the gap between tokens of a JSON answer (a json_schema "
+    "response_format), as guided decoding slows each step [default: --itl-ms].",
+)
+@click.option(
     "--image-prefill-ms",
     type=click.FloatRange(min=0),
     default=None,

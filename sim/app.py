@@ -522,6 +522,11 @@ class SimApp:
             job.call, job.reason = (name, text), "tool_calls"
         else:
             text = answers.answer_text(schema or {}, invalid=self._invalid_json.next())
+            itl_ms = self.config.structured_itl_ms
+            if itl_ms is not None:
+                # Guided decoding's slower steps: its own gap, the model's own TTFT.
+                ttft_s = self.config.ttft_ms / 1000.0 if job.speed is None else job.speed[0]
+                job.speed = (ttft_s, itl_ms / 1000.0)
             job.pieces = [
                 *thinking,
                 *(fmt.delta({"content": p}) for p in answers.pieces(text, length)),

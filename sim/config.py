@@ -201,6 +201,10 @@ class SimConfig:
     # come) are cut one character short instead: invalid JSON.
     tool_call_invalid_share: float = 0.0
     structured_invalid_share: float = 0.0
+    # Fixed mode: the gap between the tokens of an answer to a json_schema response_format
+    # (an engine's guided decoding masks every step's logits, so its steps are slower); None:
+    # itl_ms, as any other answer.
+    structured_itl_ms: float | None = None
     # Image parts: each costs one prompt token per image_patch_px x image_patch_px square
     # (28: Qwen2-VL's merged patches) and, in fixed mode, image_prefill_ms more before the
     # first token; usage reports them in prompt_tokens_details.image_tokens when image_usage.
@@ -289,6 +293,9 @@ class SimConfig:
             share = getattr(self, name)
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be in 0..1, got {share}")
+        itl = self.structured_itl_ms
+        if itl is not None and not (math.isfinite(itl) and itl >= 0):
+            raise ValueError(f"structured_itl_ms must be a finite number >= 0, got {itl}")
         if self.reasoning_tokens < 0:
             raise ValueError(f"reasoning_tokens must be >= 0, got {self.reasoning_tokens}")
         if self.image_patch_px < 1:
@@ -386,6 +393,8 @@ class SimConfig:
             text += ", multi-line data with CRLF"
         if self.reasoning_tokens:
             text += f", {self.reasoning_tokens} reasoning tokens in {self.reasoning_field}"
+        if self.structured_itl_ms is not None:
+            text += f", itl {self.structured_itl_ms:g} ms for JSON answers"
         if self.served_models:
             text += f", also serving {', '.join(served_model_speeds(self.served_models))}"
         return text
@@ -492,6 +501,7 @@ _BEHAVIOUR_DEFAULTS: Final[dict[str, Any]] = {
     "served_models": "",
     "tool_call_invalid_share": 0.0,
     "structured_invalid_share": 0.0,
+    "structured_itl_ms": None,
     "image_patch_px": 28,
     "image_prefill_ms": 20.0,
     "image_usage": True,

@@ -50,8 +50,8 @@ class Job:
     writes: list[float] | None = None
     # Of the n tokens, the first this many are reasoning text (chat with reasoning_tokens).
     reasoning: int = 0
-    # Fixed mode: this request's model's own (ttft, itl) in seconds (served_models); None:
-    # the config's.
+    # Fixed mode: this request's own (ttft, itl) in seconds, its model's (served_models) or
+    # a JSON answer's (structured_itl_ms); None: the config's.
     speed: tuple[float, float] | None = None
     # The model it asked for, when one of served_models (its events name it); None: the
     # config's.

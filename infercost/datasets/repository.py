@@ -51,6 +51,14 @@ class DatasetRepository:
             readable(Dataset, team_id).where(Dataset.id == dataset_id, Dataset.deleted_at.is_(None))
         )
 
+    async def content_hash(self, team_id: uuid.UUID, dataset_id: uuid.UUID) -> str | None:
+        """The content hash of the team's dataset, deleted or not: the runs that replayed it
+        keep their workload fingerprint, which holds it."""
+        found: str | None = await self.session.scalar(
+            readable(Dataset, team_id, Dataset.content_sha256).where(Dataset.id == dataset_id)
+        )
+        return found
+
     async def get_any(self, dataset_id: uuid.UUID) -> Dataset | None:
         """A dataset by id, deleted or not (the worker replays what a job was given)."""
         return await self.session.scalar(

@@ -10,7 +10,8 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, String, func, literal, select, update
+from sqlalchemy import ColumnElement, Row, String, func, literal, select, tuple_, update
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from infercost.db.scope import owned_by, readable, unscoped
@@ -57,6 +58,25 @@ POINT_COLUMNS = (
     "slo_passed",
     "change_verdict",
     "change",
+)
+
+
+#: The run columns a plain twin shows beside a structured run (HistoryRepository.newest_like).
+TWIN_COLUMNS = (
+    "id",
+    "job_id",
+    "endpoint_id",
+    "workload_fingerprint",
+    "mode",
+    "level",
+    "finished_at",
+    "ttft_p50_ms",
+    "ttft_p95_ms",
+    "tpot_p50_ms",
+    "tpot_p95_ms",
+    "e2e_p50_ms",
+    "e2e_p95_ms",
+    "output_tokens_per_s",
 )
 
 
@@ -131,6 +151,34 @@ class HistoryRepository:
             .limit(1)
         )
         return baseline
+
+    # --- API side: a structured run's plain twin ----------------------------------------
+
+    async def newest_like(
+        self, team_id: uuid.UUID, keys: Sequence[tuple[uuid.UUID, str, str, float]]
+    ) -> dict[tuple[uuid.UUID, str, str, float], Row[Any]]:
+        """For each (endpoint, workload fingerprint, mode, level) of `keys`, the team's
+        newest succeeded, not client-bound run there (TWIN_COLUMNS of it), in one query;
+        keys without such a run are left out. A structured run's plain twin is the one of
+        its fingerprint without `structured` (docs/figures.md)."""
+        if not keys:
+            return {}
+        series = (Run.endpoint_id, Run.workload_fingerprint, Run.mode, Run.level)
+        rows = await self.session.execute(
+            readable(Run, team_id, *(getattr(Run, name) for name in TWIN_COLUMNS))
+            .where(
+                tuple_(*series).in_([tuple(k) for k in set(keys)]),
+                Run.status == "succeeded",
+                Run.finished_at.is_not(None),
+                not_client_bound(),
+            )
+            .ext(distinct_on(*series))
+            .order_by(*series, Run.finished_at.desc(), Run.id.desc())
+        )
+        return {
+            (row.endpoint_id, row.workload_fingerprint, row.mode, float(row.level)): row
+            for row in rows
+        }
 
     async def samples(self, run_id: uuid.UUID) -> dict[str, FloatArray]:
         """Each tested metric's values over the run's measured window (warm-up excluded),

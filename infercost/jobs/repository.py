@@ -68,6 +68,13 @@ class JobRepository:
         """The team's job."""
         return await self.session.scalar(readable(Job, team_id).where(Job.id == job_id))
 
+    async def get_jobs(self, team_id: uuid.UUID, job_ids: Sequence[uuid.UUID]) -> list[Job]:
+        """The team's jobs of these ids, in one query."""
+        if not job_ids:
+            return []
+        rows = await self.session.scalars(readable(Job, team_id).where(Job.id.in_(job_ids)))
+        return list(rows)
+
     async def page_jobs(
         self, team_id: uuid.UUID, *, limit: int, offset: int, status: str | None = None
     ) -> tuple[list[Job], int]:

@@ -27,6 +27,29 @@ def level_label(level: float, mode: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class StructuredFigures:
+    """A structured run's answers judged and its plain twin (the same lengths without
+    response_format, docs/figures.md): the twin's figures and this run's / the twin's, or
+    `plain_reason`, what to run to measure the twin."""
+
+    answers: int
+    valid: int
+    valid_share: float | None
+    plain_run_id: str | None = None
+    plain_job_id: str | None = None
+    plain_finished_at: datetime | None = None
+    plain_ttft_p50_ms: float | None = None
+    plain_tpot_p50_ms: float | None = None
+    plain_e2e_p50_ms: float | None = None
+    plain_output_tokens_per_s: float | None = None
+    ttft_p50_ratio: float | None = None
+    tpot_p50_ratio: float | None = None
+    e2e_p50_ratio: float | None = None
+    output_tokens_per_s_ratio: float | None = None
+    plain_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LevelFigures:
     """One run (one load level) as a report shows it; None where a figure is unknown."""
 
@@ -72,6 +95,8 @@ class LevelFigures:
     inadequate: tuple[str, ...] = ()
     # Measured again after its worker died mid-level: the interrupted run is not used.
     measured_again: bool = False
+    # workload.features structured: valid answers, and the run against its plain twin.
+    structured: StructuredFigures | None = None
 
 
 @dataclass(frozen=True, slots=True)

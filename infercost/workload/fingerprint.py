@@ -55,3 +55,36 @@ def workload_fingerprint(workload: Mapping[str, Any], dataset_sha256: str | None
     fields["v"] = FINGERPRINT_VERSION
     canonical = msgspec.json.encode(_canonical(fields), order="sorted")
     return hashlib.sha256(canonical).hexdigest()[:FINGERPRINT_HEX_DIGITS]
+
+
+def job_fingerprint(
+    workload: Mapping[str, Any],
+    *,
+    api: str,
+    dataset_sha256: str | None = None,
+    trace_sha256: str | None = None,
+    load: Mapping[str, Any] | None = None,
+) -> str:
+    """The fingerprint of a job's runs, from its stored workload (and, for a trace replay,
+    its log's content hash and its stored load plan): a replay's requests are the log's
+    window at its speed, which makes two replays the same workload; embeddings are their
+    own kind (the same texts embedded are another workload than generated from)."""
+    fields = dict(workload)
+    if trace_sha256 is not None:
+        load = load or {}
+        fields["trace"] = {
+            "content_sha256": trace_sha256,
+            "window": load.get("window"),
+            "time_scale": load.get("time_scale"),
+        }
+    if api == "openai-embeddings":
+        fields["api"] = api
+    return workload_fingerprint(fields, dataset_sha256)
+
+
+def without_feature(workload: Mapping[str, Any], feature: str) -> dict[str, Any]:
+    """The workload with `feature` taken out of workload.features, the others in their
+    order: what a run measured with the feature is held against (a structured run's plain
+    twin, docs/figures.md)."""
+    features = [f for f in workload.get("features") or () if f != feature]
+    return {**workload, "features": features}

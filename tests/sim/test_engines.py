@@ -194,6 +194,22 @@ async def test_timings_and_cached_tokens_follow_the_prefix_cache() -> None:
     assert timings["prompt_ms"] == pytest.approx(40.0 / 10)
 
 
+async def test_json_answers_go_at_the_structured_itl_and_others_at_the_itl() -> None:
+    # llama.cpp's timings report the schedule: 5 tokens, 4 gaps of the gap the switch set.
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    json_format = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+    async with serve(llamacpp(structured_itl_ms=20.0)) as (_, client):
+        plain = (await client.post(CHAT, json=chat_body(PROMPT, 5))).json()
+        other = " ".join(f"v{i}" for i in range(10))  # no prefix cached: the whole TTFT
+        guided = await client.post(CHAT, json=chat_body(other, 5, response_format=json_format))
+    assert plain["timings"]["predicted_per_token_ms"] == pytest.approx(ITL_MS)
+    timings = guided.json()["timings"]
+    assert timings["predicted_ms"] == pytest.approx(4 * 20.0)
+    assert timings["predicted_per_token_ms"] == pytest.approx(20.0)
+    assert timings["prompt_ms"] == pytest.approx(TTFT_MS)  # the TTFT is the model's
+    assert "itl 20 ms for JSON answers" in llamacpp(structured_itl_ms=20.0).describe()
+
+
 async def test_vllm_caches_whole_16_token_blocks_and_reports_only_hits() -> None:
     words = [f"t{i}" for i in range(40)]
     other = words[:35] + [f"u{i}" for i in range(5)]

@@ -31,6 +31,7 @@ from api.domain.jobs.schemas import (
     PlanWarning,
     Progress,
 )
+from api.domain.jobs.twins import Plain, PlainTwins
 from api.domain.runs.schemas import (
     CSV_COLUMNS,
     Cost,
@@ -64,7 +65,7 @@ from infercost.jobs.rules import (
 from infercost.planning.presets import get_preset
 from infercost.planning.roofline import Hardware, ModelFacts
 from infercost.webhooks.outbox import record_job_finished
-from infercost.workload.fingerprint import workload_fingerprint
+from infercost.workload.fingerprint import job_fingerprint
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +130,24 @@ def _model_figures(
     return figures
 
 
+def _structured(block: dict[str, Any] | None, plain: Plain | None) -> dict[str, Any] | None:
+    """The run's structured block with its plain twin (or why none) where one was sought."""
+    if not block:
+        return None
+    if plain is None:
+        return block
+    return {**block, "plain": plain.twin, "plain_reason": plain.reason}
+
+
 def run_summary(
-    run: Run, price: HourlyPrice | None = None, physics: Efficiency | None = None
+    run: Run,
+    price: HourlyPrice | None = None,
+    physics: Efficiency | None = None,
+    plain: Plain | None = None,
 ) -> RunSummary:
     """The run summary (docs/jobs.md) of a stored run, priced at `price` (default: the run's
-    stored snapshot), with its roofline efficiency when known. The run is only read."""
+    stored snapshot), with its roofline efficiency when known and, for a structured run, its
+    plain twin as `plain` found it (api/domain/jobs/twins.py). The run is only read."""
     stats: dict[str, Any] = run.stats or {}
     empty = distribution([])
     price = price or stored_price(run)
@@ -187,7 +201,7 @@ def run_summary(
         reasoning=run.reasoning or None,
         models=_model_figures(run.models, cost.usd_per_hour),
         tools=run.tools or None,
-        structured=run.structured or None,
+        structured=_structured(run.structured, plain),
         image=run.image or None,
         replay=run.replay or None,
         not_measured=stats.get("not_measured") or None,
@@ -307,32 +321,19 @@ class JobService:
             if traffic is not None
             else await workload_dataset(self.session, self.team_id, plan.workload, endpoint.api)
         )
-        workload = plan.encode()["workload"]
-        if traffic is not None:
-            # A replay's requests are the log's window at its speed: what makes two replays
-            # the same workload.
-            load = plan.load
-            workload = {
-                **workload,
-                "trace": {
-                    "content_sha256": traffic.content_sha256,
-                    "window": msgspec.to_builtins(load.window),
-                    "time_scale": load.time_scale,
-                },
-            }
+        encoded = plan.encode()
         return PlannedJob(
             endpoint_id=data.endpoint_id,
             plan=plan,
             seed_given=data.workload.seed is not None,
             dataset_id=None if dataset is None else dataset.id,
-            workload_fingerprint=workload_fingerprint(
-                # Embeddings are their own kind: the same texts embedded are another
-                # workload than generated from, so comparisons by fingerprint never mix.
-                # The seed never enters it.
-                workload
-                if endpoint.api != "openai-embeddings"
-                else {**workload, "api": endpoint.api},
-                None if dataset is None else dataset.content_sha256,
+            # The seed never enters it; what else does is infercost/workload/fingerprint.py's.
+            workload_fingerprint=job_fingerprint(
+                encoded["workload"],
+                api=endpoint.api,
+                dataset_sha256=None if dataset is None else dataset.content_sha256,
+                trace_sha256=None if traffic is None else traffic.content_sha256,
+                load=encoded["load"],
             ),
             progress_total=plan.load.size().planned,
             warnings=[
@@ -441,10 +442,13 @@ class JobService:
         physics: dict[uuid.UUID, tuple[ModelFacts, Hardware] | None] = {}
         for endpoint_id in {r.endpoint_id for r in runs}:
             physics[endpoint_id] = await self._physics(endpoint_id)
+        # All of the runs' plain twins in a few queries, not a few per run.
+        plain = await PlainTwins(self.session, self.team_id).of(runs)
 
         def summary(run: Run, price: HourlyPrice | None) -> RunSummary:
             known = physics[run.endpoint_id]
-            return run_summary(run, price, run_physics(run, *known) if known else None)
+            efficiency = run_physics(run, *known) if known else None
+            return run_summary(run, price, efficiency, plain.get(run.id))
 
         if pricing is None or (pricing.price_at is None and pricing.usd_per_hour is None):
             return [summary(r, None) for r in runs]

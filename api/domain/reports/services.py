@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from api.domain.jobs.schemas import JobRead
 from api.domain.jobs.services import JobService
-from api.domain.runs.schemas import CapacityAtSlo, RunSummary
+from api.domain.runs.schemas import CapacityAtSlo, RunSummary, StructuredBlock
 from infercost.endpoints.repository import EndpointRepository
 from infercost.errors import InvalidInput, NotFound
 from infercost.hardware.repository import HardwareRepository
@@ -28,6 +28,7 @@ from infercost.reports.data import (
     JobReport,
     LevelFigures,
     SloLimit,
+    StructuredFigures,
     level_label,
 )
 from infercost.reports.numbers import number
@@ -51,6 +52,33 @@ def chart_name(file_name: str) -> str:
             f"no chart '{file_name}'; the charts are: {', '.join(valid)}", valid_names=valid
         )
     return name
+
+
+def structured_figures(block: StructuredBlock | None) -> StructuredFigures | None:
+    """A structured run's answers judged and its plain twin, as the report shows them."""
+    if block is None:
+        return None
+    plain = block.plain
+    if plain is None:
+        return StructuredFigures(
+            block.answers, block.valid, block.valid_share, plain_reason=block.plain_reason
+        )
+    return StructuredFigures(
+        block.answers,
+        block.valid,
+        block.valid_share,
+        plain_run_id=str(plain.run_id),
+        plain_job_id=str(plain.job_id),
+        plain_finished_at=plain.finished_at,
+        plain_ttft_p50_ms=plain.ttft_p50_ms,
+        plain_tpot_p50_ms=plain.tpot_p50_ms,
+        plain_e2e_p50_ms=plain.e2e_p50_ms,
+        plain_output_tokens_per_s=plain.output_tokens_per_s,
+        ttft_p50_ratio=plain.ratios.ttft_p50,
+        tpot_p50_ratio=plain.ratios.tpot_p50,
+        e2e_p50_ratio=plain.ratios.e2e_p50,
+        output_tokens_per_s_ratio=plain.ratios.output_tokens_per_s,
+    )
 
 
 def level_figures(run: RunSummary) -> LevelFigures:
@@ -95,6 +123,7 @@ def level_figures(run: RunSummary) -> LevelFigures:
         if run.adequacy is not None and not run.adequacy.ok
         else (),
         measured_again=run.replaces_run_id is not None,
+        structured=structured_figures(run.structured),
     )
 
 

@@ -340,9 +340,48 @@ class ToolsBlock(msgspec.Struct):
     ]
 
 
+class PlainRatios(msgspec.Struct):
+    """This structured run's figure / its plain twin's (docs/figures.md, "Structured output
+    against plain"): above 1, guided decoding made latency longer (or, for tokens/s, output
+    faster); null where either figure is unknown or the plain one is 0."""
+
+    ttft_p50: Annotated[
+        float | None, msgspec.Meta(description="TTFT p50, structured / plain", examples=[1.05])
+    ]
+    tpot_p50: Annotated[
+        float | None, msgspec.Meta(description="TPOT p50, structured / plain", examples=[1.3])
+    ]
+    e2e_p50: Annotated[
+        float | None, msgspec.Meta(description="E2E p50, structured / plain", examples=[1.28])
+    ]
+    output_tokens_per_s: Annotated[
+        float | None,
+        msgspec.Meta(description="Output tokens/s, structured / plain", examples=[0.78]),
+    ]
+
+
+class PlainTwin(msgspec.Struct):
+    """The plain twin of a structured run: the newest succeeded, not client-bound run on the
+    same endpoint, mode and level whose workload fingerprint is this run's workload without
+    the structured feature; its own figures, as its summary shows them, and the ratios."""
+
+    run_id: Annotated[uuid.UUID, msgspec.Meta(description="The plain run")]
+    job_id: Annotated[uuid.UUID, msgspec.Meta(description="Its job")]
+    finished_at: Annotated[datetime, msgspec.Meta(description="When it finished")]
+    ttft_p50_ms: Annotated[float | None, msgspec.Meta(examples=[48.0])]
+    ttft_p95_ms: Annotated[float | None, msgspec.Meta(examples=[61.0])]
+    tpot_p50_ms: Annotated[float | None, msgspec.Meta(examples=[8.1])]
+    tpot_p95_ms: Annotated[float | None, msgspec.Meta(examples=[8.6])]
+    e2e_p50_ms: Annotated[float | None, msgspec.Meta(examples=[430.0])]
+    e2e_p95_ms: Annotated[float | None, msgspec.Meta(examples=[470.0])]
+    output_tokens_per_s: Annotated[float | None, msgspec.Meta(examples=[410.0])]
+    ratios: Annotated[PlainRatios, msgspec.Meta(description="This run's figure / the plain run's")]
+
+
 class StructuredBlock(msgspec.Struct):
     """Structured answers judged (workload.features structured): valid when the answer parses
-    as JSON and matches the schema its request asked for in response_format."""
+    as JSON and matches the schema its request asked for in response_format; and the same
+    lengths measured without it (`plain`), so what guided decoding costs shows."""
 
     answers: Annotated[int, msgspec.Meta(description="Answers judged", examples=[200])]
     valid: Annotated[int, msgspec.Meta(description="Of those, valid", examples=[200])]
@@ -353,6 +392,23 @@ class StructuredBlock(msgspec.Struct):
         dict[str, int],
         msgspec.Meta(description="Invalid answers by reason: not_json, schema", examples=[{}]),
     ]
+    plain: Annotated[
+        PlainTwin | None,
+        msgspec.Meta(
+            description="The plain twin: the newest succeeded, not client-bound run on the same "
+            "endpoint, mode and level of this workload without structured; its figures and "
+            "the ratios structured / plain. Null: none measured yet (plain_reason says what "
+            "to run)",
+            examples=[None],
+        ),
+    ] = None
+    plain_reason: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Why plain is null, and the job to run to fill it",
+            examples=[None],
+        ),
+    ] = None
 
 
 class ImageBlock(msgspec.Struct):
