@@ -138,9 +138,13 @@ def running(
         proc.stop()
 
 
-def start_llama_server(stack: ExitStack, args: argparse.Namespace, logdir: Path) -> str:
-    """llama-server on loopback with 8 slots, each holding a whole request; returns its URL."""
-    port = args.port or free_port()
+def start_llama_server(
+    stack: ExitStack, args: argparse.Namespace, logdir: Path, template: Path | None = None
+) -> str:
+    """llama-server on loopback with 8 slots, each holding a whole request; returns its URL.
+    With `template`: a second server, on a free port, with that chat template file (the
+    structured-output captures need one; the model has none of its own)."""
+    port = (args.port if template is None else 0) or free_port()
     ctx = PARALLEL * (PROMPT_TOKENS + OUTPUT_TOKENS + SLOT_MARGIN)
     # Started in the model's folder with its bare file name, and an alias as the model id, so
     # no path of this machine shows in answers (the fixtures record them byte for byte).
@@ -162,8 +166,12 @@ def start_llama_server(stack: ExitStack, args: argparse.Namespace, logdir: Path)
     ]
     if args.threads:
         argv += ["--threads", str(args.threads)]
+    name = "llama-server"
+    if template is not None:
+        argv += ["--chat-template-file", str(template.resolve())]
+        name = "llama-server-template"
     server = stack.enter_context(
-        running("llama-server", argv, dict(os.environ), logdir, args.model.resolve().parent)
+        running(name, argv, dict(os.environ), logdir, args.model.resolve().parent)
     )
     url = f"http://127.0.0.1:{port}"
     server.wait_http(f"{url}/health", 120)
@@ -679,9 +687,13 @@ def main() -> None:
     with ExitStack() as stack:
         server_url = start_llama_server(stack, args, logdir)
         if args.fixtures:
-            from llamacpp_fixtures import record
+            from llamacpp_fixtures import TEMPLATE, record
 
-            record(server_url, args.fixtures, args)
+            # The structured-output captures come from a second server with a chat template;
+            # it stops once they are recorded.
+            with ExitStack() as fixtures:
+                templated = start_llama_server(fixtures, args, logdir, TEMPLATE)
+                record(server_url, args.fixtures, args, templated)
             if args.fixtures_only:
                 return
         bench(args, stack, server_url, logdir)
