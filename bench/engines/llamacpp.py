@@ -5,7 +5,8 @@ nothing. Run it through bench/engines/llamacpp.sh, which builds the server and t
 
 1. Starts `llama-server --parallel 8 --metrics` on a free loopback port and waits for /health.
 2. With --fixtures DIR: records byte-exact answers of the real server there (see
-   llamacpp_fixtures.py) and, with --fixtures-only, stops.
+   llamacpp_fixtures.py; the structured-output ones from a second server with a chat
+   template, stopped once they are recorded) and, with --fixtures-only, stops.
 3. Creates a scratch database (bench/scratch.py), starts `infercost api` and one `infercost
    worker` on a queue of their own, creates a team, a private hardware entry "CPU" and the
    endpoint (engine "llamacpp", metrics_urls [server/metrics]) over HTTP.
