@@ -5,7 +5,8 @@ nothing. Run it through bench/engines/llamacpp.sh, which builds the server and t
 
 1. Starts `llama-server --parallel 8 --metrics` on a free loopback port and waits for /health.
 2. With --fixtures DIR: records byte-exact answers of the real server there (see
-   llamacpp_fixtures.py) and, with --fixtures-only, stops.
+   llamacpp_fixtures.py; the structured-output ones from a second server with a chat
+   template, stopped once they are recorded) and, with --fixtures-only, stops.
 3. Creates a scratch database (bench/scratch.py), starts `infercost api` and one `infercost
    worker` on a queue of their own, creates a team, a private hardware entry "CPU" and the
    endpoint (engine "llamacpp", metrics_urls [server/metrics]) over HTTP.
@@ -138,9 +139,13 @@ def running(
         proc.stop()
 
 
-def start_llama_server(stack: ExitStack, args: argparse.Namespace, logdir: Path) -> str:
-    """llama-server on loopback with 8 slots, each holding a whole request; returns its URL."""
-    port = args.port or free_port()
+def start_llama_server(
+    stack: ExitStack, args: argparse.Namespace, logdir: Path, template: Path | None = None
+) -> str:
+    """llama-server on loopback with 8 slots, each holding a whole request; returns its URL.
+    With `template`: a second server, on a free port, with that chat template file (the
+    structured-output captures need one; the model has none of its own)."""
+    port = (args.port if template is None else 0) or free_port()
     ctx = PARALLEL * (PROMPT_TOKENS + OUTPUT_TOKENS + SLOT_MARGIN)
     # Started in the model's folder with its bare file name, and an alias as the model id, so
     # no path of this machine shows in answers (the fixtures record them byte for byte).
@@ -162,8 +167,12 @@ def start_llama_server(stack: ExitStack, args: argparse.Namespace, logdir: Path)
     ]
     if args.threads:
         argv += ["--threads", str(args.threads)]
+    name = "llama-server"
+    if template is not None:
+        argv += ["--chat-template-file", str(template.resolve())]
+        name = "llama-server-template"
     server = stack.enter_context(
-        running("llama-server", argv, dict(os.environ), logdir, args.model.resolve().parent)
+        running(name, argv, dict(os.environ), logdir, args.model.resolve().parent)
     )
     url = f"http://127.0.0.1:{port}"
     server.wait_http(f"{url}/health", 120)
@@ -679,9 +688,13 @@ def main() -> None:
     with ExitStack() as stack:
         server_url = start_llama_server(stack, args, logdir)
         if args.fixtures:
-            from llamacpp_fixtures import record
+            from llamacpp_fixtures import TEMPLATE, record
 
-            record(server_url, args.fixtures, args)
+            # The structured-output captures come from a second server with a chat template;
+            # it stops once they are recorded.
+            with ExitStack() as fixtures:
+                templated = start_llama_server(fixtures, args, logdir, TEMPLATE)
+                record(server_url, args.fixtures, args, templated)
             if args.fixtures_only:
                 return
         bench(args, stack, server_url, logdir)

@@ -5,6 +5,13 @@ parse what a real llama.cpp sends (tests/fixtures/engines/llamacpp/). Called by 
 Files: `*.json` / `*.sse` / `*.prom` hold a response body exactly as sent (chunked transfer
 coding removed); `*.http` hold the whole response, status line and headers included.
 README.md lists the build, the date, and each file's request and status.
+
+Structured output (workload.features "structured") is asked for as infercost's workers ask
+(infercost.engines.requests.generation_body with infercost.workload.tools.response_format),
+from a second server started with TEMPLATE as its chat template: the model has none, and
+llama.cpp's ChatML fallback breaks every response_format request (error-json-schema-chatml.http,
+from the first server). Each structured answer is checked against its schema here and the
+verdict written into README.md.
 """
 
 from __future__ import annotations
@@ -12,16 +19,46 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import sys
 import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
+from jsonschema import Draft202012Validator
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[2])
+)  # the requests as infercost builds them
+from infercost.engines.requests import generation_body
+from infercost.workload.tools import STRUCTURED_SCHEMA, TOOLS, response_format
 
 #: A prompt the Llama-2 vocabulary splits into a known number of pieces.
 CONTENT = "Hello world, how are you?"
 MESSAGES = [{"role": "user", "content": CONTENT}]
+
+#: The second server's chat template (its header says why it is needed).
+TEMPLATE = Path(__file__).resolve().with_name("tiny_chat_template.jinja")
+
+#: A schema llama.cpp's grammar bounds entirely (an enum, an integer with bounds, a boolean),
+#: so whatever a random model samples is valid against it. STRUCTURED_SCHEMA, what a job's
+#: `structured` requests ask for, has a number with bounds and free strings, which the grammar
+#: leaves unbounded: its answer is JSON of the right shape that may still break the schema.
+BOUNDED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "sentiment": {"type": "string", "enum": ["positive", "neutral", "negative"]},
+        "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+        "resolved": {"type": "boolean"},
+    },
+    "required": ["sentiment", "stars", "resolved"],
+    "additionalProperties": False,
+}
+#: Room for a whole answer: the grammar lets the model put up to 22 characters of white space
+#: between tokens, and a random model does.
+STRUCTURED_MAX_TOKENS = 64
 
 
 def _request(method: str, path: str, host: str, body: object | None, close: bool) -> bytes:
@@ -173,8 +210,131 @@ def metrics_under_load(url: str, model: str, streams: int) -> bytes:
     return page
 
 
-def record(url: str, out: Path, args: argparse.Namespace) -> None:
-    """Writes every fixture of the module docstring into `out` and its manifest."""
+def structured_body(
+    model: str, features: dict[str, Any], *, stream: bool, exact_length: bool
+) -> dict[str, Any]:
+    """A chat request with workload.features fields, built by infercost's own
+    generation_body for engine llamacpp, greedy and seeded so the capture can be made again."""
+    body: dict[str, Any] = json.loads(
+        generation_body(
+            api="openai-chat",
+            model=model,
+            engine="llamacpp",
+            prompt=CONTENT,
+            max_tokens=STRUCTURED_MAX_TOKENS,
+            stream=stream,
+            exact_length=exact_length,
+            temperature=0,
+            features=features,
+        )
+    )
+    body["seed"] = 1
+    return body
+
+
+def answer_of(payload: bytes, stream: bool) -> dict[str, Any]:
+    """What an answer said, read plainly (not with infercost's reader): its content, its tool
+    calls (name, arguments), its finish_reason and any error object."""
+    if stream:
+        events = [
+            json.loads(line.removeprefix("data: "))
+            for line in payload.decode().split("\n")
+            if line.startswith("data: ") and line != "data: [DONE]"
+        ]
+    else:
+        doc = json.loads(payload)
+        events = [{**doc, "choices": [{**c, "delta": c["message"]} for c in doc["choices"]]}]
+    content, finish, error = "", None, None
+    calls: dict[int, list[str]] = {}
+    for event in events:
+        error = event.get("error", error)
+        for choice in event.get("choices", ()):
+            delta = choice.get("delta") or {}
+            content += delta.get("content") or ""
+            finish = choice.get("finish_reason") or finish
+            for call in delta.get("tool_calls") or ():
+                name_args = calls.setdefault(call.get("index", 0), ["", ""])
+                function = call.get("function") or {}
+                name_args[0] += function.get("name") or ""
+                name_args[1] += function.get("arguments") or ""
+    return {"content": content, "calls": list(calls.values()), "finish": finish, "error": error}
+
+
+def verdict(text: str, schema: dict[str, Any], what: str = "the schema") -> str:
+    """Whether `text` is JSON valid against `schema` (`what`, in words), for the README."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "not JSON"
+    errors = sorted(Draft202012Validator(schema).iter_errors(value), key=str)
+    if not errors:
+        return f"JSON valid against {what}"
+    where = "/".join(str(p) for p in errors[0].absolute_path) or "the answer"
+    return f"JSON, but not valid against {what} ({where}: {errors[0].message})"
+
+
+def record_structured(url: str, out: Path, model: str) -> list[str]:
+    """The structured-output captures from the server with TEMPLATE (and the tool-call one
+    when the server forces a call); returns their manifest lines."""
+    lines: list[str] = []
+    where = "second server"
+    schema_format = {"response_format": response_format(STRUCTURED_SCHEMA)}
+    bounded_format = {"response_format": response_format(BOUNDED_SCHEMA)}
+    cases: list[tuple[str, dict[str, Any], dict[str, Any] | None, bool, bool]] = [
+        # name, features, schema the answer is checked against, streamed, ignore_eos
+        ("chat-stream-json-schema.sse", schema_format, STRUCTURED_SCHEMA, True, False),
+        ("chat-stream-json-schema-bounded.sse", bounded_format, BOUNDED_SCHEMA, True, False),
+        ("chat-json-schema-bounded.json", bounded_format, BOUNDED_SCHEMA, False, False),
+        (
+            "chat-stream-json-object.sse",
+            {"response_format": {"type": "json_object"}},
+            {"type": "object"},
+            True,
+            False,
+        ),
+        # A job's default: an exact length (ignore_eos) with structured output.
+        ("error-json-schema-ignore-eos.sse", schema_format, None, True, True),
+    ]
+    for name, features, schema, stream, exact in cases:
+        body = structured_body(model, features, stream=stream, exact_length=exact)
+        raw, payload = exchange(url, "POST", "/v1/chat/completions", body)
+        (out / name).write_bytes(payload)
+        said = answer_of(payload, stream)
+        line = f"{name} ({where}): POST /v1/chat/completions {json.dumps(body)} -> {_status(raw)}"
+        line += f"; finish_reason {said['finish'] or 'none'}, content {json.dumps(said['content'])}"
+        if said["error"] is not None:
+            line += f", then the error event {json.dumps(said['error'])} and no [DONE]"
+        if schema is not None:
+            what = "the schema" if "json_schema" in json.dumps(features) else "a JSON object"
+            line += f": {verdict(said['content'], schema, what)}"
+        lines.append(line)
+    tools = structured_body(
+        model, {"tools": TOOLS, "tool_choice": "required"}, stream=True, exact_length=False
+    )
+    raw, payload = exchange(url, "POST", "/v1/chat/completions", tools)
+    said = answer_of(payload, True)
+    name = "chat-stream-tools-required.sse"
+    if said["calls"]:
+        (out / name).write_bytes(payload)
+        lines.append(
+            f"{name} ({where}): POST /v1/chat/completions {json.dumps(tools)} -> {_status(raw)};"
+            f" finish_reason {said['finish']}, calls {json.dumps(said['calls'])}"
+        )
+    else:
+        lines.append(
+            f"{name}: not recorded. The same request with `tools` (the two of a job's `tools`"
+            f' feature) and tool_choice "required" got {_status(raw)} with content only, no'
+            f" tool-call delta (finish_reason {said['finish']}, {len(said['content'])} characters"
+            " of text): this build's grammar for a required call lets text come before it"
+            " (as the server logs it at -lv 5: root ::= space until-...? tool-calls, the text"
+            " running until <tool_call>), and a random model never writes the marker"
+        )
+    return lines
+
+
+def record(url: str, out: Path, args: argparse.Namespace, templated: str | None = None) -> None:
+    """Writes every fixture of the module docstring into `out` and its manifest; the
+    structured-output ones from `templated`, the server with TEMPLATE."""
     out.mkdir(parents=True, exist_ok=True)
     model = httpx.get(f"{url}/v1/models", timeout=10).json()["data"][0]["id"]
     manifest: list[str] = []
@@ -221,6 +381,18 @@ def record(url: str, out: Path, args: argparse.Namespace) -> None:
         ("chat-stream-no-usage.sse", "POST", "/v1/chat/completions", chat, False),
         ("error-no-messages.http", "POST", "/v1/chat/completions", {"model": model}, True),
         ("error-bad-json.http", "POST", "/v1/chat/completions", None, True),
+        (
+            "error-json-schema-chatml.http",
+            "POST",
+            "/v1/chat/completions",
+            structured_body(
+                model,
+                {"response_format": response_format(STRUCTURED_SCHEMA)},
+                stream=True,
+                exact_length=False,
+            ),
+            True,
+        ),
     ]
     for name, method, path, body, whole in cases:
         if name == "error-bad-json.http":
@@ -245,6 +417,8 @@ def record(url: str, out: Path, args: argparse.Namespace) -> None:
         metrics_under_load(url, model, 12),
         "GET /metrics while 12 streamed chat requests (max_tokens 96) ran on 8 slots",
     )
+    if templated is not None:
+        manifest.extend(record_structured(templated, out, model))
     props = httpx.get(f"{url}/props", timeout=10).json()
     sdist = next(
         (p.name for p in args.server.parents if p.name.startswith("llama_cpp_python")), "?"
@@ -262,6 +436,13 @@ def record(url: str, out: Path, args: argparse.Namespace) -> None:
         f"- model: {model} ({args.model.name}), a random-weight llama with the Llama-2 vocabulary"
         " (bench/engines/tiny_llama_gguf.py)",
         f"- server: --parallel 8 --metrics, {n_ctx} tokens of context per slot, loopback",
+        "- second server (the structured-output captures): the same, with --chat-template-file"
+        " bench/engines/tiny_chat_template.jinja (Llama-2 [INST] turns, no generation prompt);"
+        " the model has no chat template, and with llama.cpp's ChatML fallback every"
+        " response_format request fails (error-json-schema-chatml.http)",
+        "- structured requests are built by infercost's generation_body (engine llamacpp) with"
+        " the response_format a job's `structured` feature sends; each answer's verdict below is"
+        " the recorder's own check (jsonschema) of the content it received",
         "- `.json`, `.sse`, `.prom`: the response body as sent (chunked coding removed);"
         " `.http`: the whole response, status line and headers included",
         "",
