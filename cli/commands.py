@@ -405,6 +405,13 @@ _MODES = click.Choice(["concurrency", "rate", "burst"])
     help="With --feature image: images per request and their size, COUNTxWIDTHxHEIGHT "
     "(e.g. 2x640x480) [default: 1x512x512].",
 )
+@click.option(
+    "--ignore-eos/--no-ignore-eos",
+    default=None,
+    help="Ask the engine for exactly the output tokens drawn (workload.ignore_eos, the "
+    "default), or let answers end where the model ends them (needed for structured output "
+    "on llama.cpp).",
+)
 @click.option("--watch", is_flag=True, help="Follow the job until it ends.")
 @click.option("--idempotency-key", help="Submitting again with the same key returns the same job.")
 @click.option("--force", is_flag=True, help=_FORCE_HELP)
@@ -434,6 +441,7 @@ def jobs_submit(  # click passes every option by name
     features: tuple[str, ...],
     models: str | None,
     images: str | None,
+    ignore_eos: bool | None,
     watch: bool,
     idempotency_key: str | None,
     force: bool,
@@ -493,6 +501,7 @@ def jobs_submit(  # click passes every option by name
             features=list(features),
             models=None if models is None else parse_models(models),
             images=None if images is None else parse_images(images),
+            ignore_eos=ignore_eos,
         )
     else:
         body = job_body(
@@ -511,6 +520,7 @@ def jobs_submit(  # click passes every option by name
             features=list(features),
             models=None if models is None else parse_models(models),
             images=None if images is None else parse_images(images),
+            ignore_eos=ignore_eos,
         )
     _submit(
         client,
@@ -574,9 +584,10 @@ def job_body(
     features: list[str] | None = None,
     models: list[dict[str, Any]] | None = None,
     images: dict[str, int] | None = None,
+    ignore_eos: bool | None = None,
 ) -> dict[str, Any]:
     """The POST /v1/jobs body the options describe (`endpoint` resolved later)."""
-    workload = _request_kinds(preset, features, models, images)
+    workload = _request_kinds(preset, features, models, images, ignore_eos)
     if input_tokens is not None:
         workload["input_tokens"] = {"mean": input_tokens}
     if output_tokens is not None:
@@ -602,8 +613,9 @@ def _request_kinds(
     features: list[str] | None,
     models: list[dict[str, Any]] | None,
     images: dict[str, int] | None,
+    ignore_eos: bool | None = None,
 ) -> dict[str, Any]:
-    """The workload's preset, request features, models and images, where given."""
+    """The workload's preset, request features, models, images and ignore_eos, where given."""
     workload: dict[str, Any] = {
         key: value
         for key, value in (("features", features), ("models", models), ("images", images))
@@ -611,6 +623,8 @@ def _request_kinds(
     }
     if preset:
         workload["preset"] = preset
+    if ignore_eos is not None:
+        workload["ignore_eos"] = ignore_eos
     return workload
 
 
@@ -638,6 +652,7 @@ def trace_body(
     features: list[str] | None = None,
     models: list[dict[str, Any]] | None = None,
     images: dict[str, int] | None = None,
+    ignore_eos: bool | None = None,
 ) -> dict[str, Any]:
     """The POST /v1/jobs body of a trace replay (`endpoint` resolved later): the trace's
     requests, with the request features, models and images given."""
@@ -650,7 +665,7 @@ def trace_body(
         load["interval_s"] = interval_s
     if max_concurrency is not None:
         load["max_concurrency"] = max_concurrency
-    workload = _request_kinds(preset, features, models, images)
+    workload = _request_kinds(preset, features, models, images, ignore_eos)
     body: dict[str, Any] = {"endpoint": endpoint, "workload": workload, "load": load}
     slo = _slo(slo_ttft_p95, slo_tpot_p95)
     if slo:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from infercost.engines.catalog import ENGINES, engine_of
 from infercost.errors import InvalidInput
 from infercost.jobs.plan import Plan
 from infercost.settings import Settings
@@ -435,6 +436,29 @@ def check_features_for_api(plan: Plan, api: str) -> None:
                 f"the {feature} feature needs chat requests: register the endpoint with api "
                 f"openai-chat (this one is {api})",
             )
+
+
+#: Features whose answers a grammar may fix (a JSON schema's, a forced tool call's).
+GRAMMAR_FEATURES = ("structured", "tools")
+
+
+def check_features_for_engine(plan: Plan, engine: str | None) -> None:
+    """Request features the endpoint's engine can answer as asked. llama.cpp constrains a
+    structured answer (or a forced tool call) with a grammar that ends only at the end of
+    sequence, which ignore_eos forbids: it breaks every such stream off with an error
+    ("Unexpected empty grammar stack", captured from a real llama-server), so every request
+    of the job would fail."""
+    if engine_of(engine) is not ENGINES["llamacpp"] or not plan.workload.ignore_eos:
+        return
+    asked = [f for f in plan.workload.features if f in GRAMMAR_FEATURES]
+    if asked:
+        raise InvalidInput(
+            "workload.ignore_eos",
+            f"llama.cpp ends a {' or '.join(asked)} answer only at its end of sequence, which "
+            "ignore_eos (the default, for exact lengths) forbids: it would break every stream "
+            'off. Send "ignore_eos": false in the workload (CLI: --no-ignore-eos); answers '
+            "then end where their JSON does, so compare TPOT rather than E2E with a plain run",
+        )
 
 
 def check_for_embeddings(plan: Plan) -> None:

@@ -68,6 +68,7 @@ def submitted_by(command: str) -> dict[str, Any]:
         features=list(params["features"]),
         models=None if params["models"] is None else parse_models(params["models"]),
         images=None if params["images"] is None else parse_images(params["images"]),
+        ignore_eos=params["ignore_eos"],
     )
 
 
@@ -83,6 +84,11 @@ CASES = {
             "images": {"count": 2, "width": 640, "height": 480},
         },
         {"duration_s": 30},
+    ),
+    # What a structured job against llama.cpp must send: answers end where their JSON does.
+    "answers of their own length": (
+        {"input_tokens": {"mean": 64}, "output_tokens": {"mean": 48}, "ignore_eos": False},
+        {},
     ),
 }
 

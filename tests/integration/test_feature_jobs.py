@@ -472,3 +472,27 @@ async def test_chat_features_need_a_chat_endpoint(team: TeamClient, sim: SimProc
     accepted = await team.submit(job(endpoint, features=["reasoning"]))
     assert accepted.status_code == 202, accepted.text
     await team.http.post(f"/v1/jobs/{accepted.json()['id']}/cancel")
+
+
+async def test_structured_output_on_llamacpp_needs_answers_of_their_own_length(
+    team: TeamClient,
+) -> None:
+    """llama.cpp breaks a grammar-bound answer off under ignore_eos (the captured
+    error-json-schema-ignore-eos.sse): such a job is refused before it runs, saying what to
+    send; without ignore_eos it runs."""
+    config = SimConfig.for_engine("llamacpp", port=0, ttft_ms=5.0, itl_ms=1.0)
+    with sim_process(config) as llama:
+        endpoint = await team.create_endpoint(base_url=llama.openai_base_url, engine="llamacpp")
+        for features in (["structured"], ["reasoning", "tools"]):
+            answer = await team.submit(job(endpoint, features=features))
+            assert answer.status_code == 422, answer.text
+            problem = answer.json()
+            assert problem["errors"][0]["field"] == "workload.ignore_eos", problem
+            assert '"ignore_eos": false' in problem["detail"]
+            assert "--no-ignore-eos" in problem["detail"]
+        body = job(endpoint, features=["structured"], ignore_eos=False)
+        done = await team.run_job(body)
+        assert done["workload"]["ignore_eos"] is False
+        (run,) = done["runs"]
+        assert run["requests"]["succeeded"] == 16
+        assert run["structured"]["valid_share"] == 1.0

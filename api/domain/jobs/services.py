@@ -59,6 +59,7 @@ from infercost.jobs.repository import JobRepository
 from infercost.jobs.rules import (
     ServerLimits,
     check_features_for_api,
+    check_features_for_engine,
     check_for_embeddings,
     check_plan,
 )
@@ -316,6 +317,7 @@ class JobService:
         if endpoint.api == "openai-embeddings":
             check_for_embeddings(plan)
         check_features_for_api(plan, endpoint.api)
+        check_features_for_engine(plan, endpoint.engine)
         dataset = (
             None
             if traffic is not None

@@ -106,12 +106,9 @@ def _cli_length(spec: Any) -> int | None:
 
 def _cli_workload(workload: Mapping[str, Any], trace: bool) -> list[str] | None:
     """The options of `infercost jobs submit` that send this workload without structured, or
-    None where the CLI cannot say it (a dataset, sessions, shared prefixes, sampling)."""
-    plain_sampling = (
-        workload.get("ignore_eos", True) is True
-        and workload.get("stream", True) is True
-        and workload.get("temperature") is None
-    )
+    None where the CLI cannot say it (a dataset, sessions, shared prefixes, sampling,
+    an answer not streamed)."""
+    plain_sampling = workload.get("stream", True) is True and workload.get("temperature") is None
     if not plain_sampling or any(
         workload.get(name) is not None for name in ("dataset_id", "sessions", "prefix")
     ):
@@ -141,6 +138,8 @@ def _cli_workload(workload: Mapping[str, Any], trace: bool) -> list[str] | None:
     images = workload.get("images")
     if images:
         options += ["--images", f"{images['count']}x{images['width']}x{images['height']}"]
+    if workload.get("ignore_eos", True) is False:
+        options.append("--no-ignore-eos")
     return options
 
 
