@@ -251,6 +251,10 @@ async def test_a_json_object_answer_comes_in_one_piece_at_the_end(
     assert rec.t_content == rec.chunk_ns[0]
     assert rec.parts is not None
     assert json.loads("".join(rec.parts.content)) == {}
+    # a dataset item asking for json_object is judged as that mode promises: a JSON object
+    t = judged(rec, item_judge(features, None))
+    assert t.structured_valid is True
+    assert t.invalid_reasons == []
 
 
 async def test_an_exact_length_breaks_off_the_structured_stream(
@@ -282,3 +286,11 @@ async def test_without_a_chat_template_structured_output_is_refused(
     assert rec.error is not None
     assert "Failed to initialize samplers" in rec.error
     assert not rec.chunk_ns
+
+
+def test_a_json_object_item_judges_json_that_is_not_an_object_invalid() -> None:
+    judge = item_judge({"response_format": {"type": "json_object"}}, None)
+    assert judge is not None and judge.structured
+    assert judge.answer('{"a": 1}').valid == 1
+    assert judge.answer("[1, 2]").why == ("schema",)
+    assert judge.answer("{").why == ("not_json",)

@@ -221,13 +221,16 @@ def with_image_urls(messages: list[dict[str, Any]], urls: list[str]) -> list[dic
 
 def item_judge(features: dict[str, Any] | None, default: Judge | None) -> Judge | None:
     """The judge of a dataset item's answer: by its own tools and response format where it
-    has them, else the workload's."""
+    has them, else the workload's. A json_object answer is held to what that mode promises:
+    JSON that is an object."""
     if not features or not ("tools" in features or "response_format" in features):
         return default
     response = features.get("response_format") or {}
     schema = None
     if response.get("type") == "json_schema":
         schema = (response.get("json_schema") or {}).get("schema") or {}
+    elif response.get("type") == "json_object":
+        schema = {"type": "object"}
     return Judge(features.get("tools"), schema)
 
 
