@@ -167,7 +167,7 @@ class HistoryRepository:
         rows = await self.session.execute(
             readable(Run, team_id, *(getattr(Run, name) for name in TWIN_COLUMNS))
             .where(
-                tuple_(*series).in_([tuple(k) for k in set(keys)]),
+                tuple_(*series).in_(list(dict.fromkeys(tuple(k) for k in keys))),
                 Run.status == "succeeded",
                 Run.finished_at.is_not(None),
                 not_client_bound(),
