@@ -5,9 +5,10 @@ queues reads and the stamps it takes grow late (bench/loadgen.py, bench/wire_ttf
 level is split until each process's share of its expected events stays within a budget:
 
 - the budget of a process: CPU_SHARE_LIMIT of one core, over the CPU it spends per event
-  received (`Budget`): measured from this worker process's own earlier levels (CPU seconds
-  over content events, request overheads included, so it holds for the job's request
-  lengths), else DEFAULT_CPU_US_PER_EVENT;
+  received (`Budget`): measured from this worker process's own earlier levels of requests
+  about as long (CPU seconds over content events, request overheads included, so only
+  levels whose requests carried within a factor of 2 as many events count:
+  workers/loadgen/health.py ReadCost), else DEFAULT_CPU_US_PER_EVENT;
 - the level's expected events per second (`expected_events`): a rate level's requests/s
   times its requests' output tokens; a concurrency (or burst) level's users times one
   stream's event rate, measured on the job's previous level (output tokens/s over its mean

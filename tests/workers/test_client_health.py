@@ -32,7 +32,7 @@ from tests.workers.test_transport_servers import (
     raw_server,
 )
 from workers.loadgen import stream
-from workers.loadgen.health import BUCKET_NS, ClientHealth, LagHistogram, merged
+from workers.loadgen.health import BUCKET_NS, ClientHealth, LagHistogram, ReadCost, merged
 from workers.loadgen.stream import RawRequest, Target, request_body
 from workers.loadgen.transport import READS, SLOT, load_client
 
@@ -408,3 +408,19 @@ def test_shards_readings_merge_to_the_worst_of_any() -> None:
     assert both["resent"] == 3
     assert both["gc"] == {"collections": [8, 1, 1], "paused_ms": [1.5, 0.5, 9.0], "max_ms": 9.0}
     assert merged([None, {}]) is None
+
+
+def test_the_read_cost_of_a_level_comes_from_levels_of_requests_about_as_long() -> None:
+    """A request's overhead is spread over its events: levels of 16-token requests cost
+    50 us an event, of 512-token ones 3 us; a level of 512-token requests is judged by the
+    latter (a split of it sized by the former would take 16 times the processes)."""
+    cost = ReadCost()
+    cost.record(0.1, 2_000, 125)  # 2,000 events of 16-token requests: 50 us an event
+    cost.record(0.3, 100_000, 195)  # 512-token requests (about): 3 us an event
+    cost.record(0.5, 1_000, 10)  # too few events to say anything
+    assert cost.cpu_us_per_event(512) == pytest.approx(3.0)
+    assert cost.cpu_us_per_event(16) == pytest.approx(50.0)
+    assert cost.cpu_us_per_event(20) == pytest.approx(50.0)  # within a factor of 2
+    assert cost.cpu_us_per_event(100) is None  # nothing measured about that long
+    # Asked without a length: every kept level, 0.4 s over 102,000 events
+    assert cost.cpu_us_per_event() == pytest.approx(0.4 / 102_000 * 1e6)

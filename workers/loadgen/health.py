@@ -220,25 +220,39 @@ class PauseWatch:
 class ReadCost:
     """This process's CPU per received event over its recent levels (request overheads
     included): the measured budget `load.shards: "auto"` splits levels by
-    (infercost/shards/auto.py)."""
+    (infercost/shards/auto.py). A request's own overhead is spread over its events, so the
+    figure holds for requests of about the same length only: a level is judged by the
+    levels whose requests carried within a factor of LENGTH_FACTOR as many events."""
 
     #: Levels with fewer events say too little; the last KEEP levels count.
     MIN_EVENTS: Final = 2000
-    KEEP: Final = 4
+    KEEP: Final = 8
+    LENGTH_FACTOR: Final = 2.0
 
     def __init__(self) -> None:
-        self._levels: list[tuple[float, int]] = []
+        self._levels: list[tuple[float, int, int]] = []
 
-    def record(self, cpu_s: float, events: int) -> None:
-        """A level's CPU seconds spent and content events received by this process."""
-        if events >= self.MIN_EVENTS and cpu_s > 0:
-            self._levels = [*self._levels, (cpu_s, events)][-self.KEEP :]
+    def record(self, cpu_s: float, events: int, requests: int) -> None:
+        """A level's CPU seconds spent, content events received and requests sent by this
+        process."""
+        if events >= self.MIN_EVENTS and cpu_s > 0 and requests > 0:
+            self._levels = [*self._levels, (cpu_s, events, requests)][-self.KEEP :]
 
-    def cpu_us_per_event(self) -> float | None:
-        """CPU microseconds per event over the kept levels; None before any."""
-        if not self._levels:
+    def cpu_us_per_event(self, events_per_request: float | None = None) -> float | None:
+        """CPU microseconds per event over the kept levels whose requests carried about
+        `events_per_request` events each (all kept levels when None); None before any."""
+        levels = self._levels
+        if events_per_request is not None and events_per_request > 0:
+            levels = [
+                level
+                for level in levels
+                if 1 / self.LENGTH_FACTOR
+                <= level[1] / level[2] / events_per_request
+                <= self.LENGTH_FACTOR
+            ]
+        if not levels:
             return None
-        return sum(c for c, _ in self._levels) / sum(e for _, e in self._levels) * 1e6
+        return sum(c for c, _, _ in levels) / sum(e for _, e, _ in levels) * 1e6
 
 
 def merged(readings: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:

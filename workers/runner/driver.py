@@ -246,7 +246,7 @@ async def drive_level(
     wall = time.perf_counter() - wall_before
     cpu_s = sum(proc.cpu_times()[:2]) - cpu_before
     cpu_util = cpu_s / wall if wall > 0 else 0.0
-    rt.read_cost.record(cpu_s, sum(len(r.chunk_ns) for r in done))
+    rt.read_cost.record(cpu_s, sum(len(r.chunk_ns) for r in done), len(done))
     done.sort(key=lambda r: r.seq)
     if requests.tokenizer is not None:
         # Responses without usage: count their text with the endpoint's tokenizer, now

@@ -353,13 +353,13 @@ class JobRunner:
             else None
         )
         lengths = workload.output_tokens
+        tokens = (lengths.mean if lengths is not None else None) or self.n_out_mean
         expected = expected_events(
-            mode,
-            level,
-            output_tokens=(lengths.mean if lengths is not None else None) or self.n_out_mean,
-            stream_events_per_s=self.stream_events_per_s,
+            mode, level, output_tokens=tokens, stream_events_per_s=self.stream_events_per_s
         )
-        measured = self.rt.read_cost.cpu_us_per_event()
+        # Measured on levels of requests about this long (a request's overhead is spread over
+        # its events); events a request: its output tokens, or one a token where unknown.
+        measured = self.rt.read_cost.cpu_us_per_event(tokens)
         budget = Budget(measured or DEFAULT_CPU_US_PER_EVENT, measured is not None)
         workers = None
         if together is None and expected[0] > budget.events_per_s:
