@@ -139,6 +139,10 @@ def problem_message(response: httpx.Response) -> str:
 _SEND_TRUE = re.compile(
     r"\b(?:send|set)\s+`?\"?(?P<field>[a-z_][\w.]*)\"?:\s*true`?(?:\s+with the (?:job|request))?"
 )
+#: The same with false, for an option that has a negative form (`--no-ignore-eos`).
+_SEND_FALSE = re.compile(
+    r"\b(?:send|set)\s+`?\"?(?P<field>[a-z_][\w.]*)\"?:\s*false`?(?:\s+with the (?:job|request))?"
+)
 #: A field named at the head of a problem's clause: `load.levels: 1.5 is not ...`.
 _FIELD_HEAD = re.compile(r"(?:^|(?<=; ))(?P<field>[a-z_][\w.]*): ")
 #: A field named by its path inside the text: `raise load.requests_per_level`.
@@ -177,6 +181,10 @@ def command_flags(command: click.Command | None) -> dict[str, str]:
             long = [o for o in param.opts if o.startswith("--")]
             if long:
                 flags[param.name] = long[0]
+            negative = [o for o in param.secondary_opts if o.startswith("--")]
+            if negative:
+                # Its negative form, for a hint to send the field false.
+                flags[f"{param.name}=false"] = negative[0]
     for field, parameter in _PARAMETER_OF.items():
         if parameter in flags:
             flags[field] = flags[parameter]
@@ -197,6 +205,10 @@ def in_cli_words(detail: str, flags: Mapping[str, str]) -> str:
         flag = option(match["field"])
         return match[0] if flag is None else f"pass {flag}"
 
+    def send_false(match: re.Match[str]) -> str:
+        flag = flags.get(f"{match['field'].rsplit('.', 1)[-1]}=false")
+        return match[0] if flag is None else f"pass {flag}"
+
     def head(match: re.Match[str]) -> str:
         flag = option(match["field"])
         return match[0] if flag is None else f"{flag}: "
@@ -208,7 +220,8 @@ def in_cli_words(detail: str, flags: Mapping[str, str]) -> str:
         command = _COMMAND_FOR.get(match[0])
         return match[0] if command is None else f"`{command}`"
 
-    detail = _FIELD_PATH.sub(path, _FIELD_HEAD.sub(head, _SEND_TRUE.sub(send, detail)))
+    detail = _SEND_FALSE.sub(send_false, _SEND_TRUE.sub(send, detail))
+    detail = _FIELD_PATH.sub(path, _FIELD_HEAD.sub(head, detail))
     return _ROUTE.sub(route, detail)
 
 

@@ -505,15 +505,31 @@ def _feature_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ]
     tools = summary.get("tools")
     if tools:
-        rows.append(("valid tool calls", f"{tools['valid_calls']} of {tools['calls']}"))
+        rows.append(
+            (
+                "valid tool calls",
+                f"{tools['valid_calls']} of {tools['calls']}{_why_invalid(tools['invalid'])}",
+            )
+        )
     structured = summary.get("structured")
     if structured:
-        rows.append(("valid JSON answers", f"{structured['valid']} of {structured['answers']}"))
+        valid = f"{structured['valid']} of {structured['answers']}"
+        rows.append(("valid JSON answers", valid + _why_invalid(structured["invalid"])))
         rows += _plain_rows(summary, structured)
     image = summary.get("image")
     if image:
         rows.append(("images sent", str(image["images"])))
     return rows
+
+
+def _why_invalid(invalid: dict[str, int] | None) -> str:
+    """Why answers were invalid, by reason, and what to do when they were cut short."""
+    if not invalid:
+        return ""
+    said = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in invalid.items())
+    if invalid.get("cut_short"):
+        said += ": answers ended inside their JSON; raise --output-tokens"
+    return f" ({said})"
 
 
 #: A structured run's figures beside its plain twin's: label, the run's (key, statistic), the

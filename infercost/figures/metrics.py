@@ -154,7 +154,7 @@ class RequestTiming:
     model: str | None = None
     # Tool calls and structured answers (workload.features tools, structured), judged after the
     # level: calls made and how many were valid, whether the answer matched its schema, and
-    # why what was not valid was not (not_json, schema, unknown_tool). None: not judged.
+    # why what was not valid was not (cut_short, not_json, schema, unknown_tool). None: not judged.
     tool_calls: int | None = None
     tool_calls_valid: int | None = None
     structured_valid: bool | None = None
@@ -768,8 +768,8 @@ def tools_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
 
 def structured_block(ok: Sequence[RequestTiming]) -> dict[str, Any] | None:
     """Structured answers of the measured, successful requests: how many, the share valid
-    against the schema asked for, why the others were not (not_json, schema). None when none
-    was judged."""
+    against the schema asked for, why the others were not (cut_short, not_json, schema).
+    None when none was judged."""
     judged = [t for t in ok if t.structured_valid is not None]
     if not judged:
         return None

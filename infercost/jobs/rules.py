@@ -456,8 +456,8 @@ def check_features_for_engine(plan: Plan, engine: str | None) -> None:
             "workload.ignore_eos",
             f"llama.cpp ends a {' or '.join(asked)} answer only at its end of sequence, which "
             "ignore_eos (the default, for exact lengths) forbids: it would break every stream "
-            'off. Send "ignore_eos": false in the workload (CLI: --no-ignore-eos); answers '
-            "then end where their JSON does, so compare TPOT rather than E2E with a plain run",
+            'off: send "ignore_eos": false with the job, and its answers end where their JSON '
+            "does (compare TPOT, not E2E, with a plain run)",
         )
 
 

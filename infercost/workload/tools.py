@@ -129,9 +129,13 @@ class Judge:
 
 
 def _invalid(validator: Draft202012Validator, text: str) -> str | None:
-    """None when `text` is JSON that `validator` accepts; else `not_json` or `schema`."""
+    """None when `text` is JSON that `validator` accepts; else `cut_short` (JSON that the text
+    ended inside of: an answer stopped by max_tokens, say), `not_json` or `schema`."""
     try:
         value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        ended_inside = text.strip() and exc.pos >= len(text.rstrip())
+        return "cut_short" if ended_inside else "not_json"
     except ValueError:
         return "not_json"
     return None if validator.is_valid(value) else "schema"

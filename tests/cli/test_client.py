@@ -95,8 +95,19 @@ def test_api_hints_name_the_commands_own_flags() -> None:
     assert in_cli_words(invalid, command_flags(jobs_submit)) == (
         "--levels: 1.5 is not a whole number; --warmup: too many"
     )
+    # A field to send false: the option's negative form; the field heading the problem, its
+    # option
+    grammar = (
+        "workload.ignore_eos: llama.cpp ... would break every stream off: send "
+        '"ignore_eos": false with the job, and its answers end where their JSON does'
+    )
+    assert in_cli_words(grammar, command_flags(jobs_submit)) == (
+        "--ignore-eos: llama.cpp ... would break every stream off: pass --no-ignore-eos, and "
+        "its answers end where their JSON does"
+    )
     # A command without such options keeps the API's words (the file holds the fields).
     assert in_cli_words(invalid, command_flags(submit)) == invalid
+    assert in_cli_words(grammar, command_flags(submit)) == grammar
     assert in_cli_words(mismatched, {}) == mismatched
     # Routes a command does are named by the command; others stay routes.
     unknown = "unknown hardware 'x': GET /v1/hardware lists the catalog; add with POST /v1/hardware"
@@ -163,3 +174,23 @@ def test_a_replay_carries_the_request_features() -> None:
     }
     plain = trace_body("sim-fixed", "6f0c2d2e-8a41-4d5b-9b0e-2f1a3c4d5e6f")
     assert plain["workload"] == {}
+
+
+def test_runs_show_says_why_answers_were_invalid_and_what_to_raise() -> None:
+    from cli.resources import _feature_rows
+
+    summary = {
+        "tools": {"calls": 10, "valid_calls": 9, "invalid": {"unknown_tool": 1}},
+        "structured": {
+            "answers": 20,
+            "valid": 3,
+            "invalid": {"cut_short": 13, "schema": 4},
+            "plain": None,
+            "plain_reason": "no plain run",
+        },
+    }
+    rows = dict(_feature_rows(summary))
+    assert rows["valid tool calls"] == "9 of 10 (1 unknown tool)"
+    assert rows["valid JSON answers"] == (
+        "3 of 20 (13 cut short, 4 schema: answers ended inside their JSON; raise --output-tokens)"
+    )

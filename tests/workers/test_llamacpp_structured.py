@@ -293,4 +293,6 @@ def test_a_json_object_item_judges_json_that_is_not_an_object_invalid() -> None:
     assert judge is not None and judge.structured
     assert judge.answer('{"a": 1}').valid == 1
     assert judge.answer("[1, 2]").why == ("schema",)
-    assert judge.answer("{").why == ("not_json",)
+    assert judge.answer("{").why == ("cut_short",)  # the text ended inside the JSON
+    assert judge.answer("{]").why == ("not_json",)
+    assert judge.answer("").why == ("not_json",)

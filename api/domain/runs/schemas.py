@@ -334,7 +334,7 @@ class ToolsBlock(msgspec.Struct):
     invalid: Annotated[
         dict[str, int],
         msgspec.Meta(
-            description="Invalid calls by reason: not_json, schema, unknown_tool",
+            description="Invalid calls by reason: cut_short, not_json, schema, unknown_tool",
             examples=[{"not_json": 4}],
         ),
     ]
@@ -390,7 +390,9 @@ class StructuredBlock(msgspec.Struct):
     ]
     invalid: Annotated[
         dict[str, int],
-        msgspec.Meta(description="Invalid answers by reason: not_json, schema", examples=[{}]),
+        msgspec.Meta(
+            description="Invalid answers by reason: cut_short, not_json, schema", examples=[{}]
+        ),
     ]
     plain: Annotated[
         PlainTwin | None,
