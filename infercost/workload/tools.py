@@ -134,7 +134,11 @@ def _invalid(validator: Draft202012Validator, text: str) -> str | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        ended_inside = text.strip() and exc.pos >= len(text.rstrip())
+        # The text ended inside its JSON: the parser ran out at its end, or inside a string
+        # (an unterminated string runs to the end: a raw line break is another error).
+        ended_inside = bool(text.strip()) and (
+            exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        )
         return "cut_short" if ended_inside else "not_json"
     except ValueError:
         return "not_json"

@@ -294,5 +294,8 @@ def test_a_json_object_item_judges_json_that_is_not_an_object_invalid() -> None:
     assert judge.answer('{"a": 1}').valid == 1
     assert judge.answer("[1, 2]").why == ("schema",)
     assert judge.answer("{").why == ("cut_short",)  # the text ended inside the JSON
+    assert judge.answer('{"sentiment": "posi').why == ("cut_short",)  # inside a string
+    assert judge.answer('{"topics": ["a",    ').why == ("cut_short",)
     assert judge.answer("{]").why == ("not_json",)
+    assert judge.answer('{"a": 1} trailing').why == ("not_json",)
     assert judge.answer("").why == ("not_json",)
