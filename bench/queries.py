@@ -1,6 +1,6 @@
 """How fast are comparisons over a big history? Prints figures; asserts nothing.
 
-`.venv/bin/python bench/queries.py [--samples 10000000] [--runs 20000] [--keep]`
+`.venv/bin/python bench/queries.py [--samples 10000000] [--runs 20000] [--keep] [--against DIR]`
 
 1. Creates a scratch database on the Postgres named by --pg (default INFERCOST_TEST_PG, else
    postgresql://postgres@127.0.0.1:5432/postgres) and builds it by running the migrations.
@@ -109,22 +109,25 @@ def fingerprint(model: str, workload: str) -> str:
 
 
 class Api:
-    """`infercost api` on a free port against the scratch database."""
+    """`infercost api` on a free port against the scratch database: this checkout's, or with
+    `root` another's (`like`: an API whose admin token and secret keys it shares, so the
+    same team keys open both)."""
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, root: Path = ROOT, like: Api | None = None) -> None:
         import socket
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = int(s.getsockname()[1])
-        self.admin = secrets.token_urlsafe(24)
+        self.admin = like.admin if like else secrets.token_urlsafe(24)
+        self.secret = like.secret if like else Fernet.generate_key().decode()
         self.data_dir = tempfile.mkdtemp(prefix="infercost-bench-")
         env = {k: v for k, v in os.environ.items() if not k.startswith("INFERCOST_")}
         env.update(
             DATABASE_URL=database_url,
             REDIS_URL=os.environ.get("INFERCOST_TEST_REDIS", "redis://127.0.0.1:6379/0"),
             INFERCOST_ADMIN_TOKEN=self.admin,
-            INFERCOST_SECRET_KEYS=Fernet.generate_key().decode(),
+            INFERCOST_SECRET_KEYS=self.secret,
             INFERCOST_DATA_DIR=self.data_dir,
             # The benchmark times queries back to back with one key: no per-key rate limit.
             INFERCOST_RATE_LIMIT_PER_MINUTE="0",
@@ -133,7 +136,7 @@ class Api:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from cli import main; main()", "api",
              "--port", str(self.port)],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT,
+            env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=root,
         )  # fmt: skip
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 60
@@ -358,8 +361,12 @@ async def load(database: str, api: Api, args: argparse.Namespace) -> dict[str, A
     }
 
 
-async def measure(api: Api, facts: dict[str, Any], iterations: int) -> None:
-    """Each query `iterations` times after two warm-ups; latency seen by an HTTP client."""
+async def measure(
+    api: Api, facts: dict[str, Any], iterations: int, other: Api | None = None
+) -> None:
+    """Each query `iterations` times after two warm-ups; latency seen by an HTTP client.
+    With `other` (another checkout's API on the same database), each request goes to both in
+    turn, and each query's line is followed by the other's and the ratio of their medians."""
     model, fp = facts["model"], facts["fingerprint"]
     since = (NOW - timedelta(days=30)).isoformat()
     queries: list[tuple[str, str, dict[str, Any], dict[str, str]]] = [
@@ -387,16 +394,20 @@ async def measure(api: Api, facts: dict[str, Any], iterations: int) -> None:
     print(f"\n# {iterations} requests per query, one at a time (model {model}, workload {fp})")
     print(f"{'query':52} {'rows':>6} {'total':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     worst = 0.0
-    async with httpx.AsyncClient(base_url=api.url, headers=headers, timeout=60) as client:
+    apis = [api] if other is None else [api, other]
+    clients = [httpx.AsyncClient(base_url=a.url, headers=headers, timeout=60) for a in apis]
+    try:
         for name, path, params, extra in queries:
-            timings = []
+            each: list[list[float]] = [[] for _ in apis]
             for i in range(iterations + 2):
-                started = time.perf_counter()
-                r = await client.get(path, params=params, headers=extra)
-                elapsed = (time.perf_counter() - started) * 1000
-                assert r.status_code == 200, r.text
-                if i >= 2:
-                    timings.append(elapsed)
+                for timings, client in zip(each, clients, strict=True):
+                    started = time.perf_counter()
+                    r = await client.get(path, params=params, headers=extra)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    assert r.status_code == 200, r.text
+                    if i >= 2:
+                        timings.append(elapsed)
+            timings = each[0]
             if extra:
                 rows, total = r.text.count("\n") - 1, int(r.headers["x-total-count"])
             else:
@@ -412,6 +423,15 @@ async def measure(api: Api, facts: dict[str, Any], iterations: int) -> None:
             print(
                 f"{name:52} {rows:>6} {total:>6} {q[49]:>8.1f} {q[94]:>8.1f} {max(timings):>8.1f}"
             )
+            if other is not None:
+                o = statistics.quantiles(each[1], n=100, method="inclusive")
+                print(
+                    f"{'  --against':52} {'':>6} {'':>6} {o[49]:>8.1f} {o[94]:>8.1f} "
+                    f"{max(each[1]):>8.1f}   this / against p50 {q[49] / o[49]:.2f}"
+                )
+    finally:
+        for client in clients:
+            await client.aclose()
     print(f"\n# worst p95 of the comparison queries {worst:.1f} ms (target: under 100 ms)")
 
 
@@ -561,6 +581,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--status", action="store_true", help="measure GET /v1/status instead")
     parser.add_argument("--status-days", type=int, default=365)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another checkout (a git worktree of an older commit): its API on the same "
+        "database answers every query in turn with this one's",
+    )
     args = parser.parse_args()
     with scratch_database(args.pg, keep=args.keep) as db:
         print(f"# bench/queries.py, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: --runs {args.runs} "
@@ -574,11 +600,16 @@ def main() -> None:
             finally:
                 api.stop()
             return
+        other = None
         try:
             facts = asyncio.run(load(db.dsn, api, args))
-            asyncio.run(measure(api, facts, args.iterations))
+            if args.against is not None:
+                other = Api(db.url, root=args.against.resolve(), like=api)
+            asyncio.run(measure(api, facts, args.iterations, other))
         finally:
             api.stop()
+            if other is not None:
+                other.stop()
 
 
 if __name__ == "__main__":

@@ -307,7 +307,13 @@ async def inadequate_left_out(
 
 
 _DEPLOYMENT_KEYS = ("model", "engine", "hardware", "gpu_count")
-_LEVEL_KEYS = ("workload_fingerprint", "mode", "level", "served_model")
+_LEVEL_KEYS = ("workload_fingerprint", "mode", "level")
+
+
+def _level_keys(split: bool) -> tuple[str, ...]:
+    """A group's keys besides its deployment: with split=model, the model asked for too
+    (never carried otherwise: a constant column in every CTE costs the query a third)."""
+    return (*_LEVEL_KEYS, "served_model") if split else _LEVEL_KEYS
 
 
 def _aggregate(
@@ -368,8 +374,9 @@ def _groups(
         Run.workload_fingerprint.collate("C").label("workload_fingerprint"),
         Run.mode.collate("C").label("mode"),
         Run.level.label("level"),
-        (served_model().collate("C") if split else literal(None, String)).label("served_model"),
     ]
+    if split:
+        level_keys.append(served_model().collate("C").label("served_model"))
     where = _where(team_id, f)
     if split and f.models:
         where.append(served_model().in_(f.models))
@@ -391,21 +398,18 @@ def _groups(
     )
     if split:
         levels = levels.outerjoin(RunModelFigures, RunModelFigures.run_id == Run.id)
-    keys = level_keys if split else level_keys[:3]
-    levels = levels.where(and_(*where)).group_by(d.deployment, *keys)
+    levels = levels.where(and_(*where)).group_by(d.deployment, *level_keys)
     if group_by == "deployment_level":
         return levels.cte("groups")
     sub = levels.subquery("levels")
+    # One row per deployment and workload (and model asked for, with split=model).
+    per = [sub.c.deployment, sub.c.workload_fingerprint]
+    if split:
+        per.append(sub.c.served_model)
     return (
         select(sub)
-        .ext(distinct_on(sub.c.deployment, sub.c.workload_fingerprint, sub.c.served_model))
-        .order_by(
-            sub.c.deployment,
-            sub.c.workload_fingerprint,
-            sub.c.served_model,
-            sub.c.output_tokens_per_s.desc().nullslast(),
-            sub.c.level.desc(),
-        )
+        .ext(distinct_on(*per))
+        .order_by(*per, sub.c.output_tokens_per_s.desc().nullslast(), sub.c.level.desc())
         .cte("groups")
     )
 
@@ -450,18 +454,16 @@ async def compare(
     for key, descending in sort:
         col = column[key] if key in column else g[key]
         order.append(col.desc().nullslast() if descending else col.asc().nullslast())
-    order += [
-        g.deployment.asc(),
-        g.workload_fingerprint.asc().nullslast(),
-        g.mode,
-        g.level,
-        g.served_model.asc().nullslast(),
-    ]
+    order += [g.deployment.asc(), g.workload_fingerprint.asc().nullslast(), g.mode, g.level]
+    split = f.split_by_model
+    if split:
+        order.append(g.served_model.asc().nullslast())
+    keys = _level_keys(split)
     fingerprints = select(func.array_agg(distinct(g.workload_fingerprint))).scalar_subquery()
     page_query = (
         select(
             g.deployment,
-            *(g[k] for k in _LEVEL_KEYS),
+            *(g[k] for k in keys),
             g.run_ids,
             func.row_number().over(order_by=order).label("position"),
             func.count().over().label("total"),
@@ -488,6 +490,7 @@ async def compare(
             case((page.c.position == offset + 1, page.c.fingerprints)).label("fingerprints"),
             *(info.c[k] for k in _DEPLOYMENT_KEYS),
             *(page.c[k] for k in _LEVEL_KEYS),
+            (page.c.served_model if split else literal(None, String)).label("served_model"),
             Run.id.label("run_id"),
             Run.endpoint_id.label("endpoint_id"),
             Run.finished_at.label("finished_at"),
