@@ -19,22 +19,11 @@ from infercost.endpoints.models import Endpoint
 from infercost.history.stats import METRICS, FloatArray
 from infercost.jobs.deployments import Deployment
 from infercost.jobs.models import RequestSample, Run, RunModelFigures
-from infercost.jobs.per_model import of_model, served_model
+from infercost.jobs.per_model import MODEL_FIGURES, of_model, served_model
 
-#: The figures of a history point that are a model's own with split=model
-#: (infercost.jobs.per_model); its change is null, the rest the run's.
-_MODEL_POINT = (
-    "ttft_p50_ms",
-    "ttft_p95_ms",
-    "tpot_p50_ms",
-    "tpot_p95_ms",
-    "e2e_p50_ms",
-    "e2e_p95_ms",
-    "output_tokens_per_s",
-    "cost_per_million_output_tokens_usd",
-    "change_verdict",
-    "change",
-)
+#: What a history point says of a run's requests as a whole: null on a model's point
+#: (split=model), whose figures are its own (infercost.jobs.per_model.MODEL_FIGURES).
+_WHOLE_RUN = ("change_verdict", "change")
 
 #: The run columns a history point shows (GET /v1/endpoints/{id}/history).
 POINT_COLUMNS = (
@@ -276,9 +265,9 @@ class HistoryRepository:
             # A model's point: its figures; the run's change judged all its requests, so a
             # model's point has none.
             columns = [
-                getattr(Run, name).label(name)
-                if name not in _MODEL_POINT
-                else of_model(name, getattr(Run, name)).label(name)
+                of_model(name, getattr(Run, name)).label(name)
+                if name in MODEL_FIGURES or name in _WHOLE_RUN
+                else getattr(Run, name).label(name)
                 for name in POINT_COLUMNS
             ]
             model = served_model()
