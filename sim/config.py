@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final, Literal, get_args
 
@@ -222,6 +223,14 @@ class SimConfig:
         if unknown:
             raise ValueError(f"unknown SimConfig fields: {', '.join(unknown)}")
         return cls(**{"engine": engine, **ENGINE_PROFILES[engine], **overrides})
+
+    @classmethod
+    def serving(cls, speeds: Mapping[str, tuple[float, float]], **overrides: Any) -> SimConfig:
+        """One endpoint serving several models, each at its (TTFT ms, ITL ms): the first is
+        its own `model`, the others `served_models` (as `--served-models` takes them)."""
+        (model, (ttft_ms, itl_ms)), *others = speeds.items()
+        served = ",".join(f"{name}:{ttft:g}:{itl:g}" for name, (ttft, itl) in others)
+        return cls(model=model, ttft_ms=ttft_ms, itl_ms=itl_ms, served_models=served, **overrides)
 
     def __post_init__(self) -> None:
         if self.mode not in ("fixed", "gpu"):

@@ -105,16 +105,7 @@ MODELS = {"sim-model": (40.0, 8.0), "lora-fast": (20.0, 4.0), "lora-slow": (80.0
 @pytest.fixture(scope="module")
 def adapters() -> Iterator[SimProcess]:
     """One endpoint serving a base model and two adapters, each at its own speed."""
-    config = SimConfig(
-        port=0,
-        ttft_ms=MODELS["sim-model"][0],
-        itl_ms=MODELS["sim-model"][1],
-        served_models=",".join(
-            f"{name}:{ttft:g}:{itl:g}"
-            for name, (ttft, itl) in MODELS.items()
-            if name != "sim-model"
-        ),
-    )
+    config = SimConfig.serving(MODELS, port=0)
     with sim_process(config) as sim:
         yield sim
 

@@ -36,17 +36,7 @@ TARGET = 0.8
 
 @pytest.fixture(scope="module")
 def adapters() -> Iterator[SimProcess]:
-    config = SimConfig(
-        port=0,
-        ttft_ms=MODELS["sim-model"][0],
-        itl_ms=MODELS["sim-model"][1],
-        max_concurrency=4,
-        served_models=",".join(
-            f"{name}:{ttft:g}:{itl:g}"
-            for name, (ttft, itl) in MODELS.items()
-            if name != "sim-model"
-        ),
-    )
+    config = SimConfig.serving(MODELS, port=0, max_concurrency=4)
     with sim_process(config) as sim:
         yield sim
 
