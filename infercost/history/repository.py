@@ -144,12 +144,17 @@ class HistoryRepository:
     # --- API side: a structured run's plain twin ----------------------------------------
 
     async def newest_like(
-        self, team_id: uuid.UUID, keys: Sequence[tuple[uuid.UUID, str, str, float]]
+        self,
+        team_id: uuid.UUID,
+        keys: Sequence[tuple[uuid.UUID, str, str, float]],
+        *,
+        client_bound: bool = False,
     ) -> dict[tuple[uuid.UUID, str, str, float], Row[Any]]:
         """For each (endpoint, workload fingerprint, mode, level) of `keys`, the team's
         newest succeeded, not client-bound run there (TWIN_COLUMNS of it), in one query;
         keys without such a run are left out. A structured run's plain twin is the one of
-        its fingerprint without `structured` (docs/figures.md)."""
+        its fingerprint without `structured` (docs/figures.md). With `client_bound`, the
+        newest client-bound one instead (to say why a key has no twin)."""
         if not keys:
             return {}
         series = (Run.endpoint_id, Run.workload_fingerprint, Run.mode, Run.level)
@@ -159,7 +164,7 @@ class HistoryRepository:
                 tuple_(*series).in_(list(dict.fromkeys(tuple(k) for k in keys))),
                 Run.status == "succeeded",
                 Run.finished_at.is_not(None),
-                not_client_bound(),
+                Run.client_bound.is_(True) if client_bound else not_client_bound(),
             )
             .ext(distinct_on(*series))
             .order_by(*series, Run.finished_at.desc(), Run.id.desc())

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import asyncpg
 import pytest
 from click.testing import CliRunner, Result
 
@@ -67,7 +68,7 @@ def command_in(reason: str) -> list[str]:
 
 
 async def test_a_structured_run_shows_its_plain_twin_and_what_guided_decoding_costs(
-    api_server: Api, team: TeamClient, guided: SimProcess
+    api_server: Api, team: TeamClient, guided: SimProcess, db: asyncpg.Connection
 ) -> None:
     name = f"guided-{uuid.uuid4().hex[:6]}"
     endpoint = await team.create_endpoint(name=name, base_url=guided.openai_base_url)
@@ -142,6 +143,16 @@ async def test_a_structured_run_shows_its_plain_twin_and_what_guided_decoding_co
     assert plain["id"] in section
     assert f"&times;{number(ratios['tpot_p50'])}" in section
     assert "--levels 1" in section
+
+    # A plain run the load generator could not keep up with is no twin, and the reason names
+    # it (as a busy machine's run would be flagged: its client block says why)
+    await db.execute("UPDATE runs SET client_bound = true WHERE id = $1", uuid.UUID(plain["id"]))
+    four = (await team.http.get(f"/v1/runs/{four['id']}")).json()
+    assert four["structured"]["plain"] is None
+    reason = four["structured"]["plain_reason"]
+    assert f"the plain run {plain['id']} (job {plain_job['id']})" in reason
+    assert "was client-bound" in reason
+    assert command_in(reason)[1:] == argv  # the same job to measure it again
 
 
 async def test_another_endpoint_or_other_lengths_are_no_twin(

@@ -190,8 +190,19 @@ def what_to_run(job: Job, run: Run, endpoint_name: str) -> str:
     )
 
 
-def _reason(job: Job, run: Run, endpoint_name: str, fingerprint: str) -> str:
+def _reason(
+    job: Job, run: Run, endpoint_name: str, fingerprint: str, bound: Row[Any] | None = None
+) -> str:
     level = level_label(run.level, run.mode)
+    if bound is not None:
+        # There is a plain run, but the load generator set its pace: no figure to compare.
+        return (
+            f"no plain run to compare with: the plain run {bound.id} (job {bound.job_id}) on "
+            f"endpoint '{endpoint_name}' at {level} was client-bound (the load generator, not "
+            "the endpoint, set its pace; its client block says why), so it is no twin. "
+            "Measure it again where the load generator keeps up (more worker processes, "
+            f"or nothing else on the machine): {what_to_run(job, run, endpoint_name)}"
+        )
     return (
         f"no plain run to compare with: none succeeded (not client-bound) on endpoint "
         f"'{endpoint_name}' at {level} with this workload without structured output "
@@ -269,7 +280,11 @@ class PlainTwins:
             for r in judged
             if (fingerprint := plain.get(r.job_id)) is not None
         }
-        found = await HistoryRepository(self.session).newest_like(self.team_id, list(keys.values()))
+        history = HistoryRepository(self.session)
+        found = await history.newest_like(self.team_id, list(keys.values()))
+        # Where none stands, a client-bound one says why (one more query, only then).
+        missing = [k for k in keys.values() if k not in found]
+        bound = await history.newest_like(self.team_id, missing, client_bound=True)
         for run in judged:
             owner = jobs.get(run.job_id)
             if owner is None or run.job_id not in names:
@@ -284,5 +299,7 @@ class PlainTwins:
             elif (row := found.get(key)) is not None:
                 answers[run.id] = Plain(twin=_twin(run, row))
             else:
-                answers[run.id] = Plain(reason=_reason(owner, run, names[run.job_id], key[1]))
+                answers[run.id] = Plain(
+                    reason=_reason(owner, run, names[run.job_id], key[1], bound.get(key))
+                )
         return answers
