@@ -497,7 +497,14 @@ async def compare(
             Run.client_bound.label("client_bound"),
             Run.slo_passed.label("slo_passed"),
             Run.adequacy.label("adequacy"),
-            Run.requests_succeeded.label("requests_succeeded"),
+            # With split=model, the row's model's own successful requests (its evidence).
+            (
+                of_model(
+                    "requests_succeeded", Run.requests_succeeded, RunModelFigures.requests_succeeded
+                )
+                if split
+                else Run.requests_succeeded
+            ).label("requests_succeeded"),
             *(_figure(n, f.split_by_model).label(n) for n in shown),
         )
         .select_from(page)
@@ -528,7 +535,7 @@ async def compare(
         ).one()
         total, seen = int(summary[0]), list(summary[1] or [])
     rows = [
-        _row(list(runs), shown, aggregate)
+        _row(list(runs), shown, aggregate, split=split)
         for _, runs in itertools.groupby(result, key=lambda r: r[0])
     ]
     # Nulls (runs measured before fingerprints) last, so the list reads the same every time.
@@ -562,9 +569,15 @@ def median(values: Sequence[float]) -> float | None:
 
 
 def _row(
-    runs: Sequence[Sequence[Any]], figures: Sequence[str], aggregate: Aggregate
+    runs: Sequence[Sequence[Any]],
+    figures: Sequence[str],
+    aggregate: Aggregate,
+    *,
+    split: bool = False,
 ) -> ComparisonRow:
-    """One row from the lines of its runs (all of one group, at least one)."""
+    """One row from the lines of its runs (all of one group, at least one). With `split`,
+    a model's row is also inadequate when that model's own successful requests in a run are
+    too few for its percentiles, whatever the run's verdict on all of them says."""
     first = runs[0]
     by_time = sorted(runs, key=_newest) if len(runs) > 1 else runs
     columns = list(zip(*runs, strict=True))
@@ -584,6 +597,19 @@ def _row(
     verdicts = 0
     for run in runs:
         verdicts += run[_ADEQUACY] is not None
+        succeeded = run[_SUCCEEDED] or 0
+        if split and succeeded < ADEQUATE_MIN_REQUESTS:
+            # Said first: the model's own count, which the run's verdict on all its
+            # requests does not see.
+            reasons.setdefault(
+                "few_requests",
+                {
+                    "code": "few_requests",
+                    "detail": f"{succeeded} successful measured requests of model "
+                    f"{run[_SERVED]} in run {run[_RUN_ID]}: fewer than "
+                    f"{ADEQUATE_MIN_REQUESTS}, too few for its percentiles",
+                },
+            )
         for reason in inadequate_reasons(
             run[_ADEQUACY],
             client_bound=run[_CLIENT_BOUND],

@@ -171,7 +171,14 @@ async def test_comparisons_and_history_split_runs_by_model(
     page = (
         await team.http.get(
             "/v1/comparisons",
-            params={"endpoint_id": endpoint["id"], "split": "model", "limit": 500},
+            # Client-bound runs too: a busy machine may flag one, and the rows' sources are
+            # what is checked here.
+            params={
+                "endpoint_id": endpoint["id"],
+                "split": "model",
+                "limit": 500,
+                "include_client_bound": "true",
+            },
         )
     ).json()
     assert page["split"] == "model"
@@ -197,12 +204,21 @@ async def test_comparisons_and_history_split_runs_by_model(
         ):
             assert figures[figure] == pytest.approx(sum(value) / 2, rel=1e-9), figure
         assert figures["itl_p50_ms"] is None  # not measured per model
+        # A model's percentiles rest on its own requests (here about 5 a run): too few
+        (few,) = [r for r in row["inadequate"] if r["code"] == "few_requests"]
+        assert f"of model {name} in run" in few["detail"]
+        assert row["adequate"] is False
     # The plain run's row is that run's own figures
     assert rows[(plain_fp, "sim-model")]["figures"]["ttft_p50_ms"] == pytest.approx(
         plain["ttft_ms"]["p50"]
     )
     # Without split: one row per workload, the runs' own figures
-    whole = (await team.http.get("/v1/comparisons", params={"endpoint_id": endpoint["id"]})).json()
+    whole = (
+        await team.http.get(
+            "/v1/comparisons",
+            params={"endpoint_id": endpoint["id"], "include_client_bound": "true"},
+        )
+    ).json()
     assert whole["split"] is None
     assert {r["served_model"] for r in whole["items"]} == {None}
     assert len(whole["items"]) == 2
@@ -215,6 +231,7 @@ async def test_comparisons_and_history_split_runs_by_model(
                 "split": "model",
                 "model": "lora-slow",
                 "aggregate": "latest",
+                "include_client_bound": "true",
             },
         )
     ).json()
@@ -223,7 +240,12 @@ async def test_comparisons_and_history_split_runs_by_model(
     assert only["figures"]["e2e_p50_ms"] == pytest.approx(blocks[1]["lora-slow"]["e2e_ms"]["p50"])
     csv = await team.http.get(
         "/v1/comparisons",
-        params={"endpoint_id": endpoint["id"], "split": "model", "model": "lora-fast"},
+        params={
+            "endpoint_id": endpoint["id"],
+            "split": "model",
+            "model": "lora-fast",
+            "include_client_bound": "true",
+        },
         headers={"Accept": "text/csv"},
     )
     header, line = csv.text.splitlines()[:2]
