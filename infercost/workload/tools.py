@@ -13,6 +13,7 @@ JSON and matches the schema asked for.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -128,18 +129,32 @@ class Judge:
         return Verdict(1, 1 if reason is None else 0, () if reason is None else (reason,))
 
 
+#: What may follow where the parser stopped when the text ended inside a value: the start
+#: or rest of a number (`-`, `0.`, `1e`), or the start of true, false or null.
+_PARTIAL_VALUE = re.compile(r"-?(\d+)?(\.\d*)?([eE][+-]?\d*)?|t(r(u)?)?|f(a(l(s)?)?)?|n(u(l)?)?")
+
+
+def _ended_inside(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether `text` is JSON cut short rather than malformed: the parser ran out at its end,
+    inside a string (an unterminated string runs to the end: a raw line break is another
+    error), or inside a number or a literal that the end cut off."""
+    if not text.strip():
+        return False
+    tail = text[exc.pos :].rstrip()
+    return (
+        not tail
+        or exc.msg.startswith("Unterminated string")
+        or _PARTIAL_VALUE.fullmatch(tail) is not None
+    )
+
+
 def _invalid(validator: Draft202012Validator, text: str) -> str | None:
     """None when `text` is JSON that `validator` accepts; else `cut_short` (JSON that the text
     ended inside of: an answer stopped by max_tokens, say), `not_json` or `schema`."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        # The text ended inside its JSON: the parser ran out at its end, or inside a string
-        # (an unterminated string runs to the end: a raw line break is another error).
-        ended_inside = bool(text.strip()) and (
-            exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-        )
-        return "cut_short" if ended_inside else "not_json"
+        return "cut_short" if _ended_inside(text, exc) else "not_json"
     except ValueError:
         return "not_json"
     return None if validator.is_valid(value) else "schema"

@@ -296,6 +296,10 @@ def test_a_json_object_item_judges_json_that_is_not_an_object_invalid() -> None:
     assert judge.answer("{").why == ("cut_short",)  # the text ended inside the JSON
     assert judge.answer('{"sentiment": "posi').why == ("cut_short",)  # inside a string
     assert judge.answer('{"topics": ["a",    ').why == ("cut_short",)
+    # ... inside a number or a literal (the parser stops where the value starts)
+    for cut in ('{"confidence": 0.', '{"a": tru', '{"a": -', '{"a": 1e', '{"a": nu'):
+        assert judge.answer(cut).why == ("cut_short",), cut
+    assert judge.answer('{"a": trux}').why == ("not_json",)
     assert judge.answer("{]").why == ("not_json",)
     assert judge.answer('{"a": 1} trailing').why == ("not_json",)
     assert judge.answer("").why == ("not_json",)
