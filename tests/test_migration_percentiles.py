@@ -154,7 +154,7 @@ def test_the_total_cost_migration_changes_only_hosted_embeddings() -> None:
         _run_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-#: A run of three models as a worker stored its `models` block before run_models existed,
+#: A run of two models as a worker stored its `models` block before run_models existed,
 #: and a run of one model (no block).
 MODELS_BLOCK = [
     {"model": "base", "requests": {"total": 20, "succeeded": 19, "failed": 1},

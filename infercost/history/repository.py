@@ -55,6 +55,7 @@ TWIN_COLUMNS = (
     "id",
     "job_id",
     "endpoint_id",
+    "deployment_id",
     "workload_fingerprint",
     "mode",
     "level",
@@ -146,18 +147,19 @@ class HistoryRepository:
     async def newest_like(
         self,
         team_id: uuid.UUID,
-        keys: Sequence[tuple[uuid.UUID, str, str, float]],
+        keys: Sequence[tuple[uuid.UUID, int, str, str, float]],
         *,
         client_bound: bool = False,
-    ) -> dict[tuple[uuid.UUID, str, str, float], Row[Any]]:
-        """For each (endpoint, workload fingerprint, mode, level) of `keys`, the team's
+    ) -> dict[tuple[uuid.UUID, int, str, str, float], Row[Any]]:
+        """For each (endpoint, deployment, workload fingerprint, mode, level) of `keys`, the
+        team's
         newest succeeded, not client-bound run there (TWIN_COLUMNS of it), in one query;
         keys without such a run are left out. A structured run's plain twin is the one of
         its fingerprint without `structured` (docs/figures.md). With `client_bound`, the
         newest client-bound one instead (to say why a key has no twin)."""
         if not keys:
             return {}
-        series = (Run.endpoint_id, Run.workload_fingerprint, Run.mode, Run.level)
+        series = (Run.endpoint_id, Run.deployment_id, Run.workload_fingerprint, Run.mode, Run.level)
         rows = await self.session.execute(
             readable(Run, team_id, *(getattr(Run, name) for name in TWIN_COLUMNS))
             .where(
@@ -170,7 +172,13 @@ class HistoryRepository:
             .order_by(*series, Run.finished_at.desc(), Run.id.desc())
         )
         return {
-            (row.endpoint_id, row.workload_fingerprint, row.mode, float(row.level)): row
+            (
+                row.endpoint_id,
+                row.deployment_id,
+                row.workload_fingerprint,
+                row.mode,
+                float(row.level),
+            ): row
             for row in rows
         }
 

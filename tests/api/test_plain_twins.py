@@ -85,6 +85,15 @@ CASES = {
         },
         {"duration_s": 30},
     ),
+    # Weights and a rate that six digits do not say exactly still give the twin's fingerprint
+    "weights of many digits": (
+        {
+            "input_tokens": {"mean": 64},
+            "output_tokens": {"mean": 48},
+            "models": [{"name": "base", "weight": 0.3333333}, {"name": "lora-a", "weight": 1}],
+        },
+        {},
+    ),
     # What a structured job against llama.cpp must send: answers end where their JSON does.
     "answers of their own length": (
         {"input_tokens": {"mean": 64}, "output_tokens": {"mean": 48}, "ignore_eos": False},

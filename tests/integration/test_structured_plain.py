@@ -171,6 +171,15 @@ async def test_another_endpoint_or_other_lengths_are_no_twin(
     assert run["structured"]["plain"] is None
     assert "--output-tokens 48" in run["structured"]["plain_reason"]
 
+    # ... nor a plain run of the same endpoint before it was changed (two GPUs now: another
+    # deployment, which its runs measure)
+    same = await team.run_job(body(other, [4], ["structured"]))
+    assert same["runs"][0]["structured"]["plain"] is not None  # its twin, as measured
+    changed = await team.http.patch(f"/v1/endpoints/{other['id']}", json={"gpu_count": 2})
+    assert changed.status_code == 200, changed.text
+    after = await team.run_job(body(other, [4], ["structured"]))
+    assert after["runs"][0]["structured"]["plain"] is None
+
 
 async def test_a_dataset_job_finds_its_twin_by_the_datasets_content(
     team: TeamClient, guided: SimProcess

@@ -92,6 +92,13 @@ def _normal(spec: Any) -> dict[str, Any]:
     return {"distribution": "normal", **_given(spec)}
 
 
+def _num(value: float) -> str:
+    """A number as the command line reads it back exactly: short where that is exact
+    (`3`, `0.25`), else every digit (a weight of 0.3333333 stays 0.3333333)."""
+    short = f"{value:g}"
+    return short if float(short) == float(value) else repr(float(value))
+
+
 def _cli_length(spec: Any) -> int | None:
     """The --input-tokens / --output-tokens value of a length the CLI sends as {"mean": n}
     (a normal distribution, nothing else set); None for any other."""
@@ -134,7 +141,7 @@ def _cli_workload(workload: Mapping[str, Any], trace: bool) -> list[str] | None:
             options += ["--feature", str(feature)]
     models = workload.get("models")
     if models:
-        options += ["--models", ",".join(f"{m['name']}={m['weight']:g}" for m in models)]
+        options += ["--models", ",".join(f"{m['name']}={_num(m['weight'])}" for m in models)]
     images = workload.get("images")
     if images:
         options += ["--images", f"{images['count']}x{images['width']}x{images['height']}"]
@@ -151,21 +158,21 @@ def _cli_load(job: Job, run: Run) -> list[str] | None:
         window = load.get("window") or {}
         options = ["--trace", str(load.get("traffic_id"))]
         if load.get("time_scale") is not None:
-            options += ["--time-scale", f"{load['time_scale']:g}"]
+            options += ["--time-scale", _num(load["time_scale"])]
         if window.get("start_s") is not None:
-            options += ["--window-start", f"{window['start_s']:g}"]
+            options += ["--window-start", _num(window["start_s"])]
         if window.get("duration_s") is not None:
-            options += ["--window-duration", f"{window['duration_s']:g}"]
+            options += ["--window-duration", _num(window["duration_s"])]
         if load.get("max_concurrency") is not None:
             options += ["--max-concurrency", str(load["max_concurrency"])]
         return options
     if mode not in _CLI_MODES or run.mode != mode:
         return None
-    options = ["--mode", str(mode), "--levels", f"{run.level:g}"]
+    options = ["--mode", str(mode), "--levels", _num(run.level)]
     if load.get("requests_per_level") is not None:
         options += ["--requests", str(load["requests_per_level"])]
     elif load.get("duration_s") is not None:
-        options += ["--duration-s", f"{load['duration_s']:g}"]
+        options += ["--duration-s", _num(load["duration_s"])]
     if load.get("warmup_requests"):
         options += ["--warmup", str(load["warmup_requests"])]
     if load.get("max_concurrency") is not None:
@@ -276,7 +283,9 @@ class PlainTwins:
             else:
                 plain[job.id] = None
         keys = {
-            r.id: (r.endpoint_id, fingerprint, r.mode, float(r.level))
+            # The same deployment too: an endpoint changed since (another model, more
+            # GPUs) measured something else.
+            r.id: (r.endpoint_id, r.deployment_id, fingerprint, r.mode, float(r.level))
             for r in judged
             if (fingerprint := plain.get(r.job_id)) is not None
         }
@@ -300,6 +309,6 @@ class PlainTwins:
                 answers[run.id] = Plain(twin=_twin(run, row))
             else:
                 answers[run.id] = Plain(
-                    reason=_reason(owner, run, names[run.job_id], key[1], bound.get(key))
+                    reason=_reason(owner, run, names[run.job_id], key[2], bound.get(key))
                 )
         return answers
