@@ -59,6 +59,25 @@ class DatasetRepository:
         )
         return found
 
+    async def items_asking(
+        self, team_id: uuid.UUID, dataset_id: uuid.UUID, fields: Sequence[str]
+    ) -> list[str]:
+        """Which of `fields` (request features: response_format, tools) any item of the
+        team's dataset carries of its own."""
+        found = []
+        owned = readable(Dataset, team_id, Dataset.id).where(Dataset.id == dataset_id)
+        for name in fields:
+            has = await self.session.scalar(
+                select(
+                    exists().where(
+                        DatasetItem.dataset_id.in_(owned), DatasetItem.features.has_key(name)
+                    )
+                )
+            )
+            if has:
+                found.append(name)
+        return found
+
     async def get_any(self, dataset_id: uuid.UUID) -> Dataset | None:
         """A dataset by id, deleted or not (the worker replays what a job was given)."""
         return await self.session.scalar(

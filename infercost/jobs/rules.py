@@ -9,7 +9,7 @@ known. A new field or mode brings its rule here and a line in RULES.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from infercost.engines.catalog import ENGINES, engine_of
@@ -442,15 +442,23 @@ def check_features_for_api(plan: Plan, api: str) -> None:
 GRAMMAR_FEATURES = ("structured", "tools")
 
 
-def check_features_for_engine(plan: Plan, engine: str | None) -> None:
-    """Request features the endpoint's engine can answer as asked. llama.cpp constrains a
-    structured answer (or a forced tool call) with a grammar that ends only at the end of
-    sequence, which ignore_eos forbids: it breaks every such stream off with an error
-    ("Unexpected empty grammar stack", captured from a real llama-server), so every request
-    of the job would fail."""
-    if engine_of(engine) is not ENGINES["llamacpp"] or not plan.workload.ignore_eos:
+def grammar_bound(engine: str | None, plan: Plan) -> bool:
+    """Whether `engine` cannot end an answer its grammar fixes under this plan: llama.cpp
+    constrains a structured answer (or a forced tool call) with a grammar that ends only at
+    the end of sequence, which ignore_eos forbids."""
+    return engine_of(engine) is ENGINES["llamacpp"] and plan.workload.ignore_eos
+
+
+def check_features_for_engine(
+    plan: Plan, engine: str | None, asked_by_items: Sequence[str] = ()
+) -> None:
+    """Request features the endpoint's engine can answer as asked (`asked_by_items`: the
+    features a dataset's items carry of their own). Under grammar_bound, llama.cpp breaks
+    every such stream off with an error ("Unexpected empty grammar stack", captured from a
+    real llama-server), so every request of the job would fail."""
+    if not grammar_bound(engine, plan):
         return
-    asked = [f for f in plan.workload.features if f in GRAMMAR_FEATURES]
+    asked = [f for f in GRAMMAR_FEATURES if f in plan.workload.features or f in asked_by_items]
     if asked:
         raise InvalidInput(
             "workload.ignore_eos",

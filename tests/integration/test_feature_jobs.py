@@ -502,6 +502,30 @@ async def test_structured_output_on_llamacpp_needs_answers_of_their_own_length(
             problem = answer.json()
             assert problem["errors"][0]["field"] == "workload.ignore_eos", problem
             assert 'send "ignore_eos": false with the job' in problem["detail"]
+        # ... and so is a dataset whose items ask for JSON answers of their own
+        user = [{"role": "user", "content": "hello there"}]
+        rows = [
+            {"messages": user, "max_tokens": 24},
+            {"messages": user, "max_tokens": 24, "response_format": {"type": "json_object"}},
+        ]
+        uploaded = await team.http.post(
+            "/v1/datasets",
+            content="\n".join(json.dumps(row) for row in rows).encode(),
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+        assert uploaded.status_code == 201, uploaded.text
+        items = {
+            "endpoint_id": endpoint["id"],
+            "workload": {"dataset_id": uploaded.json()["id"]},
+            "load": {"mode": "concurrency", "levels": [1], "requests_per_level": 2},
+        }
+        answer = await team.submit(items)
+        assert answer.status_code == 422, answer.text
+        assert "a structured answer only at its end" in answer.json()["detail"]
+        items["workload"]["ignore_eos"] = False
+        accepted = await team.submit(items)
+        assert accepted.status_code == 202, accepted.text
+        await team.http.post(f"/v1/jobs/{accepted.json()['id']}/cancel")
         body = job(endpoint, features=["structured"], ignore_eos=False)
         done = await team.run_job(body)
         assert done["workload"]["ignore_eos"] is False

@@ -45,6 +45,7 @@ from api.domain.traffic.services import trace_plan
 from api.queue import TaskQueue
 from api.rows import from_row
 from api.schemas import aware
+from infercost.datasets.repository import DatasetRepository
 from infercost.endpoints.preflight import refuse_if_failed
 from infercost.endpoints.pricing import HourlyPrice, hourly_price, rfc3339
 from infercost.endpoints.repository import EndpointRepository
@@ -62,6 +63,7 @@ from infercost.jobs.rules import (
     check_features_for_engine,
     check_for_embeddings,
     check_plan,
+    grammar_bound,
 )
 from infercost.planning.presets import get_preset
 from infercost.planning.roofline import Hardware, ModelFacts
@@ -317,12 +319,18 @@ class JobService:
         if endpoint.api == "openai-embeddings":
             check_for_embeddings(plan)
         check_features_for_api(plan, endpoint.api)
-        check_features_for_engine(plan, endpoint.engine)
         dataset = (
             None
             if traffic is not None
             else await workload_dataset(self.session, self.team_id, plan.workload, endpoint.api)
         )
+        by_items: list[str] = []
+        if dataset is not None and grammar_bound(endpoint.engine, plan):
+            fields = await DatasetRepository(self.session).items_asking(
+                self.team_id, dataset.id, ("response_format", "tools")
+            )
+            by_items = ["structured" if f == "response_format" else f for f in fields]
+        check_features_for_engine(plan, endpoint.engine, by_items)
         encoded = plan.encode()
         return PlannedJob(
             endpoint_id=data.endpoint_id,
