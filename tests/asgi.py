@@ -60,3 +60,18 @@ async def serve_in_loop(app: Any) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+@asynccontextmanager
+async def serve_with_hooks(app: Any) -> AsyncIterator[str]:
+    """`serve_in_loop` for a Litestar app whose startup and shutdown hooks must run in this
+    loop, the one uvicorn serves in (the API: its Redis and database pools are made and
+    closed where they are used)."""
+    for hook in app.on_startup:
+        await hook(app)
+    try:
+        async with serve_in_loop(app) as url:
+            yield url
+    finally:
+        for hook in app.on_shutdown:
+            await hook(app)

@@ -426,8 +426,9 @@ def _invalid_utf8(payload: bytes) -> bool:
     return False
 
 
-def on_event(event: Event, kind: int, rec: RawRequest, now: int) -> None:
-    """Record a decoded event (its `kind` from `judge`) arriving at `now`."""
+def mark(kind: int, rec: RawRequest, now: int) -> None:
+    """Record what an event of `kind` (from `judge`) arriving at `now` says of the request:
+    text stamped (reasoning before the first content counted), the end of the answer."""
     if kind & TEXT:
         rec.chunk_ns.append(now)
         if rec.t_content is None:
@@ -437,6 +438,11 @@ def on_event(event: Event, kind: int, rec: RawRequest, now: int) -> None:
                 rec.reasoning_events += 1
     if kind & FINISHED:
         rec.finished = True
+
+
+def on_event(event: Event, kind: int, rec: RawRequest, now: int) -> None:
+    """Record a decoded event (its `kind` from `judge`) arriving at `now`."""
+    mark(kind, rec, now)
     if event.timings is not None:
         # Kept as sent; turned into ServerTimings once, when the request ends.
         rec.llamacpp_timings = event.timings
@@ -602,15 +608,7 @@ class StreamReader:
         what = judge(brief, rec.text)
         if rec.parts is not None:
             rec.parts.take(brief)
-        if what & TEXT:
-            rec.chunk_ns.append(now)
-            if rec.t_content is None:
-                if what & CONTENT:
-                    rec.t_content = now
-                else:
-                    rec.reasoning_events += 1
-        if what & FINISHED:
-            rec.finished = True
+        mark(what, rec, now)
 
     def feed_reads(self, stamps: list[int], pieces: list[bytes]) -> None:
         """Reads as a slot's connection hands them on: each piece with its read's stamp."""

@@ -29,7 +29,7 @@ from infercost.db.engine import make_engine
 from infercost.endpoints.models import Endpoint
 from infercost.endpoints.repository import EndpointRepository
 from infercost.settings import Settings
-from tests.asgi import serve_in_loop
+from tests.asgi import serve_with_hooks
 from tests.conftest import TeamClient
 
 
@@ -58,14 +58,8 @@ async def api_in_process(service_env: dict[str, str]) -> AsyncIterator[tuple[Lit
         Settings.from_env(service_env), queue=f"test-scope-{uuid.uuid4().hex[:8]}"
     )
     app = create_app(settings)
-    for hook in app.on_startup:
-        await hook(app)  # type: ignore[call-arg,misc]
-    try:
-        async with serve_in_loop(app) as url:
-            yield app, url
-    finally:
-        for hook in app.on_shutdown:
-            await hook(app)  # type: ignore[call-arg,misc]
+    async with serve_with_hooks(app) as url:
+        yield app, url
 
 
 @pytest.mark.parametrize("leaky", [by_id_alone, by_raw_sql], ids=["select", "raw-sql"])

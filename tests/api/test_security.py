@@ -22,7 +22,7 @@ import pytest
 
 from api.app import create_app
 from infercost.settings import Settings
-from tests.asgi import serve_in_loop
+from tests.asgi import serve_with_hooks
 from tests.conftest import TeamClient, free_port, insert_finished_run
 
 pytestmark = pytest.mark.integration
@@ -359,16 +359,8 @@ async def tiny_api(service_env: dict[str, str]) -> AsyncIterator[str]:
         queue=f"test-tiny-{uuid.uuid4().hex[:8]}",
     )
     app = create_app(settings)
-    # Its startup and shutdown hooks run in this loop, the one uvicorn serves in, so the
-    # Redis and database pools are made and closed where they are used.
-    for hook in app.on_startup:
-        await hook(app)  # type: ignore[call-arg,misc]
-    try:
-        async with serve_in_loop(app) as url:
-            yield url
-    finally:
-        for hook in app.on_shutdown:
-            await hook(app)  # type: ignore[call-arg,misc]
+    async with serve_with_hooks(app) as url:
+        yield url
 
 
 def fresh_address() -> str:
@@ -480,12 +472,6 @@ async def test_requests_pass_when_the_rate_limits_redis_is_down(
         queue=f"test-tiny-{uuid.uuid4().hex[:8]}",
     )
     app = create_app(settings)
-    for hook in app.on_startup:
-        await hook(app)  # type: ignore[call-arg,misc]
-    try:
-        async with serve_in_loop(app) as url, client_of(url, team.key) as http:
-            statuses = [(await http.get("/v1/endpoints")).status_code for _ in range(3)]
-    finally:
-        for hook in app.on_shutdown:
-            await hook(app)  # type: ignore[call-arg,misc]
+    async with serve_with_hooks(app) as url, client_of(url, team.key) as http:
+        statuses = [(await http.get("/v1/endpoints")).status_code for _ in range(3)]
     assert statuses == [200, 200, 200]

@@ -14,7 +14,7 @@ import pytest
 
 from api.app import create_app
 from infercost.settings import Settings
-from tests.asgi import serve_in_loop
+from tests.asgi import serve_with_hooks
 from tests.conftest import TeamClient
 from tests.traffic_files import infercost_csv
 
@@ -39,14 +39,8 @@ async def capped_api(service_env: dict[str, str]) -> AsyncIterator[str]:
         queue=f"test-caps-{uuid.uuid4().hex[:8]}",
     )
     app = create_app(settings)
-    for hook in app.on_startup:
-        await hook(app)  # type: ignore[call-arg,misc]
-    try:
-        async with serve_in_loop(app) as url:
-            yield url
-    finally:
-        for hook in app.on_shutdown:
-            await hook(app)  # type: ignore[call-arg,misc]
+    async with serve_with_hooks(app) as url:
+        yield url
 
 
 @pytest.fixture

@@ -618,41 +618,14 @@ async def test_prices_datasets_compare_and_estimate(
         "traffic": {"requests_per_s": 2, "input_tokens": 32, "output_tokens": 50},
         "slo": {"ttft_ms": {"p95": 500}},
     }
-    estimated_json = await in_thread(
-        api_server,
-        team.key,
-        "estimate",
-        "--model",
-        "sim-model",
-        "--rps",
-        "2",
-        "--input-tokens",
-        "32",
-        "--output-tokens",
-        "50",
-        "--slo-ttft-p95",
-        "500",
-        "--json",
-    )
+    args = ["estimate", "--model", "sim-model", "--rps", "2", "--input-tokens", "32"]
+    args += ["--output-tokens", "50", "--slo-ttft-p95", "500"]
+    estimated_json = await in_thread(api_server, team.key, *args, "--json")
     estimated = json.loads(estimated_json.output)
     # An estimate with no candidate exits 4 (the evidence here may fall short of the SLO).
     assert estimated_json.exit_code == (0 if estimated["candidates"] else 4)
     assert estimated == (await team.http.post("/v1/estimates", json=body)).json()
-    plain = await in_thread(
-        api_server,
-        team.key,
-        "estimate",
-        "--model",
-        "sim-model",
-        "--rps",
-        "2",
-        "--input-tokens",
-        "32",
-        "--output-tokens",
-        "50",
-        "--slo-ttft-p95",
-        "500",
-    )
+    plain = await in_thread(api_server, team.key, *args)
     assert plain.exit_code == (0 if estimated["candidates"] else 4), plain.output
     assert plain.output.startswith("sim-model at 2.00 req/s, 32 in / 50 out tokens\n")
     for candidate in estimated["candidates"]:

@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import NamedDependency
-from litestar.openapi.spec import (
-    OpenAPIFormat,
-    OpenAPIMediaType,
-    OpenAPIType,
-    Operation,
-    RequestBody,
-    Schema,
-)
 from litestar.params import QueryParameter
 
 from api.auth import AppSettings, team_service
@@ -24,7 +15,7 @@ from api.domain.datasets.schemas import DatasetRead
 from api.domain.datasets.services import DatasetService, TooLarge
 from api.openapi import problem_responses
 from api.schemas import Limit, Offset, Page, PathId
-from api.uploads import mib, read_capped
+from api.uploads import file_body, mib, read_capped
 from infercost.datasets.models import DatasetFormat
 from infercost.errors import InfercostError
 
@@ -37,19 +28,10 @@ CONTENT_FORMATS = {
 }
 
 
-_FILE = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
-
-
-@dataclass
-class UploadOperation(Operation):
-    """The upload's OpenAPI entry: the body is the file itself, not JSON of a schema."""
-
-    def __post_init__(self) -> None:
-        self.request_body = RequestBody(
-            required=True,
-            description="the dataset file: JSONL (one prompt or chat item a line) or ShareGPT",
-            content=dict.fromkeys(CONTENT_FORMATS, _FILE),
-        )
+UploadOperation = file_body(
+    "the dataset file: JSONL (one prompt or chat item a line) or ShareGPT",
+    CONTENT_FORMATS,
+)
 
 
 class UnsupportedType(InfercostError):

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, post
 from litestar.di import NamedDependency, Provide
-from litestar.openapi.spec import (
-    OpenAPIFormat,
-    OpenAPIMediaType,
-    OpenAPIType,
-    Operation,
-    RequestBody,
-    Schema,
-)
 from litestar.params import QueryParameter
 
 from api.auth import AppSettings, team_service
@@ -25,25 +16,18 @@ from api.domain.jobs.schemas import JobRead
 from api.domain.jobs.services import JobService
 from api.domain.traffic.services import too_large
 from api.openapi import problem_responses
-from api.uploads import read_capped
+from api.uploads import file_body, read_capped
 from infercost.imports.parse import ImportFormat
 
-_FILE = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
 CONTENT_TYPES = ("application/json", "application/x-ndjson", "application/octet-stream")
 
 
-@dataclass
-class ImportOperation(Operation):
-    """The import's OpenAPI entry: the body is the tool's file itself."""
-
-    def __post_init__(self) -> None:
-        self.request_body = RequestBody(
-            required=True,
-            description="the result file as the tool wrote it: vLLM's --save-result JSON (one "
-            "result, or one a line), GuideLLM's benchmarks.json, AIPerf's "
-            "profile_export_aiperf.json or profile_export.jsonl",
-            content=dict.fromkeys(CONTENT_TYPES, _FILE),
-        )
+ImportOperation = file_body(
+    "the result file as the tool wrote it: vLLM's --save-result JSON (one "
+    "result, or one a line), GuideLLM's benchmarks.json, AIPerf's "
+    "profile_export_aiperf.json or profile_export.jsonl",
+    CONTENT_TYPES,
+)
 
 
 class ImportController(Controller):

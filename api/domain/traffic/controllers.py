@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import NamedDependency
-from litestar.openapi.spec import (
-    OpenAPIFormat,
-    OpenAPIMediaType,
-    OpenAPIType,
-    Operation,
-    RequestBody,
-    Schema,
-)
 from litestar.params import QueryParameter
 
 from api.auth import AppSettings, team_service
@@ -23,9 +14,9 @@ from api.domain.traffic.schemas import TrafficLog
 from api.domain.traffic.services import TrafficService, too_large
 from api.openapi import problem_responses
 from api.schemas import Limit, Offset, Page, PathId
+from api.uploads import file_body
 from infercost.traffic.models import TrafficFormat
 
-_FILE = OpenAPIMediaType(schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY))
 #: What a log may be sent as; the format comes from `format`, not from the content type.
 CONTENT_TYPES = (
     "text/csv",
@@ -36,17 +27,11 @@ CONTENT_TYPES = (
 )
 
 
-@dataclass
-class ImportOperation(Operation):
-    """The import's OpenAPI entry: the body is the log itself, not JSON of a schema."""
-
-    def __post_init__(self) -> None:
-        self.request_body = RequestBody(
-            required=True,
-            description="the request log: CSV or JSON lines as `format` says, plain or gzip "
-            "(by its content, or Content-Encoding: gzip)",
-            content=dict.fromkeys(CONTENT_TYPES, _FILE),
-        )
+ImportOperation = file_body(
+    "the request log: CSV or JSON lines as `format` says, plain or gzip "
+    "(by its content, or Content-Encoding: gzip)",
+    CONTENT_TYPES,
+)
 
 
 class TrafficController(Controller):
